@@ -1,0 +1,33 @@
+"""The modelled machine: executes frame plans on N simulated CPUs and records a trace.
+
+This is the only package that imports simpy.  Strategies describe *what* runs where
+(:mod:`simsrv.machine.plan`); the machine decides *when*, charging the costs on simulated CPUs,
+serialising threads that share a CPU, and making threads wait at barriers, locks and joins.
+"""
+
+from simsrv.machine.executor import Machine
+from simsrv.machine.plan import (
+    Acquire,
+    BarrierWait,
+    Compute,
+    FramePlan,
+    Join,
+    Release,
+    Spawn,
+    Thread,
+)
+from simsrv.machine.trace import WAIT_ACTIVITIES, Trace
+
+__all__ = [
+    "Acquire",
+    "BarrierWait",
+    "Compute",
+    "FramePlan",
+    "Join",
+    "Machine",
+    "Release",
+    "Spawn",
+    "Thread",
+    "Trace",
+    "WAIT_ACTIVITIES",
+]

@@ -1,0 +1,111 @@
+"""Frame plans: the contract between a strategy and the machine.
+
+A :class:`FramePlan` is a set of threads (processes or threads of the modelled server), each a
+sequence of operations.  Costs are microseconds of CPU time on the platform.  Thread 0 is the
+coordinator (the thread that runs the frame loop): the frame ends when it finishes its
+operations.  Other threads may outlive the frame (e.g. a worker's teardown overlapping the
+next frame's world phase).
+
+Operations
+----------
+:class:`Compute` runs for ``cost_us`` on the thread's CPU, labelled with an activity.
+:class:`BarrierWait` blocks until every party of the named barrier has arrived.
+:class:`Acquire` / :class:`Release` take and give back a named mutual-exclusion lock.
+:class:`Spawn` starts a thread whose ``spawned`` flag is set; :class:`Join` waits for it to end.
+Costs of synchronisation (a barrier's, a lock's, a fork's) are explicit ``Compute`` operations
+chosen by the strategy; the machine only enforces the ordering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """Run on the CPU for ``cost_us`` microseconds doing ``activity``."""
+
+    activity: str
+    cost_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierWait:
+    """Wait until all parties of barrier ``name`` (declared in the plan) have arrived."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Acquire:
+    """Take lock ``lock`` (any hashable id), waiting while another thread holds it."""
+
+    lock: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Give back lock ``lock``."""
+
+    lock: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Spawn:
+    """Start thread ``thread`` (a thread of the same plan with ``spawned=True``)."""
+
+    thread: str
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """Wait until thread ``thread`` has finished all its operations."""
+
+    thread: str
+
+
+Op = Compute | BarrierWait | Acquire | Release | Spawn | Join
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """One thread of execution in a frame.
+
+    Attributes
+    ----------
+    name:
+        Unique within the plan (trace rows carry it).
+    cpu:
+        The CPU the thread runs on (0-based).
+    ops:
+        Its operations, in order.
+    spawned:
+        ``False``: starts when the frame starts; ``True``: starts when a :class:`Spawn` names it.
+    """
+
+    name: str
+    cpu: int
+    ops: tuple[Op, ...]
+    spawned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FramePlan:
+    """What one server frame runs: ``threads[0]`` is the coordinator.
+
+    ``barriers`` maps each barrier name to its number of parties.
+    """
+
+    threads: tuple[Thread, ...]
+    barriers: Mapping[str, int] = field(default_factory=dict)
+
+    def is_serial(self) -> bool:
+        """True when the plan is one thread of plain computations (no synchronisation)."""
+        return len(self.threads) == 1 and all(
+            type(op) is Compute for op in self.threads[0].ops
+        )
+
+    def total_cost_us(self) -> float:
+        """Sum of all ``Compute`` costs of all threads, microseconds."""
+        return sum(op.cost_us for t in self.threads for op in t.ops if type(op) is Compute)

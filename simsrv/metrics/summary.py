@@ -1,0 +1,60 @@
+"""The one-row summary of a run (the ``simsrv run --json`` metrics).
+
+Every metric covers the measured window ``[warmup_s, warmup_s + duration_s]``: frames that start
+in it, packets that arrive in it, and trace intervals clipped to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simsrv.machine.trace import WAIT_ACTIVITIES
+from simsrv.metrics.timeline import clip_intervals, parallel_fraction
+from simsrv.scenario.schema import Scenario
+from simsrv.simulation import SimulationOutput
+
+
+def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
+    """Metrics of the measured window.
+
+    Keys: ``frames_per_s``, ``messages_per_frame``, ``messages_per_s``, ``replies_per_s``,
+    ``dropped_fraction`` (of the packets that reached the socket), ``parallel_fraction`` (share
+    of time with every CPU busy), ``cpu_utilization`` (busy share per CPU), ``time_breakdown``
+    (activity -> share of total CPU time, ``idle`` included; wait states are thread time spent
+    blocked and may overlap other threads' work), ``simulated_time_s`` and ``frames``.
+    """
+    t0 = scenario.run.warmup_s
+    t1 = t0 + scenario.run.duration_s
+    cpus = scenario.machine.cpus
+    span = t1 - t0
+    frames = out.frames[(out.frames["start_s"] >= t0) & (out.frames["start_s"] < t1)]
+    n = len(frames)
+    messages = int(frames["messages"].sum())
+    arrived = int(np.count_nonzero((out.arrivals_s >= t0) & (out.arrivals_s < t1)))
+    dropped = int(np.count_nonzero((out.dropped_s >= t0) & (out.dropped_s < t1)))
+
+    trace = clip_intervals(out.trace, t0, t1)
+    length = trace["end_s"] - trace["start_s"]
+    busy = trace["busy"]
+    per_cpu = length[busy].groupby(trace.loc[busy, "cpu"]).sum()
+    utilization = [float(per_cpu.get(c, 0.0) / span) for c in range(cpus)]
+    by_activity = length.groupby(trace["activity"], observed=True).sum() / (cpus * span)
+    breakdown = {str(a): float(v) for a, v in by_activity.items() if v > 0}
+    busy_share = sum(v for a, v in breakdown.items() if a not in WAIT_ACTIVITIES)
+    breakdown["idle"] = max(0.0, 1.0 - busy_share)
+
+    return {
+        "frames_per_s": n / span,
+        "messages_per_frame": messages / n if n else 0.0,
+        "messages_per_s": messages / span,
+        "replies_per_s": float(frames["replies"].sum()) / span,
+        "choked_per_s": float(frames["choked"].sum()) / span,
+        "dropped_fraction": dropped / arrived if arrived else 0.0,
+        "parallel_fraction": parallel_fraction(out.trace, cpus, t0, t1),
+        "cpu_utilization": utilization,
+        "time_breakdown": dict(sorted(breakdown.items())),
+        "simulated_time_s": span,
+        "frames": n,
+    }

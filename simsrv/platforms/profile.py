@@ -1,0 +1,108 @@
+"""Validated platform profile (CPU description and cost table)."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+
+from simsrv.errors import InputError
+from simsrv.scenario.validation import StrictModel, validate
+
+PLATFORM_DIR = Path(__file__).parent
+
+
+def _us(description: str, default: float = 0.0):
+    return Field(default, ge=0, description=f"{description}, microseconds")
+
+
+class Costs(StrictModel):
+    """Cost of every modelled operation on one CPU of the platform, in microseconds.
+
+    Server work [P §2.1, T §2.1]: a frame pays ``frame_overhead`` (select, timeouts,
+    statistics); world physics, when due, pays ``world_base + world_per_entity x entities``;
+    each message pays ``net_recv_per_message`` (recvfrom), ``request_per_message`` plus
+    ``request_per_command`` per user command executed plus ``request_per_range_entity`` per
+    entity in its action range L_a; each reply pays ``reply_per_client`` plus
+    ``reply_per_visible_entity`` per entity in the client's potentially visible set plus
+    ``net_send_per_reply`` (sendto).  Operating-system and synchronisation costs are used by the
+    parallel strategies.
+    """
+
+    frame_overhead: float = _us("fixed work of every server frame")
+    world_base: float = _us("world physics step, fixed part")
+    world_per_entity: float = _us("world physics per entity (players + map entities)")
+    net_recv_per_message: float = _us("receive system call per packet")
+    request_per_message: float = _us("request processing per packet")
+    request_per_command: float = _us("per user command executed (SV_RunCmd/pmove)")
+    request_per_range_entity: float = _us("per entity in the sender's action range L_a")
+    reply_per_client: float = _us("building one reply")
+    reply_per_visible_entity: float = _us("per entity in the client's visible set")
+    net_send_per_reply: float = _us("send system call per reply")
+    grouping_per_message: float = _us("BSP-group: building pmove and L_a for scheduling")
+    grouping_per_edge: float = _us("BSP-group: union-find per edge of the entity graph")
+    schedule_per_group: float = _us("BSP-group: LPT per group")
+    fork: float = _us("fork() of the server process")
+    clone: float = _us("clone(CLONE_STOPPED)")
+    setaffinity: float = _us("sched_setaffinity + SIGCONT per worker")
+    cow_per_page: float = _us("copy-on-write fault per written page")
+    copy_per_entity: float = _us("copying one entity state to or from shared memory")
+    exit_teardown: float = _us("process exit and teardown (kernel frees the address space)")
+    wait: float = _us("wait() system call and reaping per worker")
+    context_switch: float = _us("one context switch")
+    lock_acquire: float = _us("acquire of an uncontended lock")
+    lock_per_node: float = _us("areanode tree traversal per node")
+    barrier: float = _us("passing a barrier (per thread)")
+
+
+class Platform(StrictModel):
+    """A modelled machine: description, CPU topology, migration rule and costs."""
+
+    name: str
+    description: str = ""
+    source: str = Field("", description="where the numbers come from")
+    cpu_ghz: float = Field(1.0, gt=0, description="clock of one CPU (documentation only), GHz")
+    cpus: int = Field(1, ge=1, description="logical CPUs of the real machine")
+    smt_per_core: int = Field(1, ge=1, le=8, description="logical CPUs per physical core")
+    smt_throughput: float = Field(
+        1.0, gt=0, le=1, description="speed of a logical CPU while its sibling is busy, x1"
+    )
+    page_entities: int = Field(8, ge=1, description="entity states per 4 KiB memory page")
+    migration_delay_us: float = Field(
+        0.0, ge=0, description="time before an idle CPU pulls a runnable task, us"
+    )
+    costs: Costs = Costs()
+
+
+def platform_names() -> list[str]:
+    """Names of the built-in platform profiles."""
+    return sorted(p.stem for p in PLATFORM_DIR.glob("*.toml"))
+
+
+@lru_cache(maxsize=64)
+def load_platform(name_or_path: str) -> Platform:
+    """Load a platform by built-in name or by path to a TOML file.
+
+    Raises
+    ------
+    InputError
+        Unknown name, unreadable or malformed file, or invalid fields (named as
+        ``machine.platform[...]``).
+    """
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = PLATFORM_DIR / f"{name_or_path}.toml"
+        if not path.exists():
+            raise InputError(
+                f"machine.platform: unknown platform {name_or_path!r}; allowed: "
+                f"{', '.join(platform_names())} or a path to a .toml file"
+            )
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"machine.platform: file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"machine.platform: {path} is not valid TOML: {error}") from None
+    return validate(Platform, data, f"platform[{path.name}]")

@@ -1,0 +1,142 @@
+"""Loading scenarios from TOML, with dotted ``--set`` overrides, into a :class:`Scenario`.
+
+Every error is an :class:`~simsrv.errors.InputError` with one line naming the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from simsrv.errors import InputError
+from simsrv.platforms.profile import load_platform
+from simsrv.scenario.schema import (
+    ClientsSection,
+    MachineSection,
+    MapSection,
+    PlayersSection,
+    RunSection,
+    Scenario,
+    ServerSection,
+)
+from simsrv.scenario.validation import validate
+from simsrv.strategies import STRATEGIES
+from simsrv.world.maps import MAP_KINDS
+from simsrv.world.mobility import MOBILITY_MODELS
+
+SECTIONS = ("run", "map", "players", "clients", "server", "machine")
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file; a missing or malformed file is an :class:`InputError`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(f"scenario: file not found: {path}") from None
+    except OSError as error:
+        raise InputError(f"scenario: cannot read {path}: {error.strerror}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"scenario: {path} is not valid TOML: {error}") from None
+
+
+def load_scenario(
+    source: str | Path | dict[str, Any] | None = None, overrides: Iterable[str] = ()
+) -> Scenario:
+    """Build a validated scenario.
+
+    Parameters
+    ----------
+    source:
+        A TOML path, an already-decoded dict, or ``None`` for defaults only.
+    overrides:
+        ``"dotted.name=value"`` strings; values are parsed as TOML values (``4``, ``0.5``,
+        ``true``, ``"text"``) and fall back to plain strings (``map.kind=cube``).
+    """
+    if source is None:
+        raw: dict[str, Any] = {}
+    elif isinstance(source, dict):
+        raw = copy.deepcopy(source)
+    else:
+        raw = read_toml(source)
+    for item in overrides:
+        apply_override(raw, item)
+    return build_scenario(raw)
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Set ``a.b.c=value`` into the nested dict ``raw``."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise InputError(f"--set {item!r}: expected dotted.name=value, e.g. machine.cpus=4")
+    parts = key.split(".")
+    if parts[0] not in SECTIONS:
+        raise InputError(f"{key}: unknown section {parts[0]!r}; allowed: {', '.join(SECTIONS)}")
+    node = raw
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise InputError(f"{key}: {part!r} is a value, not a table")
+        node = child
+    node[parts[-1]] = parse_value(text.strip())
+
+
+def parse_value(text: str) -> Any:
+    """A TOML value (number, boolean, string, array) or, failing that, the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def build_scenario(raw: dict[str, Any]) -> Scenario:
+    """Validate a decoded scenario dict section by section, resolving registered names."""
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise InputError(f"{unknown[0]}: unknown section; allowed: {', '.join(SECTIONS)}")
+    sections = {name: _table(raw, name) for name in SECTIONS}
+
+    map_raw = sections["map"]
+    kind_name = map_raw.pop("kind", MapSection.model_fields["kind"].default)
+    kind = MAP_KINDS.get(kind_name, "map.kind")
+    map_section = MapSection(kind=kind_name, params=validate(kind.params, map_raw, "map"))
+
+    players_raw = sections["players"]
+    behaviour = players_raw.pop("behaviour", {})
+    players = validate(PlayersSection, players_raw, "players")
+    mobility = MOBILITY_MODELS.get(players.mobility, "players.mobility")
+    players = players.model_copy(
+        update={"behaviour": validate(mobility.params, behaviour, "players.behaviour")}
+    )
+
+    server_raw = sections["server"]
+    options = server_raw.pop("options", {})
+    server = validate(ServerSection, server_raw, "server")
+    strategy = STRATEGIES.get(server.strategy, "server.strategy")
+    server = server.model_copy(
+        update={"options": validate(strategy.options, options, "server.options")}
+    )
+
+    machine = validate(MachineSection, sections["machine"], "machine")
+    load_platform(machine.platform)
+    return Scenario(
+        run=validate(RunSection, sections["run"], "run"),
+        map=map_section,
+        players=players,
+        clients=validate(ClientsSection, sections["clients"], "clients"),
+        server=server,
+        machine=machine,
+    )
+
+
+def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if not isinstance(value, dict):
+        raise InputError(f"{name}: must be a table ([{name}]), got {value!r}")
+    return dict(value)

@@ -1,0 +1,123 @@
+"""The scenario: one validated, typed description of a run.
+
+Sections and their fields (every field has a default and a unit; see ``docs/reference.md``):
+
+``[run]`` length, warm-up and seed; ``[map]`` the map kind and its parameters; ``[players]``
+count, mobility model and its parameters; ``[clients]`` how clients send packets and how the
+network treats them; ``[server]`` the strategy, its options and the QuakeWorld frame rules;
+``[machine]`` the platform profile and the number of CPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from simsrv.scenario.validation import StrictModel
+
+
+class RunSection(StrictModel):
+    """Length of the run and its seed."""
+
+    duration_s: float = Field(10.0, gt=0, le=1e6, description="measured simulated time, s")
+    warmup_s: float = Field(1.0, ge=0, le=1e6, description="simulated time discarded first, s")
+    seed: int = Field(1, ge=0, description="root seed of every random stream")
+
+
+class MapSection(StrictModel):
+    """Map kind and its validated parameters (``params`` is the kind's own model)."""
+
+    kind: str = "cube"
+    params: Any = None
+
+
+class PlayersSection(StrictModel):
+    """Synthetic players: how many, how they move."""
+
+    count: int = Field(160, ge=1, le=10_000_000, description="players = connected clients")
+    mobility: str = Field("quake-bot", description="registered mobility model")
+    behaviour: Any = None
+    speed: float = Field(320.0, gt=0, le=10_000, description="run speed, units/s (sv_maxspeed)")
+    action_range: float = Field(
+        256.0, gt=0, le=65536, description="edge of the action-range cube L_a, units"
+    )
+
+
+class ClientsSection(StrictModel):
+    """Client packets and the network between clients and server."""
+
+    rate_hz: float = Field(31.25, gt=0, le=1000, description="move packets per client per s")
+    jitter_s: float = Field(0.002, ge=0, description="uniform send-time jitter, s (< 1/rate)")
+    latency_s: float = Field(0.0, ge=0, le=10, description="one-way client->server latency, s")
+    commands_per_packet: int = Field(
+        3, ge=1, le=3, description="user commands per packet (redundancy against loss)"
+    )
+    packet_loss: float = Field(0.0, ge=0, lt=1, description="probability a packet is lost")
+    bandwidth_control: bool = Field(False, description="QuakeWorld per-client reply rate limit")
+    rate_bytes_per_s: float = Field(2500.0, gt=0, description="client 'rate' (bytes/s)")
+    socket_buffer_messages: int = Field(
+        0, ge=0, description="socket receive buffer in packets per socket; 0 = unbounded"
+    )
+
+    @model_validator(mode="after")
+    def _jitter_below_period(self) -> ClientsSection:
+        if self.jitter_s >= 1.0 / self.rate_hz:
+            raise ValueError(
+                f"jitter_s must be smaller than 1/rate_hz = {1.0 / self.rate_hz:g} s, "
+                f"got {self.jitter_s}"
+            )
+        return self
+
+
+class ServerSection(StrictModel):
+    """Server strategy and the QuakeWorld frame rules every strategy follows."""
+
+    strategy: str = Field("sequential", description="registered strategy name")
+    options: Any = None
+    max_messages_per_frame: int = Field(
+        0, ge=0, description="messages read per frame; 0 = one per client slot"
+    )
+    sv_mintic_s: float = Field(0.03, ge=0, le=1, description="minimum world-physics step, s")
+    reply_header_bytes: int = Field(40, ge=0, le=1450, description="fixed bytes per reply")
+    reply_bytes_per_entity: int = Field(12, ge=0, le=1450, description="bytes per entity")
+    reply_max_entities: int = Field(64, ge=1, description="entities per reply (QW: 64)")
+    reply_max_bytes: int = Field(1450, ge=1, description="largest datagram, bytes")
+
+
+class MachineSection(StrictModel):
+    """The modelled machine: a platform profile and how many of its CPUs the server uses."""
+
+    platform: str = Field("cordeiro2007-xeon", description="platform name or .toml path")
+    cpus: int = Field(2, ge=1, le=65536, description="logical CPUs")
+
+
+class Scenario(BaseModel):
+    """A fully validated scenario.  Build it with :func:`simsrv.scenario.load_scenario`."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    run: RunSection = RunSection()
+    map: MapSection = MapSection()
+    players: PlayersSection = PlayersSection()
+    clients: ClientsSection = ClientsSection()
+    server: ServerSection = ServerSection()
+    machine: MachineSection = MachineSection()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved scenario as plain data (TOML layout: params flattened into sections)."""
+        out = self.model_dump(mode="json")
+        out["map"] = {"kind": self.map.kind, **_dump(self.map.params)}
+        players = out["players"]
+        players["behaviour"] = _dump(self.players.behaviour)
+        out["server"]["options"] = _dump(self.server.options)
+        return out
+
+    @property
+    def max_messages_per_frame(self) -> int:
+        """Messages read per frame, resolved (defaults to one per client slot)."""
+        return self.server.max_messages_per_frame or self.players.count
+
+
+def _dump(params: Any) -> dict[str, Any]:
+    return params.model_dump(mode="json") if isinstance(params, BaseModel) else {}

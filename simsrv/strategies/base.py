@@ -1,0 +1,69 @@
+"""The strategy interface and registry.
+
+A strategy turns one frame's workload into a :class:`~simsrv.machine.plan.FramePlan`.  It is a
+module that defines an options model (validated from ``[server.options]``) and a class with
+``plan(frame) -> FramePlan``, and registers both under a name with :data:`STRATEGIES`.  The frame
+loop never branches on strategy names.
+
+Override points of :class:`Strategy`
+------------------------------------
+``plan(frame)``          required: the plan of one frame.
+``frame_columns()``      optional: names of extra per-frame columns the strategy reports.
+``frame_record()``       optional: values of those columns for the frame just planned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from simsrv.machine.plan import FramePlan
+from simsrv.platforms.profile import Platform
+from simsrv.registry import Registry
+from simsrv.scenario.schema import Scenario
+from simsrv.workload.frame import FrameWorkload
+from simsrv.world.world import World
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What a strategy may consult besides the frame: the machine, costs, world and its rng."""
+
+    scenario: Scenario
+    platform: Platform
+    cpus: int
+    world: World
+    rng: np.random.Generator
+
+
+class Strategy:
+    """Base class of server strategies (see the module docstring for override points)."""
+
+    def __init__(self, options: BaseModel, context: StrategyContext) -> None:
+        self.options = options
+        self.context = context
+        self.costs = context.platform.costs
+
+    def plan(self, frame: FrameWorkload) -> FramePlan:
+        """The plan of one frame."""
+        raise NotImplementedError
+
+    def frame_record(self) -> dict[str, Any]:
+        """Extra per-frame values (e.g. group statistics) for the frame just planned."""
+        return {}
+
+
+@dataclass(frozen=True)
+class StrategyKind:
+    """A registered strategy: its options model and its class."""
+
+    name: str
+    options: type[BaseModel]
+    create: Callable[[BaseModel, StrategyContext], Strategy]
+
+
+STRATEGIES: Registry[StrategyKind] = Registry("strategy")

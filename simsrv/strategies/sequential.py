@@ -1,0 +1,40 @@
+"""``sequential``: the original single-process event-driven QuakeWorld server (SPED).
+
+One frame on one CPU, in ``SV_Frame``'s order [MODEL §8]: fixed frame work, world physics (when
+``sv_mintic`` has passed), reading and executing the packets, building and sending the replies.
+It has no options.
+"""
+
+from __future__ import annotations
+
+from simsrv.machine.plan import Compute, FramePlan, Thread
+from simsrv.scenario.validation import StrictModel
+from simsrv.strategies import costs as c
+from simsrv.strategies.base import STRATEGIES, Strategy, StrategyKind
+from simsrv.workload.frame import FrameWorkload
+
+
+class SequentialOptions(StrictModel):
+    """The sequential server has no options."""
+
+
+class Sequential(Strategy):
+    """The whole frame on CPU 0."""
+
+    def plan(self, frame: FrameWorkload) -> FramePlan:
+        k = self.costs
+        ops = [Compute("frame", k.frame_overhead)]
+        if frame.physics:
+            ops.append(Compute("world", c.world_us(k, frame.entities)))
+        ops += [
+            Compute("net_recv", c.net_recv_us(k, frame.messages)),
+            Compute("request", c.request_us(k, frame.messages)),
+            Compute("reply", c.reply_us(k, frame.reply_visible)),
+            Compute("net_send", c.net_send_us(k, len(frame.reply_clients))),
+        ]
+        return FramePlan(threads=(Thread("main", 0, tuple(ops)),))
+
+
+STRATEGIES.register(
+    "sequential", StrategyKind("sequential", SequentialOptions, Sequential)
+)

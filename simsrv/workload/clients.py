@@ -1,0 +1,96 @@
+"""Client packet stream: open-loop senders, as QuakeWorld clients are.
+
+Each client sends one move packet per client frame at ``rate_hz`` (31.25/s by default, the
+QuakeWorld client's rate for ``rate`` 2500 [MODEL §8]), independently of the server's replies.
+Client ``c`` sends the packet of tick ``k`` at ``k / rate_hz + phase_c + jitter``, with the phase
+uniform in one period and the jitter uniform in ``[0, jitter_s)`` (both seeded); it arrives after
+``latency_s``; it is lost with probability ``packet_loss``.  The packet carries the world state of
+that tick (action-range and visible counts).
+
+The stream is generated lazily in chunks of ticks, and released in arrival order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsrv.scenario.schema import ClientsSection
+from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE, sort_by_arrival
+from simsrv.world.world import TickState, World
+
+CHUNK_TICKS = 32
+"""Client ticks generated at a time (about one simulated second at 31.25 Hz)."""
+
+
+class ClientStream:
+    """Lazily generated, arrival-ordered stream of client packets."""
+
+    def __init__(self, clients: ClientsSection, world: World, rng: np.random.Generator) -> None:
+        self.cfg = clients
+        self.world = world
+        self.rng = rng
+        self.dt_s = 1.0 / clients.rate_hz
+        self.phase_s = rng.uniform(0.0, self.dt_s, world.players)
+        self.pending = EMPTY
+        self.next_tick = 0
+        self.sent = 0
+        self.lost_sent_s: list[np.ndarray] = []
+        self.latest: TickState | None = None
+
+    @property
+    def horizon_s(self) -> float:
+        """Every packet arriving before this time has been generated."""
+        return self.next_tick * self.dt_s + self.cfg.latency_s
+
+    def release_until(self, t_s: float) -> np.ndarray:
+        """Remove and return, in arrival order, every packet with ``arrival_s <= t_s``."""
+        while self.horizon_s <= t_s:
+            self._generate_chunk()
+        cut = int(np.searchsorted(self.pending["arrival_s"], t_s, side="right"))
+        out, self.pending = self.pending[:cut], self.pending[cut:]
+        return out
+
+    def next_arrival_s(self) -> float:
+        """Arrival time of the next packet not yet released."""
+        while len(self.pending) == 0 or self.pending["arrival_s"][0] >= self.horizon_s:
+            self._generate_chunk()
+        return float(self.pending["arrival_s"][0])
+
+    def count_sent_before(self, t_s: float) -> dict[str, int]:
+        """Packets sent at or before ``t_s``: total, lost on the way, and still in flight."""
+        while self.next_tick * self.dt_s <= t_s:
+            self._generate_chunk()
+        lost = np.concatenate(self.lost_sent_s) if self.lost_sent_s else np.zeros(0)
+        in_flight = int(np.count_nonzero(self.pending["sent_s"] <= t_s))
+        unsent = int(np.count_nonzero(self.pending["sent_s"] > t_s))
+        unsent_lost = int(np.count_nonzero(lost > t_s))
+        return {
+            "sent": self.sent - unsent - unsent_lost,
+            "lost": int(lost.size) - unsent_lost,
+            "in_flight": in_flight,
+        }
+
+    def _generate_chunk(self) -> None:
+        parts = [self._tick_messages(self.world.advance(self.dt_s)) for _ in range(CHUNK_TICKS)]
+        self.pending = sort_by_arrival(np.concatenate([self.pending, *parts]))
+
+    def _tick_messages(self, state: TickState) -> np.ndarray:
+        self.latest = state
+        cfg, n = self.cfg, self.world.players
+        self.next_tick = state.tick + 1
+        sent = state.tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, cfg.jitter_s, n)
+        msgs = np.zeros(n, dtype=MESSAGE_DTYPE)
+        msgs["sent_s"] = sent
+        msgs["arrival_s"] = sent + cfg.latency_s
+        msgs["client"] = np.arange(n)
+        msgs["tick"] = state.tick
+        msgs["commands"] = 1
+        msgs["range_count"] = state.range_count
+        msgs["visible_count"] = state.visible_count
+        msgs["shot"] = state.actions.shot
+        self.sent += n
+        if cfg.packet_loss > 0:
+            lost = self.rng.random(n) < cfg.packet_loss
+            self.lost_sent_s.append(sent[lost])
+            msgs = msgs[~lost]
+        return msgs

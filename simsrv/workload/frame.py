@@ -1,0 +1,119 @@
+"""One server frame's workload, as the strategies see it, and the rules that build it.
+
+QuakeWorld frame rules applied here, the same for every strategy [MODEL §1, §8]:
+
+* a frame reads at most ``max_messages_per_frame`` packets from the socket;
+* world physics runs when at least ``sv_mintic`` has passed since it last ran (``SV_Physics``);
+* a packet executes the commands the server has not seen yet: 1 normally, up to
+  ``commands_per_packet`` after lost or dropped packets (QuakeWorld's redundancy);
+* replies go to the clients whose packets were processed (one reply per client), unless the
+  client's rate limit holds it (a choke).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simsrv.scenario.schema import Scenario
+from simsrv.workload.bandwidth import BandwidthControl
+
+
+@dataclass(frozen=True)
+class FrameWorkload:
+    """Everything a strategy needs to plan one frame.
+
+    Attributes
+    ----------
+    index:
+        Frame number, from 0.
+    start_s:
+        When the frame starts, s.
+    messages:
+        Packets read this frame, in read order (structured array, see
+        :mod:`simsrv.workload.messages`), with ``commands`` filled in.
+    reply_clients:
+        Clients that get a reply this frame (sorted, unique).
+    reply_visible:
+        Entities in each replied client's visible set (aligned with ``reply_clients``).
+    choked:
+        Replies held back by the rate limit.
+    physics:
+        Whether world physics runs this frame.
+    entities:
+        Entities world physics simulates (players + map entities).
+    """
+
+    index: int
+    start_s: float
+    messages: np.ndarray
+    reply_clients: np.ndarray
+    reply_visible: np.ndarray
+    choked: int
+    physics: bool
+    entities: int
+
+
+class FrameBuilder:
+    """Applies the frame rules; keeps the state they need across frames."""
+
+    def __init__(self, scenario: Scenario, entities: int) -> None:
+        self.server = scenario.server
+        self.cpp = scenario.clients.commands_per_packet
+        self.entities = entities
+        n = scenario.players.count
+        self.last_tick = np.full(n, -1, dtype=np.int64)
+        self.last_physics_s = -np.inf
+        self.bandwidth = (
+            BandwidthControl(n, scenario.clients.rate_bytes_per_s)
+            if scenario.clients.bandwidth_control
+            else None
+        )
+
+    def build(self, index: int, start_s: float, messages: np.ndarray) -> FrameWorkload:
+        """The workload of frame ``index`` starting at ``start_s`` with the packets read."""
+        messages = messages.copy()
+        self._fill_commands(messages)
+        physics = start_s - self.last_physics_s >= self.server.sv_mintic_s
+        if physics:
+            self.last_physics_s = start_s
+        clients, visible = _reply_targets(messages)
+        choked = 0
+        if self.bandwidth is not None and len(clients):
+            ok = self.bandwidth.allow(clients, self.reply_bytes(visible), start_s)
+            choked = int(len(clients) - ok.sum())
+            clients, visible = clients[ok], visible[ok]
+        return FrameWorkload(index, start_s, messages, clients, visible, choked, physics,
+                             self.entities)
+
+    def reply_bytes(self, visible: np.ndarray) -> np.ndarray:
+        """Size of a reply that describes ``visible`` entities plus the player itself, bytes."""
+        s = self.server
+        entities = np.minimum(visible + 1, s.reply_max_entities)
+        return np.minimum(s.reply_header_bytes + s.reply_bytes_per_entity * entities,
+                          s.reply_max_bytes).astype(float)
+
+    def _fill_commands(self, messages: np.ndarray) -> None:
+        """Commands per packet: the ticks since the client's previously processed packet."""
+        if len(messages) == 0:
+            return
+        clients, ticks = messages["client"], messages["tick"]
+        order = np.lexsort((ticks, clients))
+        c, k = clients[order], ticks[order]
+        previous = self.last_tick[c]
+        same = np.zeros(len(c), dtype=bool)
+        same[1:] = c[1:] == c[:-1]
+        previous[1:][same[1:]] = k[:-1][same[1:]]
+        gap = np.where(previous < 0, 1, k - previous)
+        messages["commands"][order] = np.clip(gap, 1, self.cpp)
+        np.maximum.at(self.last_tick, c, k)
+
+
+def _reply_targets(messages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique clients of the frame and, for each, the visible count of its newest packet."""
+    if len(messages) == 0:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    reversed_clients = messages["client"][::-1]
+    clients, first = np.unique(reversed_clients, return_index=True)
+    return clients, messages["visible_count"][::-1][first]

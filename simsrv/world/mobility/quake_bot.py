@@ -1,0 +1,111 @@
+"""The automated Quake player of Cordeiro et al. [P §5, T §4.1].
+
+The paper: "Every ten client frames, the player starts to walk.  After five client frames, the
+player chooses randomly one action event (jump, gun shot, change direction).  After five more
+client frames, the client stops, and the procedure is repeated."
+
+Our reading, as a cycle of ``idle_ticks + walk_before_action + walk_after_action`` client ticks
+(10 + 5 + 5 = 20 by default): the player stands for ten ticks, walks five, performs one action
+drawn uniformly from {jump, shot, change direction}, walks five more and stops.  Each player
+starts at a random point of the cycle (seeded), so players are not synchronised.
+
+Movement: at ``speed`` units/s along the current yaw on the floor; a move whose end position
+overlaps a wall or leaves the map is rejected (the player stays) and the player turns to a new
+random yaw.  A jump gives an upward velocity of 270 units/s under gravity 800 units/s^2
+(QuakeWorld's values); a shot is an event only (hitscan: it creates no entity).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from simsrv.scenario.validation import StrictModel
+from simsrv.world.maps.base import GameMap
+from simsrv.world.mobility.registry import MOBILITY_MODELS, MobilityKind, TickActions
+from simsrv.world.spawn import spawn_positions
+
+JUMP_VELOCITY = 270.0
+"""Initial upward speed of a jump, units/s (QuakeWorld ``PM_PlayerMove``)."""
+GRAVITY = 800.0
+"""``sv_gravity``, units/s^2."""
+
+ACTION_JUMP, ACTION_SHOT, ACTION_TURN = 0, 1, 2
+
+
+class QuakeBotParams(StrictModel):
+    """Schedule of the automated player, in client ticks (client frames)."""
+
+    idle_ticks: int = Field(10, ge=0, le=10_000, description="ticks standing before walking")
+    walk_before_action: int = Field(5, ge=0, le=10_000, description="ticks walking before action")
+    walk_after_action: int = Field(5, ge=0, le=10_000, description="ticks walking after action")
+
+
+class QuakeBot:
+    """Vectorised state machine of N automated players (see module docstring)."""
+
+    def __init__(
+        self,
+        params: QuakeBotParams,
+        game_map: GameMap,
+        count: int,
+        speed: float,
+        rng: np.random.Generator,
+    ) -> None:
+        self.params = params
+        self.map = game_map
+        self.speed = speed
+        self.rng = rng
+        self.cycle = params.idle_ticks + params.walk_before_action + params.walk_after_action
+        self.positions = spawn_positions(game_map, count, rng)
+        self.yaw = rng.uniform(0.0, 2 * np.pi, count)
+        self.vz = np.zeros(count)
+        self.tick = rng.integers(0, max(self.cycle, 1), count)
+
+    def step(self, dt_s: float) -> TickActions:
+        """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
+        p = self.params
+        n = len(self.yaw)
+        phase = self.tick % max(self.cycle, 1)
+        walking = phase >= p.idle_ticks
+        acting = phase == p.idle_ticks + p.walk_before_action
+        action = np.where(acting, self.rng.integers(0, 3, n), -1)
+        turn = action == ACTION_TURN
+        self.yaw[turn] = self.rng.uniform(0.0, 2 * np.pi, int(turn.sum()))
+        jumped = (action == ACTION_JUMP) & (self.vz == 0.0)
+        self.vz[jumped] = JUMP_VELOCITY
+        self._move(walking, dt_s)
+        self.tick += 1
+        return TickActions(moving=walking, shot=action == ACTION_SHOT, jumped=jumped)
+
+    def _move(self, walking: np.ndarray, dt_s: float) -> None:
+        step = self.speed * dt_s * walking
+        proposal = self.positions.copy()
+        proposal[:, 0] += step * np.cos(self.yaw)
+        proposal[:, 1] += step * np.sin(self.yaw)
+        blocked = self.map.blocked(proposal)
+        accepted = ~blocked
+        self.positions[accepted, :2] = proposal[accepted, :2]
+        self.yaw[blocked] = self.rng.uniform(0.0, 2 * np.pi, int(blocked.sum()))
+        self._fall(dt_s)
+
+    def _fall(self, dt_s: float) -> None:
+        airborne = self.vz != 0.0
+        floor = self.map.floor_z
+        if not airborne.any():
+            return
+        z = self.positions[:, 2] + self.vz * dt_s
+        self.vz = np.where(airborne, self.vz - GRAVITY * dt_s, 0.0)
+        landed = airborne & (z <= floor)
+        self.positions[:, 2] = np.where(airborne, np.maximum(z, floor), self.positions[:, 2])
+        self.vz[landed] = 0.0
+
+
+def create_quake_bot(params, game_map, count, speed, rng) -> QuakeBot:
+    """Factory registered as ``quake-bot``."""
+    return QuakeBot(params, game_map, count, speed, rng)
+
+
+MOBILITY_MODELS.register(
+    "quake-bot", MobilityKind("quake-bot", QuakeBotParams, create_quake_bot)
+)
