@@ -116,11 +116,12 @@ class Machine:
     def _execute_serial(self, thread: Thread, frame: int, now: float) -> float:
         if not 0 <= thread.cpu < self.cpus:
             raise PlanError(f"thread {thread.name!r}: cpu {thread.cpu} out of range")
-        record = self.trace.record
-        for op in thread.ops:
-            end = now + op.cost_us
-            record(frame, thread.cpu, thread.name, op.activity, now, end)
-            now = end
+        rows, cpu, name = self.trace.rows, thread.cpu, thread.name
+        for activity, cost in thread.ops:
+            if cost > 0:
+                end = now + cost
+                rows.append((frame, cpu, name, activity, now, end))
+                now = end
         return now
 
     def _run(self, ctx: _FrameContext, thread: Thread) -> Generator[simpy.Event, None, None]:

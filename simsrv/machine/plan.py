@@ -12,6 +12,7 @@ Operations
 :class:`BarrierWait` blocks until every party of the named barrier has arrived.
 :class:`Acquire` / :class:`Release` take and give back a named mutual-exclusion lock.
 :class:`Spawn` starts a thread whose ``spawned`` flag is set; :class:`Join` waits for it to end.
+Plans and operations are named tuples: immutable and cheap to build (a frame builds several).
 Costs of synchronisation (a barrier's, a lock's, a fork's) are explicit ``Compute`` operations
 chosen by the strategy; the machine only enforces the ordering.
 """
@@ -19,47 +20,41 @@ chosen by the strategy; the machine only enforces the ordering.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Compute:
+class Compute(NamedTuple):
     """Run on the CPU for ``cost_us`` microseconds doing ``activity``."""
 
     activity: str
     cost_us: float
 
 
-@dataclass(frozen=True, slots=True)
-class BarrierWait:
+class BarrierWait(NamedTuple):
     """Wait until all parties of barrier ``name`` (declared in the plan) have arrived."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Acquire:
+class Acquire(NamedTuple):
     """Take lock ``lock`` (any hashable id), waiting while another thread holds it."""
 
     lock: Hashable
 
 
-@dataclass(frozen=True, slots=True)
-class Release:
+class Release(NamedTuple):
     """Give back lock ``lock``."""
 
     lock: Hashable
 
 
-@dataclass(frozen=True, slots=True)
-class Spawn:
+class Spawn(NamedTuple):
     """Start thread ``thread`` (a thread of the same plan with ``spawned=True``)."""
 
     thread: str
 
 
-@dataclass(frozen=True, slots=True)
-class Join:
+class Join(NamedTuple):
     """Wait until thread ``thread`` has finished all its operations."""
 
     thread: str
@@ -68,8 +63,7 @@ class Join:
 Op = Compute | BarrierWait | Acquire | Release | Spawn | Join
 
 
-@dataclass(frozen=True, slots=True)
-class Thread:
+class Thread(NamedTuple):
     """One thread of execution in a frame.
 
     Attributes
@@ -90,21 +84,23 @@ class Thread:
     spawned: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class FramePlan:
+class FramePlan(NamedTuple):
     """What one server frame runs: ``threads[0]`` is the coordinator.
 
     ``barriers`` maps each barrier name to its number of parties.
     """
 
     threads: tuple[Thread, ...]
-    barriers: Mapping[str, int] = field(default_factory=dict)
+    barriers: Mapping[str, int] = {}  # noqa: RUF012 (never mutated)
 
     def is_serial(self) -> bool:
         """True when the plan is one thread of plain computations (no synchronisation)."""
-        return len(self.threads) == 1 and all(
-            type(op) is Compute for op in self.threads[0].ops
-        )
+        if len(self.threads) != 1:
+            return False
+        for op in self.threads[0].ops:
+            if type(op) is not Compute:
+                return False
+        return True
 
     def total_cost_us(self) -> float:
         """Sum of all ``Compute`` costs of all threads, microseconds."""

@@ -19,6 +19,7 @@ Idle CPU time (no thread at all) is not recorded: it is the complement of the bu
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 WAIT_ACTIVITIES = frozenset({"lock_wait", "barrier_wait", "join_wait"})
@@ -30,42 +31,34 @@ US = 1e-6
 class Trace:
     """Append-only column store of intervals (times in microseconds internally)."""
 
-    __slots__ = ("frame", "cpu", "thread", "activity", "start_us", "end_us")
+    __slots__ = ("rows",)
 
     def __init__(self) -> None:
-        self.frame: list[int] = []
-        self.cpu: list[int] = []
-        self.thread: list[str] = []
-        self.activity: list[str] = []
-        self.start_us: list[float] = []
-        self.end_us: list[float] = []
+        self.rows: list[tuple[int, int, str, str, float, float]] = []
 
     def record(
         self, frame: int, cpu: int, thread: str, activity: str, start_us: float, end_us: float
     ) -> None:
         """Append one interval; zero-length intervals are skipped."""
-        if end_us <= start_us:
-            return
-        self.frame.append(frame)
-        self.cpu.append(cpu)
-        self.thread.append(thread)
-        self.activity.append(activity)
-        self.start_us.append(start_us)
-        self.end_us.append(end_us)
+        if end_us > start_us:
+            self.rows.append((frame, cpu, thread, activity, start_us, end_us))
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self.rows)
 
     def to_frame(self) -> pd.DataFrame:
         """The trace as a tidy DataFrame (columns documented in the module docstring)."""
+        frame, cpu, thread, activity, start, end = (
+            zip(*self.rows, strict=True) if self.rows else ((),) * 6
+        )
         df = pd.DataFrame(
             {
-                "frame": pd.array(self.frame, dtype="int64"),
-                "cpu": pd.array(self.cpu, dtype="int32"),
-                "thread": pd.Categorical(self.thread),
-                "activity": pd.Categorical(self.activity),
-                "start_s": pd.array(self.start_us, dtype="float64") * US,
-                "end_s": pd.array(self.end_us, dtype="float64") * US,
+                "frame": np.asarray(frame, dtype=np.int64),
+                "cpu": np.asarray(cpu, dtype=np.int32),
+                "thread": pd.Categorical(thread),
+                "activity": pd.Categorical(activity),
+                "start_s": np.asarray(start, dtype=np.float64) * US,
+                "end_s": np.asarray(end, dtype=np.float64) * US,
             }
         )
         df["busy"] = ~df["activity"].isin(list(WAIT_ACTIVITIES))

@@ -64,7 +64,7 @@ class ClientsSection(StrictModel):
     def _jitter_below_period(self) -> ClientsSection:
         if self.jitter_s >= 1.0 / self.rate_hz:
             raise ValueError(
-                f"jitter_s must be smaller than 1/rate_hz = {1.0 / self.rate_hz:g} s, "
+                f"jitter_s: must be smaller than 1/rate_hz = {1.0 / self.rate_hz:g} s, "
                 f"got {self.jitter_s}"
             )
         return self

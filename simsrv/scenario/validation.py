@@ -50,6 +50,10 @@ def _first_error_line(error: ValidationError, model: type[BaseModel], prefix: st
     if kind == "missing":
         return f"{field}: required field is missing"
     message = first.get("msg", "invalid value")
+    if message.startswith("Value error, "):
+        # a model-level check: its message starts with the field it is about
+        name, _, rest = message.removeprefix("Value error, ").partition(": ")
+        return f"{prefix}.{name}: {rest}" if rest else f"{field}: {name}"
     value = first.get("input")
     shown = "" if isinstance(value, dict) else f", got {value!r}"
     return f"{field}: {message}{shown}"

@@ -31,7 +31,7 @@ class ClientStream:
         self.rng = rng
         self.dt_s = 1.0 / clients.rate_hz
         self.phase_s = rng.uniform(0.0, self.dt_s, world.players)
-        self.pending = EMPTY
+        self._set_pending(EMPTY)
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
@@ -46,8 +46,11 @@ class ClientStream:
         """Remove and return, in arrival order, every packet with ``arrival_s <= t_s``."""
         while self.horizon_s <= t_s:
             self._generate_chunk()
-        cut = int(np.searchsorted(self.pending["arrival_s"], t_s, side="right"))
-        out, self.pending = self.pending[:cut], self.pending[cut:]
+        if self._first_arrival_s > t_s:
+            return EMPTY
+        cut = int(self._arrivals.searchsorted(t_s, side="right"))
+        out = self.pending[:cut]
+        self._set_pending(self.pending[cut:])
         return out
 
     def next_arrival_s(self) -> float:
@@ -72,7 +75,12 @@ class ClientStream:
 
     def _generate_chunk(self) -> None:
         parts = [self._tick_messages(self.world.advance(self.dt_s)) for _ in range(CHUNK_TICKS)]
-        self.pending = sort_by_arrival(np.concatenate([self.pending, *parts]))
+        self._set_pending(sort_by_arrival(np.concatenate([self.pending, *parts])))
+
+    def _set_pending(self, pending: np.ndarray) -> None:
+        self.pending = pending
+        self._arrivals = pending["arrival_s"]
+        self._first_arrival_s = float(self._arrivals[0]) if len(pending) else np.inf
 
     def _tick_messages(self, state: TickState) -> np.ndarray:
         self.latest = state

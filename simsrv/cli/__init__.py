@@ -1,0 +1,1 @@
+"""The ``simsrv`` command line."""

@@ -1,0 +1,88 @@
+"""``simsrv run``: simulate one scenario and print its metrics."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simsrv.errors import InputError
+from simsrv.result import RunResult, run
+from simsrv.scenario.load import load_scenario
+
+TRACE_SUFFIXES = (".parquet", ".csv")
+
+
+def add_parser(subparsers) -> None:
+    """Register the ``run`` subcommand."""
+    p = subparsers.add_parser(
+        "run",
+        help="simulate one scenario and print its metrics",
+        description="Simulate one scenario and print its metrics (measured after the warm-up).",
+    )
+    p.add_argument(
+        "scenario", nargs="?", default=None,
+        help="scenario TOML file (default: the built-in cube-160 scenario)",
+    )
+    p.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a scenario field by dotted name, e.g. --set machine.cpus=4 (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument(
+        "--trace", type=Path, default=None, metavar="FILE",
+        help="write the per-CPU interval trace to FILE (.parquet or .csv)",
+    )
+    p.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Execute ``simsrv run``."""
+    if args.trace is not None and args.trace.suffix not in TRACE_SUFFIXES:
+        raise InputError(
+            f"--trace: unsupported file type {args.trace.suffix!r}; allowed: "
+            f"{', '.join(TRACE_SUFFIXES)}"
+        )
+    scenario = load_scenario(args.scenario, args.overrides)
+    result = run(scenario)
+    if args.trace is not None:
+        _write_trace(result, args.trace)
+    if args.json:
+        json.dump(result.to_json_dict(), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_summary(result))
+    return 0
+
+
+def _write_trace(result: RunResult, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        result.trace.to_parquet(path, index=False)
+    else:
+        result.trace.to_csv(path, index=False)
+
+
+def format_summary(result: RunResult) -> str:
+    """A readable table of the summary metrics."""
+    s, sc = result.summary, result.scenario
+    lines = [
+        f"simsrv {result.version}  strategy={sc.server.strategy}  map={sc.map.kind}  "
+        f"players={sc.players.count}  cpus={sc.machine.cpus}  platform={sc.machine.platform}  "
+        f"seed={result.seed}",
+        f"measured {s['simulated_time_s']:g} s after {sc.run.warmup_s:g} s warm-up, "
+        f"{s['frames']} frames, wall time {result.wall_time_s:.2f} s",
+        "",
+        f"  {'frames/s':<22}{s['frames_per_s']:>12.1f}",
+        f"  {'messages/frame':<22}{s['messages_per_frame']:>12.2f}",
+        f"  {'messages/s':<22}{s['messages_per_s']:>12.1f}",
+        f"  {'replies/s':<22}{s['replies_per_s']:>12.1f}",
+        f"  {'dropped fraction':<22}{s['dropped_fraction']:>12.4f}",
+        f"  {'parallel fraction':<22}{s['parallel_fraction']:>12.4f}",
+        "  cpu utilization       " + "  ".join(f"{u:.3f}" for u in s["cpu_utilization"]),
+        "",
+        "  time breakdown (share of total CPU time)",
+    ]
+    lines += [f"    {a:<20}{v:>10.4f}" for a, v in s["time_breakdown"].items()]
+    return "\n".join(lines) + "\n"
