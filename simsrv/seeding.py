@@ -16,4 +16,4 @@ STREAMS = ("map", "players", "clients", "strategy", "machine")
 def spawn_streams(seed: int) -> dict[str, np.random.Generator]:
     """One independent generator per name in :data:`STREAMS` for root ``seed``."""
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    return {name: np.random.default_rng(s) for name, s in zip(STREAMS, children)}
+    return {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}

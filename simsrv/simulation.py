@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.machine.executor import Machine
-from simsrv.platforms.profile import Platform, load_platform
+from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import spawn_streams
 from simsrv.strategies import STRATEGIES, StrategyContext
@@ -70,7 +70,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     """Run ``scenario`` to ``warmup_s + duration_s`` simulated seconds."""
     wall_start = time.perf_counter()
     rng = spawn_streams(scenario.run.seed)
-    platform: Platform = load_platform(scenario.machine.platform)
+    platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     world = _build_world(scenario, rng)
     stream = ClientStream(scenario.clients, world, rng["clients"])
     socket = SocketQueue(scenario.clients.socket_buffer_messages)

@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:
         sys.stderr.write(f"simsrv: error: {error}\n")
         return 2
+    except BrokenPipeError:  # output piped into e.g. `head`: not an error
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write("simsrv: interrupted\n")
         return 130

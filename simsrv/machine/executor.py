@@ -77,7 +77,7 @@ class Machine:
 
     def __init__(self, cpus: int) -> None:
         self.cpus = cpus
-        self.env = simpy.Environment()
+        self.env = simpy.Environment(initial_time=0.0)
         self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
         self._locks: dict[Hashable, simpy.Resource] = {}
         self._live_threads = 0

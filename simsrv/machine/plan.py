@@ -97,7 +97,7 @@ class FramePlan(NamedTuple):
         """True when the plan is one thread of plain computations (no synchronisation)."""
         if len(self.threads) != 1:
             return False
-        for op in self.threads[0].ops:
+        for op in self.threads[0].ops:  # noqa: SIM110 (a plain loop: this is the hot path)
             if type(op) is not Compute:
                 return False
         return True

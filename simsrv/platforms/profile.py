@@ -106,3 +106,12 @@ def load_platform(name_or_path: str) -> Platform:
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"machine.platform: {path} is not valid TOML: {error}") from None
     return validate(Platform, data, f"platform[{path.name}]")
+
+
+def resolve_platform(name_or_path: str, cost_overrides: dict[str, float]) -> Platform:
+    """The platform with the scenario's ``machine.costs`` overrides applied."""
+    platform = load_platform(name_or_path)
+    if not cost_overrides:
+        return platform
+    costs = platform.costs.model_copy(update=cost_overrides)
+    return platform.model_copy(update={"costs": costs})

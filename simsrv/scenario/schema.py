@@ -90,6 +90,24 @@ class MachineSection(StrictModel):
 
     platform: str = Field("cordeiro2007-xeon", description="platform name or .toml path")
     cpus: int = Field(2, ge=1, le=65536, description="logical CPUs")
+    costs: dict[str, float] = Field(
+        default_factory=dict,
+        description="per-scenario overrides of platform costs, microseconds "
+        "(e.g. costs.request_per_message = 40)",
+    )
+
+    @model_validator(mode="after")
+    def _known_costs(self) -> MachineSection:
+        from simsrv.platforms.profile import Costs
+
+        for name, value in self.costs.items():
+            if name not in Costs.model_fields:
+                raise ValueError(
+                    f"costs.{name}: unknown cost; allowed: {', '.join(sorted(Costs.model_fields))}"
+                )
+            if value < 0:
+                raise ValueError(f"costs.{name}: must be >= 0 microseconds, got {value}")
+        return self
 
 
 class Scenario(BaseModel):

@@ -81,9 +81,7 @@ class GameMap:
 
     def room_of(self, points: np.ndarray) -> np.ndarray:
         """Index of the first room containing each point, -1 where none does. (N,) int."""
-        inside = np.all(
-            (points[:, None, :] >= self.room_min[None]) & (points[:, None, :] <= self.room_max[None]),
-            axis=2,
-        )
+        p = points[:, None, :]
+        inside = np.all((p >= self.room_min[None]) & (p <= self.room_max[None]), axis=2)
         found = inside.any(axis=1)
         return np.where(found, inside.argmax(axis=1), -1)

@@ -12,9 +12,8 @@ one).
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from simsrv.errors import InputError
 from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind
@@ -28,15 +27,20 @@ class CubeParams(StrictModel):
     door_width: float = Field(128.0, ge=40.0, description="width of each doorway (> player 32)")
     wall_thickness: float = Field(32.0, ge=8.0, le=512.0, description="thickness of inner walls")
 
+    @model_validator(mode="after")
+    def _doors_fit(self) -> CubeParams:
+        room = self.size / 2 - self.wall_thickness
+        if self.door_width >= room:
+            raise ValueError(
+                f"door_width: must be smaller than half the size minus the wall ({room:g}), "
+                f"got {self.door_width:g}"
+            )
+        return self
+
 
 def build_cube(params: CubeParams, rng: np.random.Generator) -> GameMap:
     """Build the four-room cube; ``rng`` is unused (the layout is deterministic)."""
     s, h, half_t = params.size, params.height, params.wall_thickness / 2
-    if params.door_width >= s / 2 - params.wall_thickness:
-        raise InputError(
-            f"map.door_width: must be smaller than half the size minus the wall "
-            f"({s / 2 - params.wall_thickness}), got {params.door_width}"
-        )
     c = s / 2
     door_half = params.door_width / 2
     solids = []

@@ -1,0 +1,78 @@
+"""The command line: output formats and the exit-2 contract for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simsrv.cli.main import main
+
+SHORT = ["--set", "run.duration_s=0.3", "--set", "run.warmup_s=0.1"]
+JSON_KEYS = {
+    "frames_per_s", "messages_per_frame", "messages_per_s", "replies_per_s",
+    "dropped_fraction", "parallel_fraction", "cpu_utilization", "time_breakdown",
+    "simulated_time_s", "frames", "scenario", "seed", "simsrv_version", "wall_time_s",
+}
+
+
+def test_run_json_has_the_documented_keys(capsys):
+    assert main(["run", *SHORT, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) >= JSON_KEYS
+    assert data["scenario"]["machine"]["cpus"] == 2
+    assert len(data["cpu_utilization"]) == 2
+    assert data["simulated_time_s"] == pytest.approx(0.3)
+
+
+def test_run_table_and_trace_file(capsys, tmp_path):
+    trace = tmp_path / "t.parquet"
+    assert main(["run", *SHORT, "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "frames/s" in out and "messages/frame" in out
+    import pandas as pd
+
+    df = pd.read_parquet(trace)
+    assert {"frame", "cpu", "activity", "start_s", "end_s", "busy"} <= set(df.columns)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--set", "machine.cpus=0"],  # out of range
+        ["run", "--set", "players.count=many"],  # wrong type
+        ["run", "--set", "map.colour=red"],  # unknown key
+        ["run", "missing.toml"],  # missing file
+        ["run", "--trace", "out.txt"],  # unsupported trace format
+        ["run", "--frobnicate"],  # unknown flag
+        ["nosuchcommand"],  # unknown subcommand
+    ],
+)
+def test_bad_input_exits_2_with_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        raise SystemExit(main(argv))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("simsrv")
+
+
+def test_malformed_toml_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[machine]\ncpus = = 2\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "simsrv", "run", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+    assert "is not valid TOML" in proc.stderr
+
+
+def test_help_describes_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--set", "--json", "--trace", "scenario"):
+        assert option in text

@@ -1,0 +1,128 @@
+"""Exact timelines of hand-written plans on the simulated machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsrv.machine import (
+    Acquire,
+    BarrierWait,
+    Compute,
+    FramePlan,
+    Join,
+    Machine,
+    Release,
+    Spawn,
+    Thread,
+)
+from simsrv.machine.executor import PlanError
+
+
+def rows(machine: Machine) -> list[tuple]:
+    """Trace rows as (cpu, thread, activity, start_us, end_us)."""
+    return [(c, t, a, s, e) for _, c, t, a, s, e in machine.trace.rows]
+
+
+def test_two_tasks_on_one_cpu_take_the_sum():
+    m = Machine(2)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("request", 30.0),)),
+            Thread("b", 0, (Compute("reply", 20.0),)),
+        )
+    )
+    end = m.execute(plan, frame=0, start_s=0.0)
+    assert end == pytest.approx(30e-6)  # the frame ends with its coordinator (thread a)
+    m.env.run()  # let thread b finish
+    assert m.env.now == 50.0
+    assert rows(m) == [(0, "a", "request", 0.0, 30.0), (0, "b", "reply", 30.0, 50.0)]
+
+
+def test_two_tasks_on_two_cpus_take_the_max():
+    m = Machine(2)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("request", 30.0), Join("b"))),
+            Thread("b", 1, (Compute("reply", 50.0),)),
+        )
+    )
+    end = m.execute(plan, 0, 0.0)
+    assert end * 1e6 == pytest.approx(50.0)
+    assert rows(m) == [
+        (0, "a", "request", 0.0, 30.0),
+        (1, "b", "reply", 0.0, 50.0),
+        (0, "a", "join_wait", 30.0, 50.0),
+    ]
+
+
+def test_serial_fast_path_equals_simpy_path():
+    ops = (Compute("frame", 7.0), Compute("world", 0.0), Compute("request", 13.5))
+    fast, slow = Machine(1), Machine(1)
+    end_fast = fast.execute(FramePlan((Thread("main", 0, ops),)), 3, 1.0)
+    # a no-op second thread forces the simpy path with the same main-thread timeline
+    slow_plan = FramePlan((Thread("main", 0, ops), Thread("idle", 0, ())))
+    end_slow = slow.execute(slow_plan, 3, 1.0)
+    assert end_fast == end_slow == pytest.approx(1.0 + 20.5e-6)
+    assert rows(fast) == rows(slow)
+
+
+def test_barrier_releases_all_parties_when_the_last_arrives():
+    m = Machine(2)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("request", 10.0), BarrierWait("b1"), Compute("reply", 5.0))),
+            Thread("b", 1, (Compute("request", 25.0), BarrierWait("b1"), Compute("reply", 5.0))),
+        ),
+        barriers={"b1": 2},
+    )
+    end = m.execute(plan, 0, 0.0)
+    assert end * 1e6 == pytest.approx(30.0)
+    assert (0, "a", "barrier_wait", 10.0, 25.0) in rows(m)
+    assert (1, "b", "reply", 25.0, 30.0) in rows(m)
+
+
+def test_lock_serialises_two_threads_exactly():
+    m = Machine(2)
+    critical = (Acquire("leaf"), Compute("request", 10.0), Release("leaf"))
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (*critical, Join("b"))),
+            Thread("b", 1, critical),
+        )
+    )
+    m.execute(plan, 0, 0.0)
+    assert rows(m) == [
+        (0, "a", "request", 0.0, 10.0),
+        (1, "b", "lock_wait", 0.0, 10.0),
+        (1, "b", "request", 10.0, 20.0),
+        (0, "a", "join_wait", 10.0, 20.0),
+    ]
+
+
+def test_spawned_thread_starts_when_spawned_and_may_outlive_the_frame():
+    m = Machine(2)
+    plan = FramePlan(
+        threads=(
+            Thread("coord", 0, (Compute("fork", 4.0), Spawn("w"), Compute("world", 6.0))),
+            Thread("w", 1, (Compute("exit", 100.0),), spawned=True),
+        )
+    )
+    end = m.execute(plan, 0, 0.0)
+    assert end * 1e6 == pytest.approx(10.0)
+    assert not m.idle  # the worker is still tearing down
+    next_plan = FramePlan((Thread("coord", 0, (Compute("world", 5.0),)),))
+    m.execute(next_plan, 1, 20e-6)  # runs through simpy because a thread is live
+    m.env.run()  # let the worker finish its teardown
+    assert (1, "w", "exit", 4.0, 104.0) in rows(m)
+    assert (0, "coord", "world", 20.0, 25.0) in rows(m)
+
+
+def test_inconsistent_plans_are_rejected():
+    m = Machine(1)
+    with pytest.raises(PlanError, match="out of range"):
+        m.execute(FramePlan((Thread("a", 3, (Compute("x", 1.0),)),)), 0, 0.0)
+    with pytest.raises(PlanError, match="undeclared barrier"):
+        m.execute(FramePlan((Thread("a", 0, (BarrierWait("nope"),)),)), 0, 0.0)
+    deadlock = FramePlan((Thread("a", 0, (BarrierWait("b"),)),), barriers={"b": 2})
+    with pytest.raises(PlanError, match="deadlocked"):
+        Machine(1).execute(deadlock, 0, 0.0)

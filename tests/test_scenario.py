@@ -1,0 +1,73 @@
+"""Scenario loading, defaults and dotted overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simsrv.errors import InputError
+from simsrv.scenario.load import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_default_scenario_file_spells_out_the_defaults():
+    assert load_scenario(ROOT / "scenarios" / "cube-160.toml") == load_scenario(None)
+
+
+def test_every_scenario_file_loads():
+    files = sorted((ROOT / "scenarios").rglob("*.toml"))
+    assert files
+    for path in files:
+        load_scenario(path)
+
+
+def test_overrides_are_coerced_to_the_field_type():
+    s = load_scenario(None, ["machine.cpus=4", "players.count=320", "clients.jitter_s=0.001",
+                             "map.size=3000", "clients.bandwidth_control=true"])
+    assert s.machine.cpus == 4 and isinstance(s.machine.cpus, int)
+    assert s.players.count == 320
+    assert s.map.params.size == 3000.0
+    assert s.clients.bandwidth_control is True
+    assert s.max_messages_per_frame == 320  # defaults to one per client slot
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["machine.cpus=0"], "machine.cpus: Input should be greater than or equal to 1"),
+        (["machine.cpus=two"], "machine.cpus: Input should be a valid integer"),
+        (["map.sizee=3"], "map.sizee: unknown field; allowed fields: door_width, height"),
+        (["bogus.x=1"], "bogus.x: unknown section 'bogus'"),
+        (["server.strategy=magic"], "server.strategy: unknown strategy 'magic'; allowed:"),
+        (["map.kind=moon"], "map.kind: unknown map kind 'moon'; allowed: cube"),
+        (["players.mobility=fly"], "players.mobility: unknown mobility model 'fly'"),
+        (["clients.packet_loss=1.5"], "clients.packet_loss: Input should be less than 1"),
+        (["clients.jitter_s=0.5"], "clients.jitter_s: must be smaller than 1/rate_hz"),
+        (["machine.platform=vax"], "machine.platform: unknown platform 'vax'"),
+        (["machine.costs.warp=1"], "machine.costs.warp: unknown cost; allowed:"),
+        (["server.options.x=1"], "server.options.x: unknown field"),
+        (["machine.cpus"], "expected dotted.name=value"),
+        (["map.door_width=1500"], "map.door_width: must be smaller than half the size"),
+    ],
+)
+def test_bad_values_name_the_field(overrides, message):
+    with pytest.raises(InputError) as error:
+        load_scenario(None, overrides)
+    text = str(error.value)
+    assert message in text
+    assert "\n" not in text
+
+
+def test_malformed_and_missing_files(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[run\nseed = 1\n")
+    with pytest.raises(InputError, match="is not valid TOML"):
+        load_scenario(bad)
+    with pytest.raises(InputError, match="file not found"):
+        load_scenario(tmp_path / "missing.toml")
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text("run = 3\n")
+    with pytest.raises(InputError, match=r"run: must be a table"):
+        load_scenario(wrong)
