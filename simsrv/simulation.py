@@ -29,7 +29,14 @@ from simsrv.world.mobility import MOBILITY_MODELS
 from simsrv.world.world import World
 
 FRAME_COLUMNS = (
-    "frame", "start_s", "end_s", "messages", "commands", "replies", "choked", "physics",
+    "frame",
+    "start_s",
+    "end_s",
+    "messages",
+    "commands",
+    "replies",
+    "choked",
+    "physics",
     "queued",
 )
 """Per-frame columns every strategy reports (see :class:`SimulationOutput`)."""
@@ -97,8 +104,19 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         batch = socket.read(limit)
         frame = builder.build(len(rows), now, batch)
         end = machine.execute(strategy.plan(frame), frame.index, now)
-        rows.append((frame.index, now, end, len(batch), int(batch["commands"].sum()),
-                     len(frame.reply_clients), frame.choked, frame.physics, len(socket)))
+        rows.append(
+            (
+                frame.index,
+                now,
+                end,
+                len(batch),
+                int(batch["commands"].sum()),
+                len(frame.reply_clients),
+                frame.choked,
+                frame.physics,
+                len(socket),
+            )
+        )
         extra_rows.append(strategy.frame_record())
         processed += len(batch)
         now = end
@@ -118,8 +136,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     frames = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
     if extra_rows and extra_rows[0]:
         frames = pd.concat([frames, pd.DataFrame(extra_rows)], axis=1)
-    dropped = (np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s
-               else np.zeros(0))
+    dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
     return SimulationOutput(
         frames=frames,
         trace=machine.trace.to_frame(),
@@ -136,7 +153,10 @@ def _build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> Wor
     game_map = kind.build(scenario.map.params, rng["map"])
     mobility_kind = MOBILITY_MODELS.get(scenario.players.mobility, "players.mobility")
     mobility = mobility_kind.create(
-        scenario.players.behaviour, game_map, scenario.players.count, scenario.players.speed,
+        scenario.players.behaviour,
+        game_map,
+        scenario.players.count,
+        scenario.players.speed,
         rng["players"],
     )
     return World(game_map, mobility, scenario.players.action_range)

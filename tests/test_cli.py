@@ -12,9 +12,20 @@ from simsrv.cli.main import main
 
 SHORT = ["--set", "run.duration_s=0.3", "--set", "run.warmup_s=0.1"]
 JSON_KEYS = {
-    "frames_per_s", "messages_per_frame", "messages_per_s", "replies_per_s",
-    "dropped_fraction", "parallel_fraction", "cpu_utilization", "time_breakdown",
-    "simulated_time_s", "frames", "scenario", "seed", "simsrv_version", "wall_time_s",
+    "frames_per_s",
+    "messages_per_frame",
+    "messages_per_s",
+    "replies_per_s",
+    "dropped_fraction",
+    "parallel_fraction",
+    "cpu_utilization",
+    "time_breakdown",
+    "simulated_time_s",
+    "frames",
+    "scenario",
+    "seed",
+    "simsrv_version",
+    "wall_time_s",
 }
 
 

@@ -16,13 +16,15 @@ def trace(rows):
 
 
 def test_parallel_fraction_counts_only_all_cpus_busy():
-    t = trace([
-        (0, "world", 0.0, 4.0),
-        (1, "request", 1.0, 3.0),
-        (1, "barrier_wait", 3.0, 4.0),  # blocked: not busy
-        (0, "request", 6.0, 8.0),
-        (1, "request", 6.0, 10.0),
-    ])
+    t = trace(
+        [
+            (0, "world", 0.0, 4.0),
+            (1, "request", 1.0, 3.0),
+            (1, "barrier_wait", 3.0, 4.0),  # blocked: not busy
+            (0, "request", 6.0, 8.0),
+            (1, "request", 6.0, 10.0),
+        ]
+    )
     # both busy during [1, 3] and [6, 8]: 4 of 10 seconds
     assert parallel_fraction(t, 2, 0.0, 10.0) == pytest.approx(0.4)
     assert parallel_fraction(t, 2, 2.0, 7.0) == pytest.approx(2.0 / 5.0)

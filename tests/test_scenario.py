@@ -24,8 +24,16 @@ def test_every_scenario_file_loads():
 
 
 def test_overrides_are_coerced_to_the_field_type():
-    s = load_scenario(None, ["machine.cpus=4", "players.count=320", "clients.jitter_s=0.001",
-                             "map.size=3000", "clients.bandwidth_control=true"])
+    s = load_scenario(
+        None,
+        [
+            "machine.cpus=4",
+            "players.count=320",
+            "clients.jitter_s=0.001",
+            "map.size=3000",
+            "clients.bandwidth_control=true",
+        ],
+    )
     assert s.machine.cpus == 4 and isinstance(s.machine.cpus, int)
     assert s.players.count == 320
     assert s.map.params.size == 3000.0

@@ -29,13 +29,22 @@ from simsrv.simulation import simulate
 def test_every_sent_message_is_accounted_for(
     players, rate, loss, buffer, max_messages, latency, per_message_us, seed
 ):
-    scenario = load_scenario(None, [
-        "run.duration_s=0.4", "run.warmup_s=0.1", f"run.seed={seed}",
-        f"players.count={players}", f"clients.rate_hz={rate}", "clients.jitter_s=0.001",
-        f"clients.packet_loss={loss}", f"clients.socket_buffer_messages={buffer}",
-        f"server.max_messages_per_frame={max_messages}", f"clients.latency_s={latency}",
-        f"machine.costs.request_per_message={per_message_us}",
-    ])
+    scenario = load_scenario(
+        None,
+        [
+            "run.duration_s=0.4",
+            "run.warmup_s=0.1",
+            f"run.seed={seed}",
+            f"players.count={players}",
+            f"clients.rate_hz={rate}",
+            "clients.jitter_s=0.001",
+            f"clients.packet_loss={loss}",
+            f"clients.socket_buffer_messages={buffer}",
+            f"server.max_messages_per_frame={max_messages}",
+            f"clients.latency_s={latency}",
+            f"machine.costs.request_per_message={per_message_us}",
+        ],
+    )
     acc = simulate(scenario).accounting
     assert acc["sent"] == (
         acc["lost"] + acc["in_flight"] + acc["dropped"] + acc["processed"] + acc["queued"]
@@ -54,8 +63,13 @@ def test_same_seed_gives_identical_metrics(short_scenario):
 def test_closed_loop_longer_messages_mean_fewer_longer_frames(short_scenario):
     """Doubling the per-message cost lengthens frames and raises messages/frame [T §4.4.3]."""
     base = run(short_scenario("run.duration_s=2"))
-    slow = run(short_scenario("run.duration_s=2", "machine.costs.request_per_message=30",
-                              "machine.costs.reply_per_client=50"))
+    slow = run(
+        short_scenario(
+            "run.duration_s=2",
+            "machine.costs.request_per_message=30",
+            "machine.costs.reply_per_client=50",
+        )
+    )
     fb, fs = base.frames, slow.frames
     assert (fs["end_s"] - fs["start_s"]).mean() > (fb["end_s"] - fb["start_s"]).mean()
     assert slow.summary["messages_per_frame"] > base.summary["messages_per_frame"]
@@ -73,8 +87,8 @@ def test_sequential_frame_time_is_the_sum_of_its_costs(short_scenario):
     duration_us = (frames["end_s"] - frames["start_s"]) * 1e6
     per_frame_floor = (
         costs.frame_overhead
-        + frames["messages"] * (costs.net_recv_per_message + costs.request_per_message
-                                + costs.request_per_command)
+        + frames["messages"]
+        * (costs.net_recv_per_message + costs.request_per_message + costs.request_per_command)
         + frames["replies"] * (costs.reply_per_client + costs.net_send_per_reply)
         + frames["physics"] * (costs.world_base + costs.world_per_entity * 160)
     )
@@ -106,8 +120,11 @@ def test_bandwidth_control_chokes_replies(short_scenario):
 
 
 def test_small_socket_buffer_drops_under_overload(short_scenario):
-    result = run(short_scenario("clients.socket_buffer_messages=20",
-                                "machine.costs.request_per_message=2000"))
+    result = run(
+        short_scenario(
+            "clients.socket_buffer_messages=20", "machine.costs.request_per_message=2000"
+        )
+    )
     assert result.summary["dropped_fraction"] > 0.5
     assert result.accounting["dropped"] > 0
 

@@ -96,8 +96,15 @@ def test_action_choice_is_uniform_over_three_actions():
 
 def test_range_and_visible_counts_on_a_known_layout():
     z = CUBE.floor_z
-    players = np.array([[100.0, 100.0, z], [200.0, 100.0, z], [229.0, 100.0, z],
-                        [1500.0, 100.0, z], [1500.0, 1500.0, z]])
+    players = np.array(
+        [
+            [100.0, 100.0, z],
+            [200.0, 100.0, z],
+            [229.0, 100.0, z],
+            [1500.0, 100.0, z],
+            [1500.0, 1500.0, z],
+        ]
+    )
     # the cube is 256 wide: |dx| <= 128 in range; 100->229 is 129 apart: out of range
     assert range_counts(players, np.zeros((0, 3)), 256.0).tolist() == [1, 2, 1, 0, 0]
     # rooms: 0, 0, 0, 1, 2 ; room 0 sees rooms 0,1,3 ; room 1 sees 0,1,2 ; room 2 sees 1,2,3

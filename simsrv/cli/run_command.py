@@ -22,16 +22,25 @@ def add_parser(subparsers) -> None:
         description="Simulate one scenario and print its metrics (measured after the warm-up).",
     )
     p.add_argument(
-        "scenario", nargs="?", default=None,
+        "scenario",
+        nargs="?",
+        default=None,
         help="scenario TOML file (default: the built-in cube-160 scenario)",
     )
     p.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a scenario field by dotted name, e.g. --set machine.cpus=4 (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
-        "--trace", type=Path, default=None, metavar="FILE",
+        "--trace",
+        type=Path,
+        default=None,
+        metavar="FILE",
         help="write the per-CPU interval trace to FILE (.parquet or .csv)",
     )
     p.set_defaults(handler=run_command)

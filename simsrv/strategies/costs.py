@@ -36,8 +36,9 @@ def reply_us(costs: Costs, visible: np.ndarray) -> float:
     """Building replies: per client, per entity in its visible set."""
     if len(visible) == 0:
         return 0.0
-    return float(costs.reply_per_client * len(visible)
-                 + costs.reply_per_visible_entity * _total(visible))
+    return float(
+        costs.reply_per_client * len(visible) + costs.reply_per_visible_entity * _total(visible)
+    )
 
 
 def net_send_us(costs: Costs, replies: int) -> float:

@@ -35,6 +35,4 @@ class Sequential(Strategy):
         return FramePlan(threads=(Thread("main", 0, tuple(ops)),))
 
 
-STRATEGIES.register(
-    "sequential", StrategyKind("sequential", SequentialOptions, Sequential)
-)
+STRATEGIES.register("sequential", StrategyKind("sequential", SequentialOptions, Sequential))

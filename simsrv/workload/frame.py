@@ -94,15 +94,17 @@ class FrameBuilder:
             ok = self.bandwidth.allow(clients, self.reply_bytes(visible), start_s)
             choked = int(len(clients) - ok.sum())
             clients, visible = clients[ok], visible[ok]
-        return FrameWorkload(index, start_s, messages, clients, visible, choked, physics,
-                             self.entities)
+        return FrameWorkload(
+            index, start_s, messages, clients, visible, choked, physics, self.entities
+        )
 
     def reply_bytes(self, visible: np.ndarray) -> np.ndarray:
         """Size of a reply that describes ``visible`` entities plus the player itself, bytes."""
         s = self.server
         entities = np.minimum(visible + 1, s.reply_max_entities)
-        return np.minimum(s.reply_header_bytes + s.reply_bytes_per_entity * entities,
-                          s.reply_max_bytes).astype(float)
+        return np.minimum(
+            s.reply_header_bytes + s.reply_bytes_per_entity * entities, s.reply_max_bytes
+        ).astype(float)
 
     def _fill_commands(self, messages: np.ndarray) -> bool:
         """Commands per packet: the ticks since the client's previously processed packet.

@@ -45,7 +45,10 @@ def range_lists(
     points = players if len(entities) == 0 else np.vstack([players, entities])
     tree = cKDTree(points)
     lists = tree.query_ball_point(players[who], r=edge / 2, p=np.inf)
-    return [np.setdiff1d(np.asarray(ids, dtype=np.int64), [w]) for ids, w in zip(lists, who, strict=True)]
+    return [
+        np.setdiff1d(np.asarray(ids, dtype=np.int64), [w])
+        for ids, w in zip(lists, who, strict=True)
+    ]
 
 
 def visible_counts(game_map: GameMap, players: np.ndarray) -> np.ndarray:

@@ -60,8 +60,10 @@ def build_cube(params: CubeParams, rng: np.random.Generator) -> GameMap:
         ],
         dtype=float,
     )
-    ring = np.eye(4, dtype=bool) | np.roll(np.eye(4, dtype=bool), 1, 1) | np.roll(
-        np.eye(4, dtype=bool), -1, 1
+    ring = (
+        np.eye(4, dtype=bool)
+        | np.roll(np.eye(4, dtype=bool), 1, 1)
+        | np.roll(np.eye(4, dtype=bool), -1, 1)
     )
     z = 24.0
     spawns = np.array(

@@ -106,6 +106,4 @@ def create_quake_bot(params, game_map, count, speed, rng) -> QuakeBot:
     return QuakeBot(params, game_map, count, speed, rng)
 
 
-MOBILITY_MODELS.register(
-    "quake-bot", MobilityKind("quake-bot", QuakeBotParams, create_quake_bot)
-)
+MOBILITY_MODELS.register("quake-bot", MobilityKind("quake-bot", QuakeBotParams, create_quake_bot))
