@@ -97,11 +97,13 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     while now < stop_s:
         arrived = stream.release_until(now)
         arrivals.append(arrived["arrival_s"])
-        socket.deliver(arrived)
-        if len(socket) == 0:
+        if len(socket) == 0 and len(arrived) == 0:
             now = stream.next_arrival_s()
             continue
-        batch = socket.read(limit)
+        batch = socket.deliver_and_read(arrived, limit)
+        if len(batch) == 0:  # everything that arrived was dropped
+            now = stream.next_arrival_s()
+            continue
         frame = builder.build(len(rows), now, batch)
         end = machine.execute(strategy.plan(frame), frame.index, now)
         rows.append(
@@ -110,7 +112,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
                 now,
                 end,
                 len(batch),
-                int(batch["commands"].sum()),
+                frame.commands,
                 len(frame.reply_clients),
                 frame.choked,
                 frame.physics,

@@ -1,51 +1,39 @@
-"""Cost of server work in microseconds, from a frame's workload and the platform's cost table.
+"""Cost of server work in microseconds, from workload counts and the platform's cost table.
 
-These functions are the cost model of [MODEL §1] (see ``docs/model.md`` for the equations); the
-strategies decide where each piece runs.
+These functions are the cost model of [MODEL §1] (equations in ``docs/model.md``); strategies
+decide where each piece runs.  They take counts (scalars or numpy arrays of per-group counts,
+so that a strategy can cost all its groups at once).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from simsrv.platforms.profile import Costs
 
 
-def world_us(costs: Costs, entities: int) -> float:
-    """World physics + game logic for ``entities`` entities: ``world_base + world_per_entity*E``."""
+def world_us(costs: Costs, entities):
+    """World physics + game logic: ``world_base + world_per_entity * entities``."""
     return costs.world_base + costs.world_per_entity * entities
 
 
-def net_recv_us(costs: Costs, messages: np.ndarray) -> float:
-    """Receive system calls for the packets."""
-    return costs.net_recv_per_message * len(messages)
+def net_recv_us(costs: Costs, messages):
+    """Receive system calls: ``net_recv_per_message * messages``."""
+    return costs.net_recv_per_message * messages
 
 
-def request_us(costs: Costs, messages: np.ndarray) -> float:
-    """Executing the packets: per packet, per command, per entity in the action range."""
-    if len(messages) == 0:
-        return 0.0
-    return float(
-        costs.request_per_message * len(messages)
-        + costs.request_per_command * _total(messages["commands"])
-        + costs.request_per_range_entity * _total(messages["range_count"])
+def request_us(costs: Costs, messages, commands, range_entities):
+    """Executing packets: per packet, per user command, per entity in the action ranges."""
+    return (
+        costs.request_per_message * messages
+        + costs.request_per_command * commands
+        + costs.request_per_range_entity * range_entities
     )
 
 
-def reply_us(costs: Costs, visible: np.ndarray) -> float:
-    """Building replies: per client, per entity in its visible set."""
-    if len(visible) == 0:
-        return 0.0
-    return float(
-        costs.reply_per_client * len(visible) + costs.reply_per_visible_entity * _total(visible)
-    )
+def reply_us(costs: Costs, replies, visible_entities):
+    """Building replies: per reply, per entity in the replied clients' visible sets."""
+    return costs.reply_per_client * replies + costs.reply_per_visible_entity * visible_entities
 
 
-def net_send_us(costs: Costs, replies: int) -> float:
-    """Send system calls for ``replies`` replies."""
+def net_send_us(costs: Costs, replies):
+    """Send system calls: ``net_send_per_reply * replies``."""
     return costs.net_send_per_reply * replies
-
-
-def _total(values: np.ndarray) -> int:
-    """Sum of an integer array (np.add.reduce: no dispatch overhead on tiny arrays)."""
-    return int(np.add.reduce(values))

@@ -26,11 +26,12 @@ class Sequential(Strategy):
         ops = [Compute("frame", k.frame_overhead)]
         if frame.physics:
             ops.append(Compute("world", c.world_us(k, frame.entities)))
+        messages, replies = len(frame.messages), len(frame.reply_clients)
         ops += [
-            Compute("net_recv", c.net_recv_us(k, frame.messages)),
-            Compute("request", c.request_us(k, frame.messages)),
-            Compute("reply", c.reply_us(k, frame.reply_visible)),
-            Compute("net_send", c.net_send_us(k, len(frame.reply_clients))),
+            Compute("net_recv", c.net_recv_us(k, messages)),
+            Compute("request", c.request_us(k, messages, frame.commands, frame.range_entities)),
+            Compute("reply", c.reply_us(k, replies, frame.visible_entities)),
+            Compute("net_send", c.net_send_us(k, replies)),
         ]
         return FramePlan(threads=(Thread("main", 0, tuple(ops)),))
 

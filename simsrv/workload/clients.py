@@ -37,10 +37,8 @@ class ClientStream:
         self.lost_sent_s: list[np.ndarray] = []
         self.latest: TickState | None = None
 
-    @property
-    def horizon_s(self) -> float:
-        """Every packet arriving before this time has been generated."""
-        return self.next_tick * self.dt_s + self.cfg.latency_s
+    horizon_s: float = 0.0
+    """Every packet arriving before this time has been generated (updated per chunk)."""
 
     def release_until(self, t_s: float) -> np.ndarray:
         """Remove and return, in arrival order, every packet with ``arrival_s <= t_s``."""
@@ -76,6 +74,7 @@ class ClientStream:
     def _generate_chunk(self) -> None:
         parts = [self._tick_messages(self.world.advance(self.dt_s)) for _ in range(CHUNK_TICKS)]
         self._set_pending(sort_by_arrival(np.concatenate([self.pending, *parts])))
+        self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
     def _set_pending(self, pending: np.ndarray) -> None:
         self.pending = pending

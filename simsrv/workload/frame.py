@@ -12,7 +12,7 @@ QuakeWorld frame rules applied here, the same for every strategy [MODEL §1, §8
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,8 +20,7 @@ from simsrv.scenario.schema import Scenario
 from simsrv.workload.bandwidth import BandwidthControl
 
 
-@dataclass(frozen=True)
-class FrameWorkload:
+class FrameWorkload(NamedTuple):
     """Everything a strategy needs to plan one frame.
 
     Attributes
@@ -43,6 +42,12 @@ class FrameWorkload:
         Whether world physics runs this frame.
     entities:
         Entities world physics simulates (players + map entities).
+    commands:
+        User commands executed this frame (sum over ``messages``).
+    range_entities:
+        Sum of the action-range counts of ``messages``.
+    visible_entities:
+        Sum of ``reply_visible``.
     """
 
     index: int
@@ -53,6 +58,9 @@ class FrameWorkload:
     choked: int
     physics: bool
     entities: int
+    commands: int
+    range_entities: int
+    visible_entities: int
 
 
 class FrameBuilder:
@@ -94,8 +102,19 @@ class FrameBuilder:
             ok = self.bandwidth.allow(clients, self.reply_bytes(visible), start_s)
             choked = int(len(clients) - ok.sum())
             clients, visible = clients[ok], visible[ok]
+        commands = len(messages) if self.gapless else _total(messages["commands"])
         return FrameWorkload(
-            index, start_s, messages, clients, visible, choked, physics, self.entities
+            index,
+            start_s,
+            messages,
+            clients,
+            visible,
+            choked,
+            physics,
+            self.entities,
+            commands,
+            _total(messages["range_count"]),
+            _total(visible),
         )
 
     def reply_bytes(self, visible: np.ndarray) -> np.ndarray:
@@ -133,6 +152,11 @@ class FrameBuilder:
         # every client starts at tick 0 with last tick -1, so a first packet counts 1 command
         messages["commands"] = np.minimum(np.maximum(gap, 1), self.cpp)
         return unique
+
+
+def _total(values: np.ndarray) -> int:
+    """Sum of an integer array (np.add.reduce: no dispatch overhead on tiny arrays)."""
+    return int(np.add.reduce(values)) if len(values) else 0
 
 
 def _reply_targets(messages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,17 @@ class SocketQueue:
         self._chunks.append(messages)
         self._length += len(messages)
 
+    def deliver_and_read(self, messages: np.ndarray, limit: int) -> np.ndarray:
+        """:meth:`deliver` then :meth:`read`, without copying when nothing else is queued."""
+        if (
+            self._length == 0
+            and len(messages) <= limit
+            and (not self.capacity or len(messages) <= self.capacity)
+        ):
+            return messages
+        self.deliver(messages)
+        return self.read(limit)
+
     def read(self, limit: int) -> np.ndarray:
         """Dequeue up to ``limit`` packets in arrival order."""
         taken: list[np.ndarray] = []
