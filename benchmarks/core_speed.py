@@ -25,7 +25,8 @@ wall = time.perf_counter() - start
 simulated = scenario.run.warmup_s + scenario.run.duration_s
 print(json.dumps({
     "wall_s": wall, "simulated_s": simulated, "speed": simulated / wall,
-    "frames": len(out.frames), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "frames": len(out.frames),
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
 
@@ -57,7 +58,7 @@ def main() -> int:
         "min_speed": min(speeds),
         "max_speed": max(speeds),
         "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
-        "machine": f"{platform.processor() or platform.machine()}, python {platform.python_version()}",
+        "machine": f"{platform.machine()}, python {platform.python_version()}",
     }
     print(
         f"runs: {args.runs}, simulated per run: {runs[0]['simulated_s']:g} s, "
