@@ -1,0 +1,14 @@
+"""Generated documentation stays current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simsrv.scenario.reference import render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_scenario_reference_is_current():
+    committed = (ROOT / "docs" / "reference.md").read_text()
+    assert committed == render(), "regenerate: python -m simsrv.scenario.reference > docs/reference.md"
