@@ -12,6 +12,8 @@ The stream is generated lazily in chunks of ticks, and released in arrival order
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from simsrv.scenario.schema import ClientsSection
@@ -44,18 +46,23 @@ class ClientStream:
         """Remove and return, in arrival order, every packet with ``arrival_s <= t_s``."""
         while self.horizon_s <= t_s:
             self._generate_chunk()
-        if self._first_arrival_s > t_s:
+        head = self._head
+        cut = bisect_right(self._arrivals, t_s, lo=head)
+        if cut == head:
             return EMPTY
-        cut = int(self._arrivals.searchsorted(t_s, side="right"))
-        out = self.pending[:cut]
-        self._set_pending(self.pending[cut:])
-        return out
+        self._head = cut
+        return self._buffer[head:cut]
 
     def next_arrival_s(self) -> float:
         """Arrival time of the next packet not yet released."""
-        while len(self.pending) == 0 or self.pending["arrival_s"][0] >= self.horizon_s:
+        while self._head == len(self._arrivals) or self._arrivals[self._head] >= self.horizon_s:
             self._generate_chunk()
-        return float(self.pending["arrival_s"][0])
+        return self._arrivals[self._head]
+
+    @property
+    def pending(self) -> np.ndarray:
+        """Generated packets not yet released, in arrival order."""
+        return self._buffer[self._head :]
 
     def count_sent_before(self, t_s: float) -> dict[str, int]:
         """Packets sent at or before ``t_s``: total, lost on the way, and still in flight."""
@@ -77,9 +84,10 @@ class ClientStream:
         self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
     def _set_pending(self, pending: np.ndarray) -> None:
-        self.pending = pending
-        self._arrivals = pending["arrival_s"]
-        self._first_arrival_s = float(self._arrivals[0]) if len(pending) else np.inf
+        # released packets are the prefix [:_head]; arrival times as a list for bisect
+        self._buffer = pending
+        self._head = 0
+        self._arrivals: list[float] = pending["arrival_s"].tolist()
 
     def _tick_messages(self, state: TickState) -> np.ndarray:
         self.latest = state
