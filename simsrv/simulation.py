@@ -10,7 +10,7 @@ up, so the next frame has more work.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -70,7 +70,6 @@ class SimulationOutput:
     accounting: dict[str, int]
     end_s: float
     wall_time_s: float
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def simulate(scenario: Scenario) -> SimulationOutput:

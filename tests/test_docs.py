@@ -11,4 +11,5 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_scenario_reference_is_current():
     committed = (ROOT / "docs" / "reference.md").read_text()
-    assert committed == render(), "regenerate: python -m simsrv.scenario.reference > docs/reference.md"
+    hint = "regenerate: python -m simsrv.scenario.reference > docs/reference.md"
+    assert committed == render(), hint

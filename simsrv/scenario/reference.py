@@ -52,31 +52,40 @@ def render() -> str:
         "",
     ]
     sections = [
-        ("run", RunSection), ("players", PlayersSection), ("clients", ClientsSection),
-        ("server", ServerSection), ("machine", MachineSection),
+        ("run", RunSection),
+        ("players", PlayersSection),
+        ("clients", ClientsSection),
+        ("server", ServerSection),
+        ("machine", MachineSection),
     ]
     for name, model in sections:
         out += [f"## [{name}]", "", (model.__doc__ or "").strip(), "", *_table(model, ""), ""]
     out += ["## [map]: `kind` and the kind's parameters", ""]
     for kind in MAP_KINDS.names():
         params = MAP_KINDS.get(kind, "map.kind").params
-        out += [f"### map.kind = \"{kind}\"", "", *_table(params, ""), ""]
+        out += [f'### map.kind = "{kind}"', "", *_table(params, ""), ""]
     out += ["## [players.behaviour]: parameters of the mobility model", ""]
     for name in MOBILITY_MODELS.names():
         params = MOBILITY_MODELS.get(name, "players.mobility").params
-        out += [f"### players.mobility = \"{name}\"", "", *_table(params, ""), ""]
+        out += [f'### players.mobility = "{name}"', "", *_table(params, ""), ""]
     out += ["## [server.options]: options of the strategy", ""]
     for name in STRATEGIES.names():
         options = STRATEGIES.get(name, "server.strategy").options
         rows = _table(options, "")
         body = rows if len(rows) > 2 else ["(no options)"]
-        out += [f"### server.strategy = \"{name}\"", "", *body, ""]
+        out += [f'### server.strategy = "{name}"', "", *body, ""]
     out += [
-        "## Platform files", "",
+        "## Platform files",
+        "",
         "`machine.platform` names a built-in profile (`simsrv/platforms/*.toml`) or a path to a",
-        "TOML file with these fields; `[machine.costs]` in a scenario overrides single costs.", "",
-        *_table(Platform, ""), "", "### [costs] (microseconds on one CPU of the platform)", "",
-        *_table(Costs, ""), "",
+        "TOML file with these fields; `[machine.costs]` in a scenario overrides single costs.",
+        "",
+        *_table(Platform, ""),
+        "",
+        "### [costs] (microseconds on one CPU of the platform)",
+        "",
+        *_table(Costs, ""),
+        "",
     ]
     return "\n".join(out)
 

@@ -8,8 +8,8 @@ loop never branches on strategy names.
 Override points of :class:`Strategy`
 ------------------------------------
 ``plan(frame)``          required: the plan of one frame.
-``frame_columns()``      optional: names of extra per-frame columns the strategy reports.
-``frame_record()``       optional: values of those columns for the frame just planned.
+``frame_record()``       optional: extra per-frame columns (name -> value) for the frame just
+                         planned; they are appended to the run's per-frame records.
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ class ClientStream:
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
-        self.latest: TickState | None = None
 
     horizon_s: float = 0.0
     """Every packet arriving before this time has been generated (updated per chunk)."""
@@ -90,7 +89,6 @@ class ClientStream:
         self._arrivals: list[float] = pending["arrival_s"].tolist()
 
     def _tick_messages(self, state: TickState) -> np.ndarray:
-        self.latest = state
         cfg, n = self.cfg, self.world.players
         self.next_tick = state.tick + 1
         sent = state.tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, cfg.jitter_s, n)
