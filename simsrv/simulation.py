@@ -20,7 +20,7 @@ from simsrv.machine.executor import Machine
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import spawn_streams
-from simsrv.strategies import STRATEGIES, StrategyContext
+from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
@@ -86,6 +86,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     strategy = kind.create(scenario.server.options, context)
     machine = Machine(scenario.machine.cpus)
 
+    reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
     limit = scenario.max_messages_per_frame
     rows: list[tuple] = []
@@ -118,7 +119,8 @@ def simulate(scenario: Scenario) -> SimulationOutput:
                 len(socket),
             )
         )
-        extra_rows.append(strategy.frame_record())
+        if reports_extra:
+            extra_rows.append(strategy.frame_record())
         processed += len(batch)
         now = end
 
@@ -135,7 +137,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         "queued": len(socket),
     }
     frames = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
-    if extra_rows and extra_rows[0]:
+    if extra_rows:
         frames = pd.concat([frames, pd.DataFrame(extra_rows)], axis=1)
     dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
     return SimulationOutput(
