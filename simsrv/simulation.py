@@ -100,10 +100,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         if len(socket) == 0 and len(arrived) == 0:
             now = stream.next_arrival_s()
             continue
-        batch = socket.deliver_and_read(arrived, limit)
-        if len(batch) == 0:  # everything that arrived was dropped
-            now = stream.next_arrival_s()
-            continue
+        batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
         frame = builder.build(len(rows), now, batch)
         end = machine.execute(strategy.plan(frame), frame.index, now)
         rows.append(

@@ -117,6 +117,7 @@ class Machine:
         if not 0 <= thread.cpu < self.cpus:
             raise PlanError(f"thread {thread.name!r}: cpu {thread.cpu} out of range")
         rows, cpu, name = self.trace.rows, thread.cpu, thread.name
+        # Trace.record inlined (hot path): zero-length intervals are skipped the same way
         for activity, cost in thread.ops:
             if cost > 0:
                 end = now + cost

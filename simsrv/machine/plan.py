@@ -101,7 +101,3 @@ class FramePlan(NamedTuple):
             if type(op) is not Compute:
                 return False
         return True
-
-    def total_cost_us(self) -> float:
-        """Sum of all ``Compute`` costs of all threads, microseconds."""
-        return sum(op.cost_us for t in self.threads for op in t.ops if type(op) is Compute)

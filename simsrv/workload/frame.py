@@ -70,7 +70,7 @@ class FrameBuilder:
         self.server = scenario.server
         self.cpp = scenario.clients.commands_per_packet
         # Without network loss or socket drops no packet can go missing, so every packet
-        # carries exactly one new command and the per-frame bookkeeping can be skipped.
+        # carries exactly one new command (as generated) and _fill_commands can be skipped.
         self.gapless = (
             scenario.clients.packet_loss == 0 and scenario.clients.socket_buffer_messages == 0
         )
@@ -89,7 +89,10 @@ class FrameBuilder:
 
         The builder takes ownership of ``messages`` (it fills in ``commands`` in place).
         """
-        unique = self._fill_commands(messages)
+        clients = messages["client"]
+        unique = len(set(clients.tolist())) == len(clients)
+        if not self.gapless:
+            self._fill_commands(messages, unique)
         physics = start_s - self.last_physics_s >= self.server.sv_mintic_s
         if physics:
             self.last_physics_s = start_s
@@ -125,17 +128,15 @@ class FrameBuilder:
             s.reply_header_bytes + s.reply_bytes_per_entity * entities, s.reply_max_bytes
         ).astype(float)
 
-    def _fill_commands(self, messages: np.ndarray) -> bool:
+    def _fill_commands(self, messages: np.ndarray, unique: bool) -> None:
         """Commands per packet: the ticks since the client's previously processed packet.
 
-        Returns whether every packet of the frame comes from a different client.
+        ``unique``: every packet of the frame comes from a different client (the common case,
+        handled without sorting).
         """
         if len(messages) == 0:
-            return True
+            return
         clients, ticks = messages["client"], messages["tick"]
-        unique = len(set(clients.tolist())) == len(clients)
-        if self.gapless:
-            return unique  # commands are 1, as generated
         if unique:
             gap = ticks - self.last_tick[clients]
             self.last_tick[clients] = ticks
@@ -151,7 +152,6 @@ class FrameBuilder:
             np.maximum.at(self.last_tick, c, k)
         # every client starts at tick 0 with last tick -1, so a first packet counts 1 command
         messages["commands"] = np.minimum(np.maximum(gap, 1), self.cpp)
-        return unique
 
 
 def _total(values: np.ndarray) -> int:

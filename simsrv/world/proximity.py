@@ -35,22 +35,6 @@ def range_counts(players: np.ndarray, entities: np.ndarray, edge: float) -> np.n
     return np.asarray(counts, dtype=np.int64) - 1
 
 
-def range_lists(
-    players: np.ndarray, entities: np.ndarray, edge: float, who: np.ndarray
-) -> list[np.ndarray]:
-    """Entity indices in the action range of the players ``who`` (self excluded).
-
-    Indices < N are players; N + j is map entity j.  Used to build the BSP-group graph.
-    """
-    points = players if len(entities) == 0 else np.vstack([players, entities])
-    tree = cKDTree(points)
-    lists = tree.query_ball_point(players[who], r=edge / 2, p=np.inf)
-    return [
-        np.setdiff1d(np.asarray(ids, dtype=np.int64), [w])
-        for ids, w in zip(lists, who, strict=True)
-    ]
-
-
 def visible_counts(game_map: GameMap, players: np.ndarray) -> np.ndarray:
     """Entities in each player's potentially visible set, by the room proxy (self excluded).
 
