@@ -91,12 +91,10 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     limit = scenario.max_messages_per_frame
     rows: list[tuple] = []
     extra_rows: list[dict[str, Any]] = []
-    arrivals: list[np.ndarray] = []
     processed = 0
     now = 0.0
     while now < stop_s:
         arrived = stream.release_until(now)
-        arrivals.append(arrived["arrival_s"])
         if len(socket) == 0 and len(arrived) == 0:
             now = stream.next_arrival_s()
             continue
@@ -123,7 +121,6 @@ def simulate(scenario: Scenario) -> SimulationOutput:
 
     counts = stream.count_sent_before(now)
     arrived = stream.release_until(now)
-    arrivals.append(arrived["arrival_s"])
     socket.deliver(arrived)
     accounting = {
         "sent": counts["sent"],
@@ -140,7 +137,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     return SimulationOutput(
         frames=frames,
         trace=machine.trace.to_frame(),
-        arrivals_s=np.concatenate(arrivals),
+        arrivals_s=stream.released_arrival_s(),
         dropped_s=dropped,
         accounting=accounting,
         end_s=now,

@@ -48,17 +48,15 @@ class Trace:
 
     def to_frame(self) -> pd.DataFrame:
         """The trace as a tidy DataFrame (columns documented in the module docstring)."""
-        frame, cpu, thread, activity, start, end = (
-            zip(*self.rows, strict=True) if self.rows else ((),) * 6
-        )
+        table = np.array(self.rows, dtype=object).reshape(len(self.rows), 6)
         df = pd.DataFrame(
             {
-                "frame": np.asarray(frame, dtype=np.int64),
-                "cpu": np.asarray(cpu, dtype=np.int32),
-                "thread": pd.Categorical(thread),
-                "activity": pd.Categorical(activity),
-                "start_s": np.asarray(start, dtype=np.float64) * US,
-                "end_s": np.asarray(end, dtype=np.float64) * US,
+                "frame": table[:, 0].astype(np.int64),
+                "cpu": table[:, 1].astype(np.int32),
+                "thread": pd.Categorical(table[:, 2]),
+                "activity": pd.Categorical(table[:, 3]),
+                "start_s": table[:, 4].astype(np.float64) * US,
+                "end_s": table[:, 5].astype(np.float64) * US,
             }
         )
         df["busy"] = ~df["activity"].isin(list(WAIT_ACTIVITIES))

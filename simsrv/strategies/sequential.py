@@ -23,17 +23,16 @@ class Sequential(Strategy):
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
         k = self.costs
-        ops = [Compute("frame", k.frame_overhead)]
-        if frame.physics:
-            ops.append(Compute("world", c.world_us(k, frame.entities)))
         messages, replies = len(frame.messages), len(frame.reply_clients)
-        ops += [
+        ops = (
+            Compute("frame", k.frame_overhead),
+            Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
             Compute("net_recv", c.net_recv_us(k, messages)),
             Compute("request", c.request_us(k, messages, frame.commands, frame.range_entities)),
             Compute("reply", c.reply_us(k, replies, frame.visible_entities)),
             Compute("net_send", c.net_send_us(k, replies)),
-        ]
-        return FramePlan(threads=(Thread("main", 0, tuple(ops)),))
+        )
+        return FramePlan((Thread("main", 0, ops),))
 
 
 STRATEGIES.register("sequential", StrategyKind("sequential", SequentialOptions, Sequential))

@@ -33,10 +33,12 @@ class ClientStream:
         self.rng = rng
         self.dt_s = 1.0 / clients.rate_hz
         self.phase_s = rng.uniform(0.0, self.dt_s, world.players)
+        self._head = 0
         self._set_pending(EMPTY)
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
+        self._released_s: list[np.ndarray] = []
 
     horizon_s: float = 0.0
     """Every packet arriving before this time has been generated (updated per chunk)."""
@@ -63,6 +65,10 @@ class ClientStream:
         """Generated packets not yet released, in arrival order."""
         return self._buffer[self._head :]
 
+    def released_arrival_s(self) -> np.ndarray:
+        """Arrival times of every packet released so far, in release order, s."""
+        return np.concatenate([*self._released_s, self._buffer["arrival_s"][: self._head]])
+
     def count_sent_before(self, t_s: float) -> dict[str, int]:
         """Packets sent at or before ``t_s``: total, lost on the way, and still in flight."""
         while self.next_tick * self.dt_s <= t_s:
@@ -84,6 +90,8 @@ class ClientStream:
 
     def _set_pending(self, pending: np.ndarray) -> None:
         # released packets are the prefix [:_head]; arrival times as a list for bisect
+        if self._head:
+            self._released_s.append(self._buffer["arrival_s"][: self._head].copy())
         self._buffer = pending
         self._head = 0
         self._arrivals: list[float] = pending["arrival_s"].tolist()

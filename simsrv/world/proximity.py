@@ -1,8 +1,9 @@
 """Who is near whom: action ranges and the visibility proxy, vectorised.
 
 Action range [P §4.2, T §3.2.3]: the entities inside the axis-aligned cube of edge
-``action_range`` (256 units) centred on a player, walls ignored.  Counting uses a k-d tree with
-the Chebyshev (max-coordinate) metric: O(N log N) per tick instead of O(N^2).
+``action_range`` (256 units) centred on a player, walls ignored.  A k-d tree with the Chebyshev
+(max-coordinate) metric finds every pair of entities within half an edge of each other
+(O(N log N + pairs) per tick instead of O(N^2)); counts are the pairs' degrees.
 """
 
 from __future__ import annotations
@@ -29,10 +30,21 @@ def range_counts(players: np.ndarray, entities: np.ndarray, edge: float) -> np.n
     -------
     (N,) int array.
     """
+    pairs = range_pairs(players, entities, edge)
+    counts = np.bincount(pairs.ravel(), minlength=len(players) + len(entities))
+    return counts[: len(players)].astype(np.int64)
+
+
+def range_pairs(players: np.ndarray, entities: np.ndarray, edge: float) -> np.ndarray:
+    """Every pair of entities within each other's action range, as a (P, 2) int array ``i < j``.
+
+    Indices: players ``0..N-1`` then map entities ``N..N+E-1``.  The relation is symmetric
+    (Chebyshev distance ``<= edge / 2``), so ``b`` is in ``L_a`` exactly when ``a`` is in ``L_b``.
+    Pairs of two map entities are included (callers that need player edges only filter them).
+    """
     points = players if len(entities) == 0 else np.vstack([players, entities])
     tree = cKDTree(points)
-    counts = tree.query_ball_point(players, r=edge / 2, p=np.inf, return_length=True)
-    return np.asarray(counts, dtype=np.int64) - 1
+    return tree.query_pairs(r=edge / 2, p=np.inf, output_type="ndarray")
 
 
 def visible_counts(game_map: GameMap, players: np.ndarray) -> np.ndarray:
