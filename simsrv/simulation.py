@@ -84,7 +84,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
     strategy = kind.create(scenario.server.options, context)
-    machine = Machine(scenario.machine.cpus)
+    machine = Machine(scenario.machine.cpus, platform.smt_per_core, platform.smt_throughput)
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s

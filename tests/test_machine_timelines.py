@@ -126,3 +126,49 @@ def test_inconsistent_plans_are_rejected():
     deadlock = FramePlan((Thread("a", 0, (BarrierWait("b"),)),), barriers={"b": 2})
     with pytest.raises(PlanError, match="deadlocked"):
         Machine(1).execute(deadlock, 0, 0.0)
+
+
+def _pair(cost_a: float, cost_b: float, cpu_b: int) -> FramePlan:
+    return FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("request", cost_a), Join("b"))),
+            Thread("b", cpu_b, (Compute("reply", cost_b),)),
+        )
+    )
+
+
+def test_smt_siblings_share_a_core():
+    # CPUs 0 and 1 are one core at 0.6 speed each while both compute: a (30 us of work) ends at
+    # 30 / 0.6 = 50; b has done 30 of its 60 by then and runs the rest alone: ends at 80.
+    m = Machine(2, smt_per_core=2, smt_throughput=0.6)
+    end = m.execute(_pair(30.0, 60.0, 1), 0, 0.0)
+    assert end * 1e6 == pytest.approx(80.0)
+    assert rows(m) == [
+        (0, "a", "request", 0.0, pytest.approx(50.0)),
+        (1, "b", "reply", 0.0, pytest.approx(80.0)),
+        (0, "a", "join_wait", pytest.approx(50.0), pytest.approx(80.0)),
+    ]
+
+
+def test_smt_cpus_on_different_cores_do_not_interfere():
+    m = Machine(4, smt_per_core=2, smt_throughput=0.6)
+    assert m.execute(_pair(30.0, 60.0, 2), 0, 0.0) * 1e6 == pytest.approx(60.0)
+
+
+def test_smt_blocked_sibling_does_not_slow_the_core():
+    # b waits at a barrier (not computing) while a computes: a runs at full speed
+    m = Machine(2, smt_per_core=2, smt_throughput=0.5)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("world", 40.0), BarrierWait("x"))),
+            Thread("b", 1, (BarrierWait("x"), Compute("reply", 10.0))),
+        ),
+        barriers={"x": 2},
+    )
+    m.execute(plan, 0, 0.0)
+    m.env.run()
+    assert rows(m) == [
+        (0, "a", "world", 0.0, 40.0),
+        (1, "b", "barrier_wait", 0.0, 40.0),
+        (1, "b", "reply", 40.0, 50.0),
+    ]

@@ -8,6 +8,8 @@ Model
 * A blocked thread (barrier, lock, join) does not hold its CPU; the time it waits is recorded as
   a wait interval (``barrier_wait``, ``lock_wait``, ``join_wait``) that does not count as busy.
 * Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
+* Optional SMT: logical CPUs grouped into cores run slower while a sibling computes
+  (:mod:`simsrv.machine.smt`).
 * Simulated time runs in microseconds internally; the API speaks seconds.
 
 A plan that is a single thread of computations while nothing else runs is executed without
@@ -31,6 +33,7 @@ from simsrv.machine.plan import (
     Spawn,
     Thread,
 )
+from simsrv.machine.smt import Core
 from simsrv.machine.trace import Trace
 
 US_PER_S = 1e6
@@ -73,12 +76,21 @@ class Machine:
     ----------
     cpus:
         Number of (logical) CPUs.
+    smt_per_core:
+        Logical CPUs per physical core (CPU ``i`` is on core ``i // smt_per_core``).
+    smt_throughput:
+        Speed of a logical CPU while a sibling on its core computes, relative to alone (x1).
     """
 
-    def __init__(self, cpus: int) -> None:
+    def __init__(self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0) -> None:
         self.cpus = cpus
         self.env = simpy.Environment(initial_time=0.0)
         self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
+        self.smt_throughput = smt_throughput
+        self._core: list[Core] | None = None
+        if smt_per_core > 1 and smt_throughput < 1.0:
+            cores = [Core(self.env) for _ in range(-(-cpus // smt_per_core))]
+            self._core = [cores[i // smt_per_core] for i in range(cpus)]
         self._locks: dict[Hashable, simpy.Resource] = {}
         self._live_threads = 0
         self.trace = Trace()
@@ -128,6 +140,7 @@ class Machine:
     def _run(self, ctx: _FrameContext, thread: Thread) -> Generator[simpy.Event, None, None]:
         env, record, frame = self.env, self.trace.record, ctx.frame
         cpu = self._cpu[thread.cpu]
+        core = None if self._core is None else self._core[thread.cpu]
         held: dict[Hashable, simpy.resources.resource.Request] = {}
         self._live_threads += 1
         for op in thread.ops:
@@ -138,7 +151,10 @@ class Machine:
                 with cpu.request() as request:
                     yield request
                     began = env.now
-                    yield env.timeout(op.cost_us)
+                    if core is None:
+                        yield env.timeout(op.cost_us)
+                    else:
+                        yield from core.compute(op.cost_us, self.smt_throughput)
                     record(frame, thread.cpu, thread.name, op.activity, began, env.now)
             elif kind is BarrierWait:
                 began = env.now
