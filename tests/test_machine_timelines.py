@@ -12,6 +12,7 @@ from simsrv.machine import (
     Join,
     Machine,
     Release,
+    RunFirst,
     Spawn,
     Thread,
 )
@@ -172,3 +173,50 @@ def test_smt_blocked_sibling_does_not_slow_the_core():
         (1, "b", "barrier_wait", 0.0, 40.0),
         (1, "b", "reply", 40.0, 50.0),
     ]
+
+
+def _fork_plan(child_us: float, migrate_after_us: float, busy_cpu1_us: float = 0.0) -> FramePlan:
+    threads = [
+        Thread(
+            "parent",
+            0,
+            (
+                Compute("fork", 10.0),
+                Spawn("child"),
+                RunFirst("child", migrate_after_us),
+                Compute("request", 50.0),
+            ),
+        ),
+        Thread("child", 0, (Compute("request", child_us),), spawned=True),
+    ]
+    if busy_cpu1_us:
+        threads.append(Thread("other", 1, (Compute("world", busy_cpu1_us),)))
+    return FramePlan(threads=tuple(threads))
+
+
+def test_child_runs_first_and_short_children_serialise():
+    m = Machine(2)
+    end = m.execute(_fork_plan(child_us=100.0, migrate_after_us=500.0), 0, 0.0)
+    assert end * 1e6 == pytest.approx(160.0)  # 10 fork + 100 child + 50 parent, all on CPU 0
+    assert rows(m) == [
+        (0, "parent", "fork", 0.0, 10.0),
+        (0, "child", "request", 10.0, 110.0),
+        (0, "parent", "runqueue_wait", 10.0, 110.0),
+        (0, "parent", "request", 110.0, 160.0),
+    ]
+
+
+def test_waiting_parent_migrates_to_an_idle_cpu():
+    m = Machine(2)
+    end = m.execute(_fork_plan(child_us=1000.0, migrate_after_us=300.0), 0, 0.0)
+    assert end * 1e6 == pytest.approx(360.0)  # pulled to CPU 1 at 310, runs 50 there
+    assert (1, "parent", "request", 310.0, 360.0) in rows(m)
+    assert (0, "parent", "runqueue_wait", 10.0, 310.0) in rows(m)
+
+
+def test_no_migration_when_no_cpu_is_idle():
+    m = Machine(2)
+    end = m.execute(
+        _fork_plan(child_us=1000.0, migrate_after_us=300.0, busy_cpu1_us=5000.0), 0, 0.0
+    )
+    assert end * 1e6 == pytest.approx(1060.0)

@@ -13,6 +13,7 @@ from simsrv.machine.plan import (
     FramePlan,
     Join,
     Release,
+    RunFirst,
     Spawn,
     Thread,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Join",
     "Machine",
     "Release",
+    "RunFirst",
     "Spawn",
     "Thread",
     "Trace",

@@ -30,6 +30,7 @@ from simsrv.machine.plan import (
     FramePlan,
     Join,
     Release,
+    RunFirst,
     Spawn,
     Thread,
 )
@@ -138,9 +139,8 @@ class Machine:
         return now
 
     def _run(self, ctx: _FrameContext, thread: Thread) -> Generator[simpy.Event, None, None]:
-        env, record, frame = self.env, self.trace.record, ctx.frame
-        cpu = self._cpu[thread.cpu]
-        core = None if self._core is None else self._core[thread.cpu]
+        env, record, frame, name = self.env, self.trace.record, ctx.frame, thread.name
+        where = thread.cpu  # changes when the thread migrates (RunFirst)
         held: dict[Hashable, simpy.resources.resource.Request] = {}
         self._live_threads += 1
         for op in thread.ops:
@@ -148,18 +148,19 @@ class Machine:
             if kind is Compute:
                 if op.cost_us <= 0:
                     continue
-                with cpu.request() as request:
+                core = None if self._core is None else self._core[where]
+                with self._cpu[where].request() as request:
                     yield request
                     began = env.now
                     if core is None:
                         yield env.timeout(op.cost_us)
                     else:
                         yield from core.compute(op.cost_us, self.smt_throughput)
-                    record(frame, thread.cpu, thread.name, op.activity, began, env.now)
+                    record(frame, where, name, op.activity, began, env.now)
             elif kind is BarrierWait:
                 began = env.now
                 yield ctx.barriers[op.name].arrive()
-                record(frame, thread.cpu, thread.name, "barrier_wait", began, env.now)
+                record(frame, where, name, "barrier_wait", began, env.now)
             elif kind is Acquire:
                 lock = self._locks.get(op.lock)
                 if lock is None:
@@ -167,7 +168,7 @@ class Machine:
                 request = lock.request()
                 began = env.now
                 yield request
-                record(frame, thread.cpu, thread.name, "lock_wait", began, env.now)
+                record(frame, where, name, "lock_wait", began, env.now)
                 held[op.lock] = request
             elif kind is Release:
                 self._locks[op.lock].release(held.pop(op.lock))
@@ -176,11 +177,27 @@ class Machine:
             elif kind is Join:
                 began = env.now
                 yield ctx.done[op.thread]
-                record(frame, thread.cpu, thread.name, "join_wait", began, env.now)
+                record(frame, where, name, "join_wait", began, env.now)
+            elif kind is RunFirst:
+                began, done = env.now, ctx.done[op.thread]
+                yield done | env.timeout(op.migrate_after_us)
+                idle = None if done.triggered else self._idle_cpu(exclude=where)
+                if idle is None:
+                    yield done
+                record(frame, where, name, "runqueue_wait", began, env.now)
+                if idle is not None:
+                    where = idle
         if held:
-            raise PlanError(f"thread {thread.name!r} ended holding locks {sorted(map(str, held))}")
+            raise PlanError(f"thread {name!r} ended holding locks {sorted(map(str, held))}")
         self._live_threads -= 1
-        ctx.done[thread.name].succeed()
+        ctx.done[name].succeed()
+
+    def _idle_cpu(self, exclude: int) -> int | None:
+        """The lowest-numbered CPU with no thread running or queued, other than ``exclude``."""
+        for index, cpu in enumerate(self._cpu):
+            if index != exclude and cpu.count == 0 and not cpu.queue:
+                return index
+        return None
 
     def _check(self, plan: FramePlan) -> None:
         names = [t.name for t in plan.threads]
@@ -195,7 +212,7 @@ class Machine:
             for op in t.ops:
                 if type(op) is Spawn and op.thread not in spawned:
                     raise PlanError(f"{t.name!r} spawns {op.thread!r}, not a spawned thread")
-                if type(op) is Join and op.thread not in names:
+                if type(op) in (Join, RunFirst) and op.thread not in names:
                     raise PlanError(f"{t.name!r} joins unknown thread {op.thread!r}")
                 if type(op) is BarrierWait and op.name not in plan.barriers:
                     raise PlanError(f"{t.name!r} waits at undeclared barrier {op.name!r}")

@@ -12,6 +12,8 @@ Operations
 :class:`BarrierWait` blocks until every party of the named barrier has arrived.
 :class:`Acquire` / :class:`Release` take and give back a named mutual-exclusion lock.
 :class:`Spawn` starts a thread whose ``spawned`` flag is set; :class:`Join` waits for it to end.
+:class:`RunFirst` models a child that runs first on its parent's CPU: the parent waits for it
+as in :class:`Join`, unless the OS migrates the waiting parent to an idle CPU first.
 Plans and operations are named tuples: immutable and cheap to build (a frame builds several).
 Costs of synchronisation (a barrier's, a lock's, a fork's) are explicit ``Compute`` operations
 chosen by the strategy; the machine only enforces the ordering.
@@ -60,7 +62,21 @@ class Join(NamedTuple):
     thread: str
 
 
-Op = Compute | BarrierWait | Acquire | Release | Spawn | Join
+class RunFirst(NamedTuple):
+    """Let ``thread`` (just spawned on this CPU) run first; the waiting parent migrates.
+
+    The parent is runnable but not running while ``thread`` holds their shared CPU.  If
+    ``thread`` has not finished after ``migrate_after_us`` and another CPU is idle (no thread
+    on it, none queued), the parent moves to the lowest-numbered idle CPU (Linux's idle balance
+    pulling a queued task) and continues there; its later operations run on that CPU.
+    Otherwise it waits for ``thread`` to finish.  The wait is recorded as ``runqueue_wait``.
+    """
+
+    thread: str
+    migrate_after_us: float
+
+
+Op = Compute | BarrierWait | Acquire | Release | Spawn | Join | RunFirst
 
 
 class Thread(NamedTuple):

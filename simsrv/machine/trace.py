@@ -8,7 +8,7 @@ Recorded facts, from which every metric is derived (:mod:`simsrv.metrics`).  Col
 ``cpu``        CPU index, 0-based
 ``thread``     thread name within the frame's plan
 ``activity``   what ran: ``world``, ``request``, ``reply``, ``net_recv``, ``net_send``, ... or a
-               wait state (``lock_wait``, ``barrier_wait``, ``join_wait``)
+               wait state (``lock_wait``, ``barrier_wait``, ``join_wait``, ``runqueue_wait``)
 ``start_s``    interval start, simulated seconds
 ``end_s``      interval end, simulated seconds
 ``busy``       True when the CPU was working (computing, or OS work); False for wait states
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-WAIT_ACTIVITIES = frozenset({"lock_wait", "barrier_wait", "join_wait"})
+WAIT_ACTIVITIES = frozenset({"lock_wait", "barrier_wait", "join_wait", "runqueue_wait"})
 """Activities during which a thread is blocked: the CPU is not busy for it."""
 
 US = 1e-6
