@@ -8,10 +8,28 @@ Action range [P §4.2, T §3.2.3]: the entities inside the axis-aligned cube of 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.spatial import cKDTree
 
 from simsrv.world.maps.base import GameMap
+
+
+class Neighbours(NamedTuple):
+    """Action-range lists ``L_a`` of every player, in compressed sparse row form.
+
+    ``indices[indptr[a]:indptr[a + 1]]`` are the entities in player ``a``'s action range
+    (players ``0..N-1``, then map entities ``N..``), self excluded, ascending.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        """``|L_a|`` per player."""
+        return np.diff(self.indptr)
 
 
 def range_counts(players: np.ndarray, entities: np.ndarray, edge: float) -> np.ndarray:
@@ -33,6 +51,20 @@ def range_counts(players: np.ndarray, entities: np.ndarray, edge: float) -> np.n
     pairs = range_pairs(players, entities, edge)
     counts = np.bincount(pairs.ravel(), minlength=len(players) + len(entities))
     return counts[: len(players)].astype(np.int64)
+
+
+def neighbour_lists(players: np.ndarray, entities: np.ndarray, edge: float) -> Neighbours:
+    """The action-range list ``L_a`` of every player (see :class:`Neighbours`)."""
+    n = len(players)
+    pairs = range_pairs(players, entities, edge)
+    source = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    target = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    keep = source < n
+    source, target = source[keep], target[keep]
+    order = np.lexsort((target, source))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(source, minlength=n), out=indptr[1:])
+    return Neighbours(indptr, target[order].astype(np.int32))
 
 
 def range_pairs(players: np.ndarray, entities: np.ndarray, edge: float) -> np.ndarray:

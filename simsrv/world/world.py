@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.registry import Mobility, TickActions
-from simsrv.world.proximity import range_counts, visible_counts
+from simsrv.world.proximity import Neighbours, neighbour_lists, visible_counts
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class TickState:
         (N,) entities in each player's action range (self excluded).
     visible_count:
         (N,) entities in each player's visible set (self excluded).
+    neighbours:
+        Each player's action-range list ``L_a`` (``range_count`` is its length).
     actions:
         What each player did this tick.
     """
@@ -34,6 +37,7 @@ class TickState:
     range_count: np.ndarray
     visible_count: np.ndarray
     actions: TickActions
+    neighbours: Neighbours
 
 
 class World:
@@ -44,6 +48,26 @@ class World:
         self.mobility = mobility
         self.action_range = action_range
         self.tick = 0
+        self._history: OrderedDict[int, Neighbours] = OrderedDict()
+        self._history_ticks = 0
+
+    def keep_neighbours(self, ticks: int) -> None:
+        """Remember the action-range lists of the last ``ticks`` ticks (for :meth:`neighbours`).
+
+        Strategies that group entities call this: a frame's packets carry the tick of the world
+        state they were sent in, and the world is generated ahead of the server.
+        """
+        self._history_ticks = max(self._history_ticks, ticks)
+
+    def neighbours(self, tick: int) -> Neighbours:
+        """The action-range lists at ``tick`` (kept for the last :meth:`keep_neighbours` ticks)."""
+        try:
+            return self._history[tick]
+        except KeyError:
+            raise LookupError(
+                f"tick {tick} is outside the kept neighbour history "
+                f"({self._history_ticks} ticks up to {self.tick - 1})"
+            ) from None
 
     @property
     def players(self) -> int:
@@ -59,12 +83,18 @@ class World:
         """Move every player by one tick of ``dt_s`` seconds and return the new state."""
         actions = self.mobility.step(dt_s)
         positions = self.mobility.positions.copy()
+        neighbours = neighbour_lists(positions, self.map.entities, self.action_range)
         state = TickState(
             tick=self.tick,
             positions=positions,
-            range_count=range_counts(positions, self.map.entities, self.action_range),
+            range_count=neighbours.counts,
             visible_count=visible_counts(self.map, positions),
             actions=actions,
+            neighbours=neighbours,
         )
+        if self._history_ticks:
+            self._history[self.tick] = neighbours
+            while len(self._history) > self._history_ticks:
+                self._history.popitem(last=False)
         self.tick += 1
         return state

@@ -1,0 +1,111 @@
+"""Groups equal graph components; balancers meet their guarantees; assignment is a partition."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsrv.scheduling.balancers import BALANCERS, lpt, makespan
+from simsrv.scheduling.groups import frame_groups
+from simsrv.world.proximity import neighbour_lists
+
+
+def _random_frame(seed: int, players: int, entities: int, senders: int, ticks: int):
+    rng = np.random.default_rng(seed)
+    lists = {
+        t: neighbour_lists(
+            rng.uniform(0, 1200, (players, 3)), rng.uniform(0, 1200, (entities, 3)), 256.0
+        )
+        for t in range(ticks)
+    }
+    clients = rng.integers(0, players, senders)
+    sent_ticks = rng.integers(0, ticks, senders)
+    return lists, clients, sent_ticks
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    players=st.integers(1, 80),
+    entities=st.integers(0, 6),
+    senders=st.integers(1, 40),
+    ticks=st.integers(1, 3),
+)
+def test_groups_equal_networkx_components(seed, players, entities, senders, ticks):
+    lists, clients, sent = _random_frame(seed, players, entities, senders, ticks)
+    groups = frame_groups(clients, sent, lists.__getitem__)
+    graph = nx.Graph()
+    for c, t in zip(clients.tolist(), sent.tolist(), strict=True):
+        graph.add_node(c)
+        indptr, indices = lists[t]
+        graph.add_edges_from((c, b) for b in indices[indptr[c] : indptr[c + 1]].tolist())
+    expected = sorted(sorted(component) for component in nx.connected_components(graph))
+    got: dict[int, list[int]] = {}
+    for e, g in zip(groups.entities.tolist(), groups.entity_group.tolist(), strict=True):
+        got.setdefault(g, []).append(e)
+    assert sorted(got.values()) == expected
+    # numbered by smallest member; sizes are the weights; every packet maps to its sender's group
+    assert [min(got[g]) for g in range(groups.count)] == sorted(min(c) for c in expected)
+    assert groups.sizes.tolist() == [len(got[g]) for g in range(groups.count)]
+    for c, g in zip(clients.tolist(), groups.message_group.tolist(), strict=True):
+        assert c in got[g]
+
+
+def _optimal_makespan(weights: list[float], m: int) -> float:
+    best = float("inf")
+    for assignment in itertools.product(range(m), repeat=len(weights)):
+        loads = [0.0] * m
+        for w, p in zip(weights, assignment, strict=True):
+            loads[p] += w
+        best = min(best, max(loads))
+    return best
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    weights=st.lists(st.integers(1, 40), min_size=1, max_size=7),
+    m=st.integers(2, 3),
+)
+def test_lpt_within_graham_bound(weights, m):
+    w = np.array(weights, dtype=float)
+    span = makespan(w, lpt(w, [0.0] * m), [0.0] * m)
+    assert span <= (4 / 3 - 1 / (3 * m)) * _optimal_makespan(weights, m) + 1e-9
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    weights=st.lists(st.integers(1, 40), min_size=0, max_size=12),
+    m=st.integers(1, 4),
+    name=st.sampled_from(["lpt", "list", "round-robin", "largest-differencing"]),
+)
+def test_every_balancer_places_every_job_once_on_a_valid_processor(weights, m, name):
+    w = np.array(weights, dtype=float)
+    initial = [1.0] + [0.0] * (m - 1)
+    assignment = BALANCERS.get(name, "balancer")(w, initial)
+    assert assignment.shape == (len(weights),)
+    assert ((assignment >= 0) & (assignment < m)).all()
+    if name in ("lpt", "list", "largest-differencing") and len(weights):
+        # no processor is left idle while another holds two jobs (a sanity bound for greedy
+        # and differencing alike): makespan never exceeds total + initial load
+        assert makespan(w, assignment, initial) <= w.sum() + 1
+
+
+def test_lpt_follows_the_thesis_rule():
+    # coordinator (processor 0) starts at 1: with one job of weight 5, the worker gets it
+    assert lpt(np.array([5.0]), [1.0, 0.0]).tolist() == [1]
+    # sorted by weight, each to the least loaded; ties to the lowest-numbered processor
+    assert lpt(np.array([2.0, 7.0, 3.0, 3.0]), [1.0, 0.0]).tolist() == [0, 1, 0, 0]
+
+
+@pytest.mark.parametrize(("name", "expected"), [("lpt", 17.0), ("largest-differencing", 16.0)])
+def test_textbook_example_differencing_beats_lpt(name, expected):
+    # {8,7,6,5,4} on 2 processors (optimum 15): LPT 17, Karmarkar-Karp differences 8-7, 6-5,
+    # 4-1, 3-1 -> spread 2 -> 16
+    w = np.array([8.0, 7.0, 6.0, 5.0, 4.0])
+    span = makespan(w, BALANCERS.get(name, "balancer")(w, [0.0, 0.0]), [0.0, 0.0])
+    assert span == expected
