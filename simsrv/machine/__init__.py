@@ -7,6 +7,7 @@ serialising threads that share a CPU, and making threads wait at barriers, locks
 
 from simsrv.machine.executor import Machine
 from simsrv.machine.plan import (
+    SPAWNER_CPU,
     Acquire,
     BarrierWait,
     Compute,
@@ -27,6 +28,7 @@ __all__ = [
     "Join",
     "Machine",
     "Release",
+    "SPAWNER_CPU",
     "RunFirst",
     "Spawn",
     "Thread",

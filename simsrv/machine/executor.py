@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import simpy
 
 from simsrv.machine.plan import (
+    SPAWNER_CPU,
     Acquire,
     BarrierWait,
     Compute,
@@ -138,9 +139,12 @@ class Machine:
                 now = end
         return now
 
-    def _run(self, ctx: _FrameContext, thread: Thread) -> Generator[simpy.Event, None, None]:
+    def _run(
+        self, ctx: _FrameContext, thread: Thread, spawner_cpu: int = 0
+    ) -> Generator[simpy.Event, None, None]:
         env, record, frame, name = self.env, self.trace.record, ctx.frame, thread.name
-        where = thread.cpu  # changes when the thread migrates (RunFirst)
+        # the CPU changes when the thread migrates (RunFirst)
+        where = spawner_cpu if thread.cpu == SPAWNER_CPU else thread.cpu
         held: dict[Hashable, simpy.resources.resource.Request] = {}
         self._live_threads += 1
         for op in thread.ops:
@@ -173,7 +177,7 @@ class Machine:
             elif kind is Release:
                 self._locks[op.lock].release(held.pop(op.lock))
             elif kind is Spawn:
-                env.process(self._run(ctx, ctx.threads[op.thread]))
+                env.process(self._run(ctx, ctx.threads[op.thread], where))
             elif kind is Join:
                 began = env.now
                 yield ctx.done[op.thread]
@@ -207,7 +211,9 @@ class Machine:
             raise PlanError("the coordinator (threads[0]) cannot be a spawned thread")
         spawned = {t.name for t in plan.threads if t.spawned}
         for t in plan.threads:
-            if not 0 <= t.cpu < self.cpus:
+            if t.spawned and t.cpu == SPAWNER_CPU:
+                pass
+            elif not 0 <= t.cpu < self.cpus:
                 raise PlanError(f"thread {t.name!r}: cpu {t.cpu} out of range 0..{self.cpus - 1}")
             for op in t.ops:
                 if type(op) is Spawn and op.thread not in spawned:

@@ -79,6 +79,10 @@ class RunFirst(NamedTuple):
 Op = Compute | BarrierWait | Acquire | Release | Spawn | Join | RunFirst
 
 
+SPAWNER_CPU = -1
+"""``Thread.cpu`` of a spawned thread that starts on the CPU its spawner is on at the time."""
+
+
 class Thread(NamedTuple):
     """One thread of execution in a frame.
 
@@ -87,7 +91,8 @@ class Thread(NamedTuple):
     name:
         Unique within the plan (trace rows carry it).
     cpu:
-        The CPU the thread runs on (0-based).
+        The CPU the thread runs on (0-based), or :data:`SPAWNER_CPU` for a spawned thread that
+        starts where its spawner runs (as a forked child does).
     ops:
         Its operations, in order.
     spawned:

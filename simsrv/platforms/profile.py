@@ -70,6 +70,11 @@ class Platform(StrictModel):
         1.0, gt=0, le=1, description="speed of a logical CPU while its sibling is busy, x1"
     )
     page_entities: int = Field(8, ge=1, description="entity states per 4 KiB memory page")
+    cow_base_pages: int = Field(
+        0,
+        ge=0,
+        description="pages every forked worker writes besides entity pages (stack, buffers)",
+    )
     migration_delay_us: float = Field(
         0.0, ge=0, description="time before an idle CPU pulls a runnable task, us"
     )

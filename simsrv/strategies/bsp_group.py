@@ -1,0 +1,272 @@
+"""``bsp-group``: dynamic load balancing of entity groups, one BSP super-step per frame.
+
+Cordeiro, Goldman & da Silva 2007 [P §4, T §3]; one frame on ``n`` CPUs:
+
+1. Sequential, on the coordinator: frame work, world physics (when due), reading the packets.
+2. Scheduling, on the coordinator: the groups of interacting entities
+   (:mod:`simsrv.scheduling.groups`), then a balancer (LPT by default, the coordinator starting
+   at load ``coordinator_load``) places them on ``1 + min(n - 1, m)`` processes for ``m`` groups.
+3. Parallel request + reply: each worker runs its groups' packets and replies as an independent
+   SPED server; the coordinator runs its own share.
+4. Synchronisation: workers write their entities to shared memory and the coordinator copies
+   them back after waiting for every worker.
+
+The operating-system process model is three options (see ``docs/strategies.md``):
+
+``spawn``
+    ``fork``: a child per worker per frame (``fork`` cost; the child pays copy-on-write faults
+    for the pages it writes: ``cow_base_pages`` plus the distinct pages, ``page_entities``
+    entity states each, of its entities).  ``clone``: the same with ``clone``'s cost.  ``pool``:
+    persistent workers woken per frame (a context switch) that copy the whole frame state in
+    explicitly (``copy_per_entity`` per entity) instead of copy-on-write, and never exit.
+    ``none``: groups are computed but the coordinator runs them all (the thesis's
+    "groups without workers" measurement).
+``affinity``
+    ``pinned``: the child is created stopped, pinned round-robin (worker ``i`` on CPU ``i``,
+    coordinator on CPU 0) with ``sched_setaffinity`` and continued with ``SIGCONT``
+    (``setaffinity`` cost).  ``os-default``: Linux 2.6's default placement: the child starts on
+    the parent's CPU and runs first; the waiting parent is pulled to an idle CPU only if the
+    child still runs after the platform's ``migration_delay_us`` (:class:`RunFirst`).
+``reap``
+    ``wait``: the coordinator blocks in ``wait()`` until each worker has exited, including its
+    teardown (``exit_teardown``, on the worker's CPU), then pays ``wait`` per worker.
+    ``nowait``: workers post a semaphore before exiting (``SA_NOCLDWAIT``, no ``SIGCHLD``); the
+    coordinator waits for the posts (``wait`` per worker) and the teardown overlaps the next
+    frame's world phase.
+
+The coordinator starts every frame on CPU 0.  Trace thread names: ``coordinator``,
+``worker<i>`` and ``worker<i>.exit`` (the teardown, spawned by the worker when it posts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from simsrv.machine.plan import SPAWNER_CPU, Compute, FramePlan, Join, RunFirst, Spawn, Thread
+from simsrv.platforms.profile import Costs
+from simsrv.scenario.validation import StrictModel
+from simsrv.scheduling.balancers import BALANCERS, makespan
+from simsrv.scheduling.groups import FrameGroups, frame_groups
+from simsrv.strategies import costs as c
+from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
+from simsrv.workload.frame import FrameWorkload
+
+NEIGHBOUR_HISTORY_TICKS = 2048
+"""Ticks of action-range lists the world keeps for grouping (~65 s of packets at 31.25 Hz)."""
+
+COORDINATOR = "coordinator"
+
+
+class BspGroupOptions(StrictModel):
+    """Options of ``bsp-group`` (``[server.options]``)."""
+
+    balancer: str = Field("lpt", description="how groups are placed on processes")
+    spawn: Literal["fork", "clone", "pool", "none"] = Field(
+        "clone", description="how workers are created each frame ('none': coordinator only)"
+    )
+    affinity: Literal["os-default", "pinned"] = Field(
+        "pinned", description="where a new worker starts"
+    )
+    reap: Literal["wait", "nowait"] = Field(
+        "nowait", description="wait(): sequential teardown; nowait: semaphore, teardown overlaps"
+    )
+    coordinator_load: float = Field(
+        1.0, ge=0, description="initial balancer load of the coordinator (entities)"
+    )
+    max_workers: int = Field(
+        0, ge=0, description="cap on workers per frame; 0 = CPUs - 1 (one process per CPU)"
+    )
+
+    @field_validator("balancer")
+    @classmethod
+    def _known_balancer(cls, value: str) -> str:
+        if value not in BALANCERS.names():
+            raise ValueError(f"unknown balancer {value!r}; allowed: {', '.join(BALANCERS.names())}")
+        return value
+
+
+class ProcessShares(NamedTuple):
+    """Per-process totals of one frame; each an array indexed by process (0 = coordinator).
+
+    ``messages`` packets, ``commands`` user commands, ``ranges`` sum of ``|L_a|`` over the
+    packets, ``replies`` replies sent, ``visible`` entities in the replied clients' visible
+    sets, ``entities`` entities of the process's groups, ``pages`` memory pages it writes
+    (``cow_base_pages`` + the distinct pages of its entities).
+    """
+
+    messages: np.ndarray
+    commands: np.ndarray
+    ranges: np.ndarray
+    replies: np.ndarray
+    visible: np.ndarray
+    entities: np.ndarray
+    pages: np.ndarray
+
+
+class BspGroup(Strategy):
+    """Groups + balancer + per-frame worker processes."""
+
+    options: BspGroupOptions
+
+    def __init__(self, options: BspGroupOptions, context: StrategyContext) -> None:
+        super().__init__(options, context)
+        context.world.keep_neighbours(NEIGHBOUR_HISTORY_TICKS)
+        self.balance = BALANCERS.get(options.balancer, "server.options.balancer")
+        cap = options.max_workers or context.cpus - 1
+        self.max_workers = 0 if options.spawn == "none" else min(cap, context.cpus - 1)
+        self._record: dict[str, Any] = {}
+
+    # -- planning ---------------------------------------------------------------------------
+
+    def plan(self, frame: FrameWorkload) -> FramePlan:
+        k, o = self.costs, self.options
+        messages = frame.messages
+        groups = frame_groups(messages["client"], messages["tick"], self.context.world.neighbours)
+        workers = min(self.max_workers, groups.count)
+        processes = 1 + workers
+        initial = [o.coordinator_load] + [0.0] * workers
+        weights = groups.sizes.astype(float)
+        assignment = (
+            self.balance(weights, initial) if workers else np.zeros(groups.count, dtype=np.int64)
+        )
+        platform = self.context.platform
+        share = _shares(
+            frame, groups, assignment, processes, platform.page_entities, platform.cow_base_pages
+        )
+        self._remember(groups, weights, assignment, initial, workers)
+
+        m = len(messages)
+        sequential = [
+            Compute("frame", k.frame_overhead),
+            Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
+            Compute("net_recv", c.net_recv_us(k, m)),
+            Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
+            Compute("schedule", k.schedule_per_group * groups.count),
+        ]
+        threads: list[Thread] = []
+        coordinator = list(sequential)
+        for w in range(1, processes):
+            name = f"worker{w}"
+            coordinator += self._start_worker(name)
+            threads += self._worker_threads(name, w, share, frame)
+        coordinator += _group_work(k, share, 0)
+        coordinator += self._synchronise(processes, share)
+        return FramePlan(threads=(Thread(COORDINATOR, 0, tuple(coordinator)), *threads))
+
+    def _start_worker(self, name: str) -> list:
+        k, o = self.costs, self.options
+        ops: list = []
+        if o.spawn == "pool":
+            return [Compute("spawn", k.context_switch), Spawn(name)]
+        ops.append(Compute("spawn", k.fork if o.spawn == "fork" else k.clone))
+        if o.affinity == "pinned":
+            ops += [Compute("spawn", k.setaffinity), Spawn(name)]
+        else:
+            ops += [Spawn(name), RunFirst(name, self.context.platform.migration_delay_us)]
+        return ops
+
+    def _worker_threads(
+        self, name: str, index: int, share: ProcessShares, frame: FrameWorkload
+    ) -> list[Thread]:
+        k, o = self.costs, self.options
+        cpu = index % self.context.cpus if o.affinity == "pinned" or o.spawn == "pool" else None
+        ops: list = []
+        if o.spawn == "pool":
+            ops.append(Compute("copy_in", k.copy_per_entity * frame.entities))
+        else:
+            ops.append(Compute("copy_on_write", k.cow_per_page * share.pages[index]))
+        ops += _group_work(k, share, index)
+        ops.append(Compute("copy_out", k.copy_per_entity * share.entities[index]))
+        threads = []
+        if o.spawn != "pool":
+            ops.append(Spawn(f"{name}.exit"))
+            threads.append(
+                Thread(f"{name}.exit", SPAWNER_CPU, (Compute("teardown", k.exit_teardown),), True)
+            )
+        start_cpu = SPAWNER_CPU if cpu is None else cpu
+        return [Thread(name, start_cpu, tuple(ops), spawned=True), *threads]
+
+    def _synchronise(self, processes: int, share: ProcessShares) -> list:
+        k, o = self.costs, self.options
+        ops: list = []
+        for w in range(1, processes):
+            waits_exit = o.reap == "wait" and o.spawn != "pool"
+            ops.append(Join(f"worker{w}.exit" if waits_exit else f"worker{w}"))
+            ops.append(Compute("wait", k.barrier if o.spawn == "pool" else k.wait))
+        moved = float(share.entities[1:].sum())
+        ops.append(Compute("copy_back", k.copy_per_entity * moved))
+        return ops
+
+    # -- per-frame record -------------------------------------------------------------------
+
+    def _remember(
+        self,
+        groups: FrameGroups,
+        weights: np.ndarray,
+        assignment: np.ndarray,
+        initial: list[float],
+        workers: int,
+    ) -> None:
+        total = float(weights.sum())
+        lower = max(float(weights.max()), (total + sum(initial)) / len(initial)) if total else 0.0
+        self._record = {
+            "groups": groups.count,
+            "group_entities": int(total),
+            "largest_group": int(weights.max()) if groups.count else 0,
+            "workers": workers,
+            "balance_makespan": makespan(weights, assignment, initial) if groups.count else 0.0,
+            "balance_lower_bound": lower,
+        }
+
+    def frame_record(self) -> dict[str, Any]:
+        return self._record
+
+
+def _shares(
+    frame: FrameWorkload,
+    groups: FrameGroups,
+    assignment: np.ndarray,
+    processes: int,
+    page_entities: int,
+    base_pages: int,
+) -> ProcessShares:
+    """What each process handles this frame (see :class:`ProcessShares`)."""
+    messages = frame.messages
+    if groups.count == 0:
+        zeros = np.zeros(processes)
+        return ProcessShares(zeros, zeros, zeros, zeros, zeros, zeros, zeros + base_pages)
+    proc_of_message = assignment[groups.message_group]
+    reply_group = groups.entity_group[np.searchsorted(groups.entities, frame.reply_clients)]
+    proc_of_reply = assignment[reply_group]
+    proc_of_entity = assignment[groups.entity_group]
+    # distinct (process, page) pairs: entity e lives on page e // page_entities
+    pages = np.unique(proc_of_entity * (1 << 40) + groups.entities // page_entities) >> 40
+
+    def per_process(index: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(index, values, minlength=processes).astype(float)
+
+    return ProcessShares(
+        messages=per_process(proc_of_message),
+        commands=per_process(proc_of_message, messages["commands"]),
+        ranges=per_process(proc_of_message, messages["range_count"]),
+        replies=per_process(proc_of_reply),
+        visible=per_process(proc_of_reply, frame.reply_visible),
+        entities=per_process(proc_of_entity),
+        pages=per_process(pages) + base_pages,
+    )
+
+
+def _group_work(k: Costs, share: ProcessShares, p: int) -> list[Compute]:
+    """Request, reply and send work of process ``p``'s groups."""
+    replies = share.replies[p]
+    return [
+        Compute("request", c.request_us(k, share.messages[p], share.commands[p], share.ranges[p])),
+        Compute("reply", c.reply_us(k, replies, share.visible[p])),
+        Compute("net_send", c.net_send_us(k, replies)),
+    ]
+
+
+STRATEGIES.register("bsp-group", StrategyKind("bsp-group", BspGroupOptions, BspGroup))
