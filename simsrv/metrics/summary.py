@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from simsrv.machine.trace import WAIT_ACTIVITIES
+from simsrv.metrics.moments import group_statistics, moments, os_time_fraction
 from simsrv.metrics.timeline import clip_intervals, parallel_fraction
 from simsrv.scenario.schema import Scenario
 from simsrv.simulation import SimulationOutput
@@ -23,7 +24,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     ``dropped_fraction`` (of the packets that reached the socket), ``parallel_fraction`` (share
     of time with every CPU busy), ``cpu_utilization`` (busy share per CPU), ``time_breakdown``
     (activity -> share of total CPU time, ``idle`` included; wait states are thread time spent
-    blocked and may overlap other threads' work), ``simulated_time_s`` and ``frames``.
+    blocked and may overlap other threads' work), ``simulated_time_s``, ``frames``, ``moments``
+    and ``os_time_fraction`` (:mod:`simsrv.metrics.moments`), and ``groups`` for strategies
+    that group entities.
     """
     t0 = scenario.run.warmup_s
     t1 = t0 + scenario.run.duration_s
@@ -45,7 +48,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     busy_share = sum(v for a, v in breakdown.items() if a not in WAIT_ACTIVITIES)
     breakdown["idle"] = max(0.0, 1.0 - busy_share)
 
-    return {
+    result = {
         "frames_per_s": n / span,
         "messages_per_frame": messages / n if n else 0.0,
         "messages_per_s": messages / span,
@@ -57,4 +60,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
         "time_breakdown": dict(sorted(breakdown.items())),
         "simulated_time_s": span,
         "frames": n,
+        "moments": moments(frames, out.trace, cpus),
+        "os_time_fraction": os_time_fraction(trace, cpus, span),
     }
+    if "groups" in frames:
+        result["groups"] = group_statistics(frames)
+    return result

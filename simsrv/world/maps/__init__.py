@@ -1,6 +1,6 @@
 """Map kinds.  Importing this package registers every built-in kind."""
 
-from simsrv.world.maps import cube  # noqa: F401  (registers "cube")
+from simsrv.world.maps import cube, hotspot  # noqa: F401  (register themselves)
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind
 

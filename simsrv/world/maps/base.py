@@ -38,6 +38,10 @@ class GameMap:
         (S, 3) player origins where players (re)spawn.
     entities:
         (E, 3) positions of map entities.
+    attractors:
+        (A, 3) centres of concentration areas (places that draw players), units.
+    attractor_radius:
+        Radius of each concentration area, units.
     """
 
     kind: str
@@ -50,6 +54,8 @@ class GameMap:
     room_visible: np.ndarray
     spawn_points: np.ndarray
     entities: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    attractors: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    attractor_radius: float = 0.0
 
     @property
     def floor_z(self) -> float:

@@ -9,6 +9,11 @@ Our reading, as a cycle of ``idle_ticks + walk_before_action + walk_after_action
 drawn uniformly from {jump, shot, change direction}, walks five more and stops.  Each player
 starts at a random point of the cycle (seeded), so players are not synchronised.
 
+Concentration areas (maps with attractors): with probability ``attraction`` a new direction
+(a *change direction* action, or a turn after bumping into a wall) points at a uniform random
+point of the nearest concentration area instead of a uniform random yaw, and a player starts
+inside a random concentration area instead of anywhere on the map.
+
 Movement: at ``speed`` units/s along the current yaw on the floor; a move whose end position
 overlaps a wall or leaves the map is rejected (the player stays) and the player turns to a new
 random yaw.  A jump gives an upward velocity of 270 units/s under gravity 800 units/s^2
@@ -39,6 +44,13 @@ class QuakeBotParams(StrictModel):
     idle_ticks: int = Field(10, ge=0, le=10_000, description="ticks standing before walking")
     walk_before_action: int = Field(5, ge=0, le=10_000, description="ticks walking before action")
     walk_after_action: int = Field(5, ge=0, le=10_000, description="ticks walking after action")
+    attraction: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="chance that a new direction heads for the nearest concentration area "
+        "(and that a player starts inside one); 0 on maps without attractors",
+    )
 
 
 class QuakeBot:
@@ -57,7 +69,11 @@ class QuakeBot:
         self.speed = speed
         self.rng = rng
         self.cycle = params.idle_ticks + params.walk_before_action + params.walk_after_action
+        self.attraction = params.attraction if len(game_map.attractors) else 0.0
         self.positions = spawn_positions(game_map, count, rng)
+        if self.attraction:
+            inside = rng.random(count) < self.attraction
+            self.positions[inside] = _near_attractors(game_map, int(inside.sum()), rng)
         self.yaw = rng.uniform(0.0, 2 * np.pi, count)
         self.vz = np.zeros(count)
         self.tick = rng.integers(0, max(self.cycle, 1), count)
@@ -70,8 +86,7 @@ class QuakeBot:
         walking = phase >= p.idle_ticks
         acting = phase == p.idle_ticks + p.walk_before_action
         action = np.where(acting, self.rng.integers(0, 3, n), -1)
-        turn = action == ACTION_TURN
-        self.yaw[turn] = self.rng.uniform(0.0, 2 * np.pi, int(turn.sum()))
+        self._turn(action == ACTION_TURN)
         jumped = (action == ACTION_JUMP) & (self.vz == 0.0)
         self.vz[jumped] = JUMP_VELOCITY
         self._move(walking, dt_s)
@@ -86,8 +101,23 @@ class QuakeBot:
         blocked = self.map.blocked(proposal)
         accepted = ~blocked
         self.positions[accepted, :2] = proposal[accepted, :2]
-        self.yaw[blocked] = self.rng.uniform(0.0, 2 * np.pi, int(blocked.sum()))
+        self._turn(blocked)
         self._fall(dt_s)
+
+    def _turn(self, who: np.ndarray) -> None:
+        """New directions for players ``who``: random, or towards a concentration area."""
+        count = int(who.sum())
+        if count == 0:
+            return
+        yaw = self.rng.uniform(0.0, 2 * np.pi, count)
+        if self.attraction:
+            attracted = self.rng.random(count) < self.attraction
+            if attracted.any():
+                here = self.positions[who][attracted]
+                targets = _target_points(self.map, here, self.rng)
+                delta = targets - here[:, :2]
+                yaw[attracted] = np.arctan2(delta[:, 1], delta[:, 0])
+        self.yaw[who] = yaw
 
     def _fall(self, dt_s: float) -> None:
         airborne = self.vz != 0.0
@@ -99,6 +129,40 @@ class QuakeBot:
         landed = airborne & (z <= floor)
         self.positions[:, 2] = np.where(airborne, np.maximum(z, floor), self.positions[:, 2])
         self.vz[landed] = 0.0
+
+
+def _disc_points(count: int, radius: float, rng: np.random.Generator) -> np.ndarray:
+    angle = rng.uniform(0.0, 2 * np.pi, count)
+    r = radius * np.sqrt(rng.random(count))
+    return np.column_stack([r * np.cos(angle), r * np.sin(angle)])
+
+
+def _target_points(game_map: GameMap, here: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A uniform point of the concentration area nearest to each position, (n, 2)."""
+    centres = game_map.attractors[:, :2]
+    nearest = np.argmin(((here[:, None, :2] - centres[None]) ** 2).sum(axis=2), axis=1)
+    return centres[nearest] + _disc_points(len(here), game_map.attractor_radius, rng)
+
+
+def _near_attractors(game_map: GameMap, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` free floor origins inside random concentration areas."""
+    out = np.empty((count, 3))
+    filled = 0
+    for _ in range(1000):
+        if filled == count:
+            break
+        need = count - filled
+        which = rng.integers(0, len(game_map.attractors), 2 * need + 8)
+        xy = game_map.attractors[which, :2] + _disc_points(
+            len(which), game_map.attractor_radius, rng
+        )
+        cand = np.column_stack([xy, np.full(len(xy), game_map.floor_z)])
+        free = cand[~game_map.blocked(cand)][:need]
+        out[filled : filled + len(free)] = free
+        filled += len(free)
+    if filled < count:
+        raise RuntimeError("could not place players inside the concentration areas")
+    return out
 
 
 def create_quake_bot(params, game_map, count, speed, rng) -> QuakeBot:

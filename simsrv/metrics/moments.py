@@ -1,0 +1,111 @@
+"""The four moments of a parallel frame, the OS cost shares and group statistics [P §5.2].
+
+Moments (the paper's trace analysis of the final BSP-group server), per frame from its start to
+its end (the coordinator's finish):
+
+``overlap``     from the frame start until the first worker starts, the time during which every
+                CPU is busy (the world phase overlapping the previous workers' teardown);
+``sequential``  the rest of that span (one CPU: world, scheduling, worker creation);
+``parallel``    from the first worker's start until the first process (coordinator or worker)
+                finishes its groups' request and reply work;
+``tail``        from then until the frame ends (the last process, then the synchronisation).
+
+A frame without workers is all ``overlap`` + ``sequential``.  Each is a fraction of the
+measured frames' total duration (the server's busy time; the time it spends blocked waiting for
+packets is reported by ``time_breakdown``), so the four sum to 1.  Threads are recognised by the
+trace conventions of the strategies: the coordinator is the thread of a frame's first interval;
+teardown intervals (``teardown``) do not start the parallel moment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simsrv.metrics.timeline import busy_cpu_levels
+
+GROUP_WORK = ("request", "reply", "net_send")
+OS_ACTIVITIES = {
+    "spawn": ("spawn",),
+    "copy_on_write": ("copy_on_write",),
+    "teardown": ("teardown",),
+    "wait": ("wait",),
+}
+
+
+def moments(frames: pd.DataFrame, trace: pd.DataFrame, cpus: int) -> dict[str, float]:
+    """Fractions ``overlap``, ``sequential``, ``parallel``, ``tail`` (see the module docstring)."""
+    keys = ("overlap", "sequential", "parallel", "tail")
+    if frames.empty:
+        return dict.fromkeys(keys, 0.0)
+    rows = trace[trace["frame"].isin(frames["frame"])].sort_values(["frame", "start_s"])
+    coordinator = rows.groupby("frame", observed=True)["thread"].first()
+    is_coord = rows["thread"].to_numpy() == coordinator.reindex(rows["frame"]).to_numpy()
+    workers = rows[~is_coord & (rows["activity"] != "teardown") & rows["busy"]]
+    first_worker = workers.groupby("frame")["start_s"].min()
+    work = rows[rows["activity"].isin(GROUP_WORK)]
+    finish = work.groupby(["frame", "thread"], observed=True)["end_s"].max()
+    first_finish = finish.groupby(level="frame").min()
+
+    f = frames.set_index("frame")
+    start, end = f["start_s"], f["end_s"]
+    b1 = first_worker.reindex(f.index).fillna(end).clip(lower=start, upper=end)
+    b2 = first_finish.reindex(f.index).fillna(end).clip(lower=b1, upper=end)
+    has_workers = f.index.isin(first_worker.index)
+    b2 = b2.where(has_workers, end)
+
+    times, levels = busy_cpu_levels(trace)
+    all_busy = _cumulative(times, levels >= cpus)
+    overlap = all_busy(b1.to_numpy()) - all_busy(start.to_numpy())
+    total = float((end - start).sum())
+    if total <= 0:
+        return dict.fromkeys(keys, 0.0)
+    values = {
+        "overlap": float(overlap.sum()),
+        "sequential": float((b1 - start).sum() - overlap.sum()),
+        "parallel": float((b2 - b1).sum()),
+        "tail": float((end - b2).sum()),
+    }
+    return {key: v / total for key, v in values.items()}
+
+
+def _cumulative(times: np.ndarray, flag: np.ndarray):
+    """``F(t)``: time spent with ``flag`` true up to ``t`` for a step function on ``times``."""
+    if len(times) < 2:
+        return lambda t: np.zeros_like(np.asarray(t, dtype=float))
+    spans = np.diff(times) * flag[:-1]
+    acc = np.concatenate([[0.0], np.cumsum(spans)])
+
+    def at(t: np.ndarray) -> np.ndarray:
+        i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1)
+        inside = np.where(i < len(times) - 1, flag[i], False)
+        return acc[i] + inside * (t - times[i])
+
+    return at
+
+
+def os_time_fraction(trace: pd.DataFrame, cpus: int, span_s: float) -> dict[str, float]:
+    """Share of the available CPU time (``cpus x span``) in each operating-system activity."""
+    length = trace["end_s"] - trace["start_s"]
+    by_activity = length.groupby(trace["activity"], observed=True).sum()
+    return {
+        key: float(sum(by_activity.get(a, 0.0) for a in acts) / (cpus * span_s))
+        for key, acts in OS_ACTIVITIES.items()
+    }
+
+
+def group_statistics(frames: pd.DataFrame) -> dict[str, float]:
+    """Mean groups per frame, mean group size (entities per group), largest group, largest share.
+
+    ``largest_share`` is the mean over frames of the largest group's share of the frame's
+    grouped entities.  Frames without packets (no groups) are skipped.
+    """
+    f = frames[frames["groups"] > 0]
+    if f.empty:
+        return {"mean_count": 0.0, "mean_size": 0.0, "max_size": 0.0, "largest_share": 0.0}
+    return {
+        "mean_count": float(f["groups"].mean()),
+        "mean_size": float(f["group_entities"].sum() / f["groups"].sum()),
+        "max_size": float(f["largest_group"].max()),
+        "largest_share": float((f["largest_group"] / f["group_entities"]).mean()),
+    }
