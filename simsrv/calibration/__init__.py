@@ -1,0 +1,1 @@
+"""Calibration of platform profiles against published measurements."""

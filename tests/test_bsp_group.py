@@ -1,0 +1,144 @@
+"""BSP-group: lock-free partition of the frame, parallel speed-up, and the OS process model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsrv.machine import Machine
+from simsrv.metrics.timeline import parallel_fraction
+from simsrv.platforms.profile import Costs, load_platform
+from simsrv.scenario.load import load_scenario
+from simsrv.scheduling.balancers import BALANCERS
+from simsrv.scheduling.groups import frame_groups
+from simsrv.strategies import STRATEGIES, StrategyContext
+from simsrv.workload.frame import FrameWorkload
+from simsrv.workload.messages import MESSAGE_DTYPE
+from simsrv.world.proximity import Neighbours, neighbour_lists
+
+
+class FakeWorld:
+    """Just what the strategy asks of a world: neighbour lists at tick 0."""
+
+    def __init__(self, neighbours: Neighbours) -> None:
+        self._neighbours = neighbours
+
+    def keep_neighbours(self, ticks: int) -> None:
+        pass
+
+    def neighbours(self, tick: int) -> Neighbours:
+        return self._neighbours
+
+
+def _frame(clients: list[int], neighbours: Neighbours, entities: int) -> FrameWorkload:
+    messages = np.zeros(len(clients), dtype=MESSAGE_DTYPE)
+    messages["client"] = clients
+    messages["commands"] = 1
+    messages["range_count"] = neighbours.counts[clients]
+    c = np.array(clients, dtype=np.int32)
+    return FrameWorkload(
+        0,
+        0.0,
+        messages,
+        c,
+        np.zeros(len(c), np.int32),
+        0,
+        False,
+        entities,
+        len(c),
+        int(messages["range_count"].sum()),
+        0,
+    )
+
+
+def _strategy(options: dict, cpus: int, costs: dict, neighbours: Neighbours, **platform):
+    scenario = load_scenario(None, ["server.strategy=bsp-group", f"machine.cpus={cpus}"])
+    base = load_platform("cordeiro2007-xeon")
+    zero = dict.fromkeys(Costs.model_fields, 0.0)
+    plat = base.model_copy(
+        update={"costs": Costs(**{**zero, **costs}), "cow_base_pages": 0, **platform}
+    )
+    kind = STRATEGIES.get("bsp-group", "server.strategy")
+    context = StrategyContext(scenario, plat, cpus, FakeWorld(neighbours), np.random.default_rng(0))
+    return kind.create(kind.options(**options), context)
+
+
+def _isolated(players: int) -> Neighbours:
+    """Players far apart: every group is one player."""
+    positions = np.column_stack([np.arange(players) * 1000.0, np.zeros(players), np.zeros(players)])
+    return neighbour_lists(positions, np.zeros((0, 3)), 256.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    senders=st.integers(1, 60),
+    processes=st.integers(1, 8),
+    balancer=st.sampled_from(["lpt", "list", "round-robin", "largest-differencing"]),
+)
+def test_no_entity_in_two_processes_and_no_interaction_across_them(
+    seed, senders, processes, balancer
+):
+    rng = np.random.default_rng(seed)
+    players = 80
+    nb = neighbour_lists(rng.uniform(0, 1500, (players, 3)), rng.uniform(0, 1500, (4, 3)), 256.0)
+    clients = rng.integers(0, players, senders)
+    groups = frame_groups(clients, np.zeros(senders, dtype=np.int64), lambda t: nb)
+    initial = [1.0] + [0.0] * (min(processes, groups.count) - 1 if groups.count else 0)
+    assignment = BALANCERS.get(balancer, "b")(groups.sizes.astype(float), initial or [1.0])
+    process_of = dict(
+        zip(groups.entities.tolist(), assignment[groups.entity_group].tolist(), strict=True)
+    )  # a function: each entity has exactly one process
+    assert len(process_of) == len(groups.entities)
+    for c in clients.tolist():
+        for b in nb.indices[nb.indptr[c] : nb.indptr[c + 1]].tolist():
+            assert process_of[b] == process_of[c]  # every entity c may touch is local
+
+
+@pytest.mark.parametrize("cpus", [1, 2, 4])
+def test_zero_os_costs_divisible_work_gives_n_fold_parallel_phase(cpus):
+    nb = _isolated(8)
+    frame = _frame(list(range(8)), nb, 8)
+    strategy = _strategy(
+        {"spawn": "clone", "coordinator_load": 0.0}, cpus, {"request_per_message": 100.0}, nb
+    )
+    machine = Machine(cpus)
+    end = machine.execute(strategy.plan(frame), 0, 0.0)
+    assert end * 1e6 == pytest.approx(800.0 / cpus)  # 8 equal groups over n processes
+
+
+def test_fork_with_default_affinity_never_overlaps_coordinator_and_worker():
+    nb = _isolated(6)
+    frame = _frame(list(range(6)), nb, 6)
+    costs = {"request_per_message": 100.0, "fork": 50.0, "exit_teardown": 80.0, "wait": 5.0}
+    strategy = _strategy(
+        {"spawn": "fork", "affinity": "os-default", "reap": "wait"},
+        2,
+        costs,
+        nb,
+        migration_delay_us=10_000.0,
+    )
+    machine = Machine(2)
+    end = machine.execute(strategy.plan(frame), 0, 0.0)
+    trace = machine.trace.to_frame()
+    assert parallel_fraction(trace, 2, 0.0, end) == 0.0
+    assert set(trace["cpu"]) == {0}  # the child ran on the parent's CPU
+    # serial: fork + child's 3 groups + teardown + parent's 3 groups + wait
+    assert end * 1e6 == pytest.approx(50 + 300 + 80 + 300 + 5)
+
+
+def test_wait_and_nowait_differ_by_exactly_the_teardown():
+    nb = _isolated(6)
+    frame = _frame(list(range(6)), nb, 6)
+    costs = {"request_per_message": 100.0, "clone": 50.0, "exit_teardown": 80.0, "wait": 5.0}
+    ends = {}
+    for reap in ("wait", "nowait"):
+        strategy = _strategy(
+            {"spawn": "clone", "reap": reap, "coordinator_load": 0.0}, 2, costs, nb
+        )
+        ends[reap] = Machine(2).execute(strategy.plan(frame), 0, 0.0) * 1e6
+    # the worker (3 groups, 300 us) finishes at 350 after the clone; coordinator at 350 too
+    assert ends["nowait"] == pytest.approx(50 + 300 + 5)
+    assert ends["wait"] - ends["nowait"] == pytest.approx(80.0)
