@@ -16,10 +16,16 @@ the parameter; frames/s falls monotonically as a cost grows), in dependency orde
    over every client slot for timeouts and replies)
    (steps 1-2 alternate twice)
 3. ``grouping_per_message``                                     <- groups-only, 420
-4. ``clone`` (= ``fork``: the same system call, [T §3.4.2])     <- clone-nowait, 350
+4. ``clone``                                                    <- clone-nowait, 350
 5. ``exit_teardown``                                            <- clone-wait, 198
-   (steps 4-5 alternate until both hold)
-6. ``migration_delay_us``                                       <- fork-wait, 95
+   (steps 4-5 alternate once)
+6. ``fork``                                                     <- fork-wait, 95
+
+``migration_delay_us`` is not fitted: with the default scheduler the child of ``fork`` runs
+first and the parent is not pulled to the idle CPU while it is cache-hot (Linux 2.6's
+``cache_hot_time``, milliseconds on a 2 MB-L2 Xeon), so the platform sets 5 ms; the fork-wait
+run then stays on one CPU, as the paper's trace showed, and whatever makes it slower than a
+serialised clone-wait frame is lumped into ``fork``.
 
 Messages/frame then follow from the client rates (throughput / 160, see the scenario files),
 and everything else -- group statistics, moments, the all-CPUs-busy fraction, OS cost shares --
@@ -165,11 +171,12 @@ def fit(seeds: int, duration: float, write: bool) -> dict[str, float]:
             (["frame_overhead"], "sequential-bwcontrol", 2250.0, 1.0, 2000.0),
             (["request_per_message"], "sequential", 2050.0, 20.0, 800.0),
             (["frame_overhead"], "sequential-bwcontrol", 2250.0, 1.0, 2000.0),
+            (["request_per_message"], "sequential", 2050.0, 5.0, 800.0),
             (["grouping_per_message"], "groups-only", 420.0, 0.1, 200.0),
-            (["clone", "fork"], "clone-nowait", 350.0, 1.0, 5000.0),
+            (["clone"], "clone-nowait", 350.0, 1.0, 5000.0),
             (["exit_teardown"], "clone-wait", 198.0, 1.0, 10000.0),
-            (["clone", "fork"], "clone-nowait", 350.0, 1.0, 5000.0),
-            (["migration_delay_us"], "fork-wait", 95.0, 10.0, 100000.0),
+            (["clone"], "clone-nowait", 350.0, 1.0, 5000.0),
+            (["fork"], "fork-wait", 95.0, 1.0, 20000.0),
         ]
         fitted: dict[str, float] = {}
         for keys, name, target, lo, hi in steps:

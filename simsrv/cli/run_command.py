@@ -94,4 +94,22 @@ def format_summary(result: RunResult) -> str:
         "  time breakdown (share of total CPU time)",
     ]
     lines += [f"    {a:<20}{v:>10.4f}" for a, v in s["time_breakdown"].items()]
+    m = s["moments"]
+    lines += [
+        "",
+        "  frame moments (share of frame time)  "
+        + "  ".join(f"{k} {m[k]:.3f}" for k in ("overlap", "sequential", "parallel", "tail")),
+    ]
+    os_share = s["os_time_fraction"]
+    if any(os_share.values()):
+        lines.append(
+            "  OS time (share of CPU time)          "
+            + "  ".join(f"{k} {v:.4f}" for k, v in os_share.items())
+        )
+    if "groups" in s:
+        g = s["groups"]
+        lines.append(
+            f"  groups per frame {g['mean_count']:.2f}, entities per group {g['mean_size']:.2f}, "
+            f"largest {g['max_size']:.0f}, largest share {g['largest_share']:.2f}"
+        )
     return "\n".join(lines) + "\n"
