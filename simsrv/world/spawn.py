@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from simsrv.world.maps.base import GameMap
@@ -20,17 +22,29 @@ def spawn_positions(game_map: GameMap, count: int, rng: np.random.Generator) -> 
     """
     lo = game_map.extent_min[:2] + 16.0
     hi = game_map.extent_max[:2] - 16.0
+    return free_floor_positions(
+        game_map, count, lambda n: rng.uniform(lo, hi, size=(n, 2)), "free floor positions"
+    )
+
+
+def free_floor_positions(
+    game_map: GameMap, count: int, sample_xy: Callable[[int], np.ndarray], what: str
+) -> np.ndarray:
+    """``count`` standing origins whose box overlaps no solid, by rejection sampling.
+
+    ``sample_xy(n)`` draws ``n`` candidate (x, y) points; ``what`` names them in the error.
+    """
     out = np.empty((count, 3))
     filled = 0
     for _ in range(1000):
         need = count - filled
         if need == 0:
             break
-        xy = rng.uniform(lo, hi, size=(2 * need + 8, 2))
+        xy = sample_xy(2 * need + 8)
         cand = np.column_stack([xy, np.full(len(xy), game_map.floor_z)])
         free = cand[~game_map.blocked(cand)][:need]
         out[filled : filled + len(free)] = free
         filled += len(free)
     if filled < count:
-        raise RuntimeError("could not find free floor positions for all players")
+        raise RuntimeError(f"could not find {what} for all players")
     return out

@@ -28,7 +28,7 @@ from pydantic import Field
 from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.registry import MOBILITY_MODELS, MobilityKind, TickActions
-from simsrv.world.spawn import spawn_positions
+from simsrv.world.spawn import free_floor_positions, spawn_positions
 
 JUMP_VELOCITY = 270.0
 """Initial upward speed of a jump, units/s (QuakeWorld ``PM_PlayerMove``)."""
@@ -146,23 +146,12 @@ def _target_points(game_map: GameMap, here: np.ndarray, rng: np.random.Generator
 
 def _near_attractors(game_map: GameMap, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` free floor origins inside random concentration areas."""
-    out = np.empty((count, 3))
-    filled = 0
-    for _ in range(1000):
-        if filled == count:
-            break
-        need = count - filled
-        which = rng.integers(0, len(game_map.attractors), 2 * need + 8)
-        xy = game_map.attractors[which, :2] + _disc_points(
-            len(which), game_map.attractor_radius, rng
-        )
-        cand = np.column_stack([xy, np.full(len(xy), game_map.floor_z)])
-        free = cand[~game_map.blocked(cand)][:need]
-        out[filled : filled + len(free)] = free
-        filled += len(free)
-    if filled < count:
-        raise RuntimeError("could not place players inside the concentration areas")
-    return out
+
+    def sample_xy(n: int) -> np.ndarray:
+        which = rng.integers(0, len(game_map.attractors), n)
+        return game_map.attractors[which, :2] + _disc_points(n, game_map.attractor_radius, rng)
+
+    return free_floor_positions(game_map, count, sample_xy, "positions in concentration areas")
 
 
 def create_quake_bot(params, game_map, count, speed, rng) -> QuakeBot:
