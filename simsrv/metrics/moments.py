@@ -19,10 +19,10 @@ teardown intervals (``teardown``) do not start the parallel moment.
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from collections.abc import Callable
+from typing import Any
 
-from simsrv.metrics.timeline import busy_cpu_levels
+import pandas as pd
 
 GROUP_WORK = ("request", "reply", "net_send")
 OS_ACTIVITIES = {
@@ -33,8 +33,14 @@ OS_ACTIVITIES = {
 }
 
 
-def moments(frames: pd.DataFrame, trace: pd.DataFrame, cpus: int) -> dict[str, float]:
-    """Fractions ``overlap``, ``sequential``, ``parallel``, ``tail`` (see the module docstring)."""
+def moments(
+    frames: pd.DataFrame, trace: pd.DataFrame, all_busy: Callable[[Any], Any]
+) -> dict[str, float]:
+    """Fractions ``overlap``, ``sequential``, ``parallel``, ``tail`` (see the module docstring).
+
+    ``all_busy`` is the trace's cumulative all-CPUs-busy time
+    (:func:`simsrv.metrics.timeline.all_busy_time`).
+    """
     keys = ("overlap", "sequential", "parallel", "tail")
     if frames.empty:
         return dict.fromkeys(keys, 0.0)
@@ -54,8 +60,6 @@ def moments(frames: pd.DataFrame, trace: pd.DataFrame, cpus: int) -> dict[str, f
     has_workers = f.index.isin(first_worker.index)
     b2 = b2.where(has_workers, end)
 
-    times, levels = busy_cpu_levels(trace)
-    all_busy = _cumulative(times, levels >= cpus)
     overlap = all_busy(b1.to_numpy()) - all_busy(start.to_numpy())
     total = float((end - start).sum())
     if total <= 0:
@@ -67,21 +71,6 @@ def moments(frames: pd.DataFrame, trace: pd.DataFrame, cpus: int) -> dict[str, f
         "tail": float((end - b2).sum()),
     }
     return {key: v / total for key, v in values.items()}
-
-
-def _cumulative(times: np.ndarray, flag: np.ndarray):
-    """``F(t)``: time spent with ``flag`` true up to ``t`` for a step function on ``times``."""
-    if len(times) < 2:
-        return lambda t: np.zeros_like(np.asarray(t, dtype=float))
-    spans = np.diff(times) * flag[:-1]
-    acc = np.concatenate([[0.0], np.cumsum(spans)])
-
-    def at(t: np.ndarray) -> np.ndarray:
-        i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1)
-        inside = np.where(i < len(times) - 1, flag[i], False)
-        return acc[i] + inside * (t - times[i])
-
-    return at
 
 
 def os_time_fraction(trace: pd.DataFrame, cpus: int, span_s: float) -> dict[str, float]:

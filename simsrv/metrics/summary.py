@@ -12,7 +12,7 @@ import numpy as np
 
 from simsrv.machine.trace import WAIT_ACTIVITIES
 from simsrv.metrics.moments import group_statistics, moments, os_time_fraction
-from simsrv.metrics.timeline import clip_intervals, parallel_fraction
+from simsrv.metrics.timeline import all_busy_time, clip_intervals, window_share
 from simsrv.scenario.schema import Scenario
 from simsrv.simulation import SimulationOutput
 
@@ -38,6 +38,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     arrived = int(np.count_nonzero((out.arrivals_s >= t0) & (out.arrivals_s < t1)))
     dropped = int(np.count_nonzero((out.dropped_s >= t0) & (out.dropped_s < t1)))
 
+    all_busy = all_busy_time(out.trace, cpus)
     trace = clip_intervals(out.trace, t0, t1)
     length = trace["end_s"] - trace["start_s"]
     busy = trace["busy"]
@@ -55,12 +56,12 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
         "replies_per_s": float(frames["replies"].sum()) / span,
         "choked_per_s": float(frames["choked"].sum()) / span,
         "dropped_fraction": dropped / arrived if arrived else 0.0,
-        "parallel_fraction": parallel_fraction(out.trace, cpus, t0, t1),
+        "parallel_fraction": window_share(all_busy, t0, t1),
         "cpu_utilization": utilization,
         "time_breakdown": dict(sorted(breakdown.items())),
         "simulated_time_s": span,
         "frames": n,
-        "moments": moments(frames, out.trace, cpus),
+        "moments": moments(frames, out.trace, all_busy),
         "os_time_fraction": os_time_fraction(trace, cpus, span),
     }
     if "groups" in frames:

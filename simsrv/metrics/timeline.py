@@ -7,6 +7,9 @@ fraction is the share of wall time during which that level equals the number of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -41,13 +44,35 @@ def busy_cpu_levels(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return unique, levels[last_of_group]
 
 
+def cumulative_time(times: np.ndarray, flag: np.ndarray) -> Callable[[Any], Any]:
+    """``F(t)``: time spent with ``flag`` true up to ``t``, for a step function on ``times``.
+
+    ``flag[i]`` holds during ``[times[i], times[i+1])``; ``F`` takes scalars or arrays.
+    """
+    if len(times) < 2:
+        return lambda t: np.zeros_like(np.asarray(t, dtype=float))
+    acc = np.concatenate([[0.0], np.cumsum(np.diff(times) * flag[:-1])])
+
+    def at(t):
+        i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1)
+        inside = np.where(i < len(times) - 1, flag[i], False)
+        return acc[i] + inside * (t - times[i])
+
+    return at
+
+
+def all_busy_time(trace: pd.DataFrame, cpus: int) -> Callable[[Any], Any]:
+    """``F(t)``: time up to ``t`` during which all ``cpus`` CPUs were busy."""
+    times, levels = busy_cpu_levels(trace)
+    return cumulative_time(times, levels >= cpus)
+
+
+def window_share(cumulative: Callable[[Any], Any], t0_s: float, t1_s: float) -> float:
+    """Share of ``[t0_s, t1_s]`` covered by a cumulative time function."""
+    window = t1_s - t0_s
+    return float((cumulative(t1_s) - cumulative(t0_s)) / window) if window > 0 else 0.0
+
+
 def parallel_fraction(trace: pd.DataFrame, cpus: int, t0_s: float, t1_s: float) -> float:
     """Share of ``[t0_s, t1_s]`` during which all ``cpus`` CPUs are busy."""
-    window = t1_s - t0_s
-    if window <= 0:
-        return 0.0
-    times, levels = busy_cpu_levels(clip_intervals(trace, t0_s, t1_s))
-    if len(times) < 2:
-        return 0.0
-    spans = np.diff(times)
-    return float(spans[levels[:-1] >= cpus].sum() / window)
+    return window_share(all_busy_time(trace, cpus), t0_s, t1_s)
