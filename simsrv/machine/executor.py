@@ -211,9 +211,8 @@ class Machine:
             raise PlanError("the coordinator (threads[0]) cannot be a spawned thread")
         spawned = {t.name for t in plan.threads if t.spawned}
         for t in plan.threads:
-            if t.spawned and t.cpu == SPAWNER_CPU:
-                pass
-            elif not 0 <= t.cpu < self.cpus:
+            starts_with_spawner = t.spawned and t.cpu == SPAWNER_CPU
+            if not starts_with_spawner and not 0 <= t.cpu < self.cpus:
                 raise PlanError(f"thread {t.name!r}: cpu {t.cpu} out of range 0..{self.cpus - 1}")
             for op in t.ops:
                 if type(op) is Spawn and op.thread not in spawned:

@@ -158,15 +158,12 @@ class BspGroup(Strategy):
 
     def _start_worker(self, name: str) -> list:
         k, o = self.costs, self.options
-        ops: list = []
         if o.spawn == "pool":
             return [Compute("spawn", k.context_switch), Spawn(name)]
-        ops.append(Compute("spawn", k.fork if o.spawn == "fork" else k.clone))
+        create = Compute("spawn", k.fork if o.spawn == "fork" else k.clone)
         if o.affinity == "pinned":
-            ops += [Compute("spawn", k.setaffinity), Spawn(name)]
-        else:
-            ops += [Spawn(name), RunFirst(name, self.context.platform.migration_delay_us)]
-        return ops
+            return [create, Compute("spawn", k.setaffinity), Spawn(name)]
+        return [create, Spawn(name), RunFirst(name, self.context.platform.migration_delay_us)]
 
     def _worker_threads(
         self, name: str, index: int, share: ProcessShares, frame: FrameWorkload
@@ -192,8 +189,8 @@ class BspGroup(Strategy):
     def _synchronise(self, processes: int, share: ProcessShares) -> list:
         k, o = self.costs, self.options
         ops: list = []
+        waits_exit = o.reap == "wait" and o.spawn != "pool"
         for w in range(1, processes):
-            waits_exit = o.reap == "wait" and o.spawn != "pool"
             ops.append(Join(f"worker{w}.exit" if waits_exit else f"worker{w}"))
             ops.append(Compute("wait", k.barrier if o.spawn == "pool" else k.wait))
         moved = float(share.entities[1:].sum())

@@ -48,9 +48,7 @@ def range_counts(players: np.ndarray, entities: np.ndarray, edge: float) -> np.n
     -------
     (N,) int array.
     """
-    pairs = range_pairs(players, entities, edge)
-    counts = np.bincount(pairs.ravel(), minlength=len(players) + len(entities))
-    return counts[: len(players)].astype(np.int64)
+    return neighbour_lists(players, entities, edge).counts
 
 
 def neighbour_lists(players: np.ndarray, entities: np.ndarray, edge: float) -> Neighbours:
