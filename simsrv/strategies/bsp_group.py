@@ -50,8 +50,8 @@ from simsrv.platforms.profile import Costs
 from simsrv.scenario.validation import StrictModel
 from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
-from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
+from simsrv.strategies.phases import input_phase, request_reply_phase
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
@@ -139,15 +139,12 @@ class BspGroup(Strategy):
         self._remember(groups, weights, assignment, initial, workers)
 
         m = len(messages)
-        sequential = [
-            Compute("frame", k.frame_overhead),
-            Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
-            Compute("net_recv", c.net_recv_us(k, m)),
+        coordinator = [
+            *input_phase(k, frame),
             Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
             Compute("schedule", k.schedule_per_group * groups.count),
         ]
         threads: list[Thread] = []
-        coordinator = list(sequential)
         for w in range(1, processes):
             name = f"worker{w}"
             coordinator += self._start_worker(name)
@@ -258,12 +255,9 @@ def _shares(
 
 def _group_work(k: Costs, share: ProcessShares, p: int) -> list[Compute]:
     """Request, reply and send work of process ``p``'s groups."""
-    replies = share.replies[p]
-    return [
-        Compute("request", c.request_us(k, share.messages[p], share.commands[p], share.ranges[p])),
-        Compute("reply", c.reply_us(k, replies, share.visible[p])),
-        Compute("net_send", c.net_send_us(k, replies)),
-    ]
+    return request_reply_phase(
+        k, share.messages[p], share.commands[p], share.ranges[p], share.replies[p], share.visible[p]
+    )
 
 
 STRATEGIES.register("bsp-group", StrategyKind("bsp-group", BspGroupOptions, BspGroup))

@@ -7,10 +7,10 @@ It has no options.
 
 from __future__ import annotations
 
-from simsrv.machine.plan import Compute, FramePlan, Thread
+from simsrv.machine.plan import FramePlan, Thread
 from simsrv.scenario.validation import StrictModel
-from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyKind
+from simsrv.strategies.phases import input_phase, request_reply_phase
 from simsrv.workload.frame import FrameWorkload
 
 
@@ -23,16 +23,15 @@ class Sequential(Strategy):
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
         k = self.costs
-        messages, replies = len(frame.messages), len(frame.reply_clients)
-        ops = (
-            Compute("frame", k.frame_overhead),
-            Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
-            Compute("net_recv", c.net_recv_us(k, messages)),
-            Compute("request", c.request_us(k, messages, frame.commands, frame.range_entities)),
-            Compute("reply", c.reply_us(k, replies, frame.visible_entities)),
-            Compute("net_send", c.net_send_us(k, replies)),
+        ops = input_phase(k, frame) + request_reply_phase(
+            k,
+            len(frame.messages),
+            frame.commands,
+            frame.range_entities,
+            len(frame.reply_clients),
+            frame.visible_entities,
         )
-        return FramePlan((Thread("main", 0, ops),))
+        return FramePlan((Thread("main", 0, tuple(ops)),))
 
 
 STRATEGIES.register("sequential", StrategyKind("sequential", SequentialOptions, Sequential))

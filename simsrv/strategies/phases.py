@@ -1,0 +1,33 @@
+"""The server-frame phases every strategy charges, as machine operations.
+
+A strategy decides *where* each phase runs and on *which share* of the frame; these builders
+say *what* the phase costs (cost functions of :mod:`simsrv.strategies.costs`), so the same work
+is charged the same way by every strategy.
+"""
+
+from __future__ import annotations
+
+from simsrv.machine.plan import Compute
+from simsrv.platforms.profile import Costs
+from simsrv.strategies import costs as c
+from simsrv.workload.frame import FrameWorkload
+
+
+def input_phase(k: Costs, frame: FrameWorkload) -> list[Compute]:
+    """Fixed frame work, world physics when due, and receiving every packet of the frame."""
+    return [
+        Compute("frame", k.frame_overhead),
+        Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
+        Compute("net_recv", c.net_recv_us(k, len(frame.messages))),
+    ]
+
+
+def request_reply_phase(
+    k: Costs, messages, commands, range_entities, replies, visible_entities
+) -> list[Compute]:
+    """Executing ``messages`` packets and building and sending ``replies`` replies."""
+    return [
+        Compute("request", c.request_us(k, messages, commands, range_entities)),
+        Compute("reply", c.reply_us(k, replies, visible_entities)),
+        Compute("net_send", c.net_send_us(k, replies)),
+    ]
