@@ -49,7 +49,11 @@ def test_overrides_are_coerced_to_the_field_type():
         (["map.sizee=3"], "map.sizee: unknown field; allowed fields: door_width, height"),
         (["bogus.x=1"], "bogus.x: unknown section 'bogus'"),
         (["server.strategy=magic"], "server.strategy: unknown strategy 'magic'; allowed:"),
-        (["map.kind=moon"], "map.kind: unknown map kind 'moon'; allowed: cube"),
+        (
+            ["map.kind=moon"],
+            "map.kind: unknown map kind 'moon'; "
+            "allowed: arena, cube, death32c-like, hotspots, rooms, two-floor",
+        ),
         (["players.mobility=fly"], "players.mobility: unknown mobility model 'fly'"),
         (["clients.packet_loss=1.5"], "clients.packet_loss: Input should be less than 1"),
         (["clients.jitter_s=0.5"], "clients.jitter_s: must be smaller than 1/rate_hz"),

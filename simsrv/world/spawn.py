@@ -32,6 +32,9 @@ def free_floor_positions(
 ) -> np.ndarray:
     """``count`` standing origins whose box overlaps no solid, by rejection sampling.
 
+    A candidate stands on the highest surface under it (the floor, or the top of a solid such
+    as an upper floor); one that stands on a wall pokes out of the map and is rejected.
+
     ``sample_xy(n)`` draws ``n`` candidate (x, y) points; ``what`` names them in the error.
     """
     out = np.empty((count, 3))
@@ -41,7 +44,8 @@ def free_floor_positions(
         if need == 0:
             break
         xy = sample_xy(2 * need + 8)
-        cand = np.column_stack([xy, np.full(len(xy), game_map.floor_z)])
+        above = np.column_stack([xy, np.full(len(xy), np.inf)])  # dropped from above:
+        cand = np.column_stack([xy, game_map.ground_z(above)])  # lands on the highest top
         free = cand[~game_map.blocked(cand)][:need]
         out[filled : filled + len(free)] = free
         filled += len(free)

@@ -1,6 +1,13 @@
 """Map kinds.  Importing this package registers every built-in kind."""
 
-from simsrv.world.maps import cube, hotspot  # noqa: F401  (register themselves)
+from simsrv.world.maps import (  # noqa: F401  (register themselves)
+    arena,
+    cube,
+    death32c_like,
+    hotspots,
+    rooms,
+    two_floor,
+)
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind
 

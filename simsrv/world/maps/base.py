@@ -9,13 +9,18 @@ and cost world-physics time) and attractors (concentration areas).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+
+from simsrv.world.maps.attractors import Attractors
 
 PLAYER_MINS = np.array([-16.0, -16.0, -24.0])
 """Player bounding box relative to the origin, Quake's hull 1 (units)."""
 PLAYER_MAXS = np.array([16.0, 16.0, 32.0])
 """Upper corner of the player bounding box relative to the origin (units)."""
+STEP_HEIGHT = 18.0
+"""Highest ledge a walking player climbs (Quake's ``STEPSIZE``), units."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +44,11 @@ class GameMap:
     entities:
         (E, 3) positions of map entities.
     attractors:
-        (A, 3) centres of concentration areas (places that draw players), units.
-    attractor_radius:
-        Radius of each concentration area, units.
+        Concentration areas (places that draw players).
+    doors:
+        (D, 3) centres of the doorways between rooms, units (used to route walkers).
+    door_rooms:
+        (D, 2) the two rooms each doorway joins.
     """
 
     kind: str
@@ -54,8 +61,9 @@ class GameMap:
     room_visible: np.ndarray
     spawn_points: np.ndarray
     entities: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    attractors: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    attractor_radius: float = 0.0
+    attractors: Attractors = field(default_factory=Attractors)
+    doors: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    door_rooms: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     @property
     def floor_z(self) -> float:
@@ -84,6 +92,59 @@ class GameMap:
             axis=2,
         )
         return outside | overlap.any(axis=1)
+
+    def ground_z(self, origins: np.ndarray) -> np.ndarray:
+        """Origin height of a player standing under each origin, (N,) units.
+
+        The ground is the highest solid top under the player's box that is no higher than a
+        step (``STEP_HEIGHT``) above its feet, or the extent's floor.  Walking off a ledge thus
+        leaves the player above its ground (it falls); a ledge higher than a step is a wall.
+        """
+        floor = np.full(len(origins), self.floor_z)
+        if len(self.solid_min) == 0 or (not self.has_ledges and np.all(np.isfinite(origins[:, 2]))):
+            return floor  # no solid, or only full-height walls a walker never stands on
+        lo = origins[:, :2] + PLAYER_MINS[:2]
+        hi = origins[:, :2] + PLAYER_MAXS[:2]
+        feet = origins[:, 2] + PLAYER_MINS[2]
+        under = np.all(
+            (lo[:, None, :] < self.solid_max[None, :, :2])
+            & (hi[:, None, :] > self.solid_min[None, :, :2]),
+            axis=2,
+        ) & (self.solid_max[None, :, 2] <= feet[:, None] + STEP_HEIGHT)
+        tops = np.where(under, self.solid_max[None, :, 2], -np.inf).max(axis=1)
+        return np.maximum(floor, tops - PLAYER_MINS[2])
+
+    @cached_property
+    def has_ledges(self) -> bool:
+        """Whether some solid stops below the ceiling (a floor one can stand on)."""
+        return bool(np.any(self.solid_max[:, 2] < self.extent_max[2]))
+
+    @cached_property
+    def room_next_door(self) -> np.ndarray:
+        """(R, R) doorway to take from room i towards room j (-1: same room or unreachable).
+
+        Shortest path in doorways (breadth-first search from every room, doorways in index
+        order, so ties resolve deterministically): walkers route through doors, not into walls.
+        """
+        r = len(self.room_min)
+        nxt = np.full((r, r), -1, dtype=np.int64)
+        adjacency: list[list[tuple[int, int]]] = [[] for _ in range(r)]
+        for d, (a, b) in enumerate(self.door_rooms):
+            adjacency[a].append((int(b), d))
+            adjacency[b].append((int(a), d))
+        for target in range(r):
+            seen = {target}
+            frontier = [target]
+            while frontier:
+                following = []
+                for room in frontier:
+                    for other, d in adjacency[room]:
+                        if other not in seen:
+                            seen.add(other)
+                            nxt[other, target] = d
+                            following.append(other)
+                frontier = following
+        return nxt
 
     def room_of(self, points: np.ndarray) -> np.ndarray:
         """Index of the first room containing each point, -1 where none does. (N,) int."""

@@ -27,13 +27,12 @@ from pydantic import Field
 
 from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
+from simsrv.world.mobility.physics import fall
 from simsrv.world.mobility.registry import MOBILITY_MODELS, MobilityKind, TickActions
 from simsrv.world.spawn import free_floor_positions, spawn_positions
 
 JUMP_VELOCITY = 270.0
 """Initial upward speed of a jump, units/s (QuakeWorld ``PM_PlayerMove``)."""
-GRAVITY = 800.0
-"""``sv_gravity``, units/s^2."""
 
 ACTION_JUMP, ACTION_SHOT, ACTION_TURN = 0, 1, 2
 
@@ -120,36 +119,21 @@ class QuakeBot:
         self.yaw[who] = yaw
 
     def _fall(self, dt_s: float) -> None:
-        airborne = self.vz != 0.0
-        floor = self.map.floor_z
-        if not airborne.any():
-            return
-        z = self.positions[:, 2] + self.vz * dt_s
-        self.vz = np.where(airborne, self.vz - GRAVITY * dt_s, 0.0)
-        landed = airborne & (z <= floor)
-        self.positions[:, 2] = np.where(airborne, np.maximum(z, floor), self.positions[:, 2])
-        self.vz[landed] = 0.0
-
-
-def _disc_points(count: int, radius: float, rng: np.random.Generator) -> np.ndarray:
-    angle = rng.uniform(0.0, 2 * np.pi, count)
-    r = radius * np.sqrt(rng.random(count))
-    return np.column_stack([r * np.cos(angle), r * np.sin(angle)])
+        self.vz, self.positions[:, 2] = fall(self.map, self.positions, self.vz, dt_s)
 
 
 def _target_points(game_map: GameMap, here: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A uniform point of the concentration area nearest to each position, (n, 2)."""
-    centres = game_map.attractors[:, :2]
-    nearest = np.argmin(((here[:, None, :2] - centres[None]) ** 2).sum(axis=2), axis=1)
-    return centres[nearest] + _disc_points(len(here), game_map.attractor_radius, rng)
+    areas = game_map.attractors
+    return areas.points_in(areas.nearest(here), rng)
 
 
 def _near_attractors(game_map: GameMap, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` free floor origins inside random concentration areas."""
+    """``count`` free floor origins inside concentration areas chosen by weight."""
 
     def sample_xy(n: int) -> np.ndarray:
-        which = rng.integers(0, len(game_map.attractors), n)
-        return game_map.attractors[which, :2] + _disc_points(n, game_map.attractor_radius, rng)
+        areas = game_map.attractors
+        return areas.points_in(areas.choose(n, rng), rng)
 
     return free_floor_positions(game_map, count, sample_xy, "positions in concentration areas")
 

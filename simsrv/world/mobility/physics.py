@@ -1,0 +1,30 @@
+"""Vertical motion shared by mobility models: jumps and falls under gravity onto the ground."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsrv.world.maps.base import GameMap
+
+GRAVITY = 800.0
+"""``sv_gravity``, units/s^2."""
+
+
+def fall(
+    game_map: GameMap, positions: np.ndarray, vz: np.ndarray, dt_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One tick of vertical motion: returns the new vertical speeds and origin heights.
+
+    A player is airborne while it moves up or stands above its ground (it jumped, or walked
+    off a ledge); it then falls under ``GRAVITY`` and lands on the ground (speed 0).
+    """
+    z = positions[:, 2]
+    ground = game_map.ground_z(positions)
+    airborne = (vz != 0.0) | (z > ground)
+    if not airborne.any():
+        return vz, z
+    new_z = z + vz * dt_s
+    new_vz = np.where(airborne, vz - GRAVITY * dt_s, 0.0)
+    landed = airborne & (new_z <= ground)
+    new_vz[landed] = 0.0
+    return new_vz, np.where(airborne, np.maximum(new_z, ground), z)

@@ -1,0 +1,171 @@
+"""Waypoint walking shared by the destination-based mobility models.
+
+Every player walks at its own speed towards a destination; when it arrives it pauses, then
+the model chooses its next destination.  Routing: while the destination is in another room,
+the player heads for the next doorway on the shortest doorway path
+(``GameMap.room_next_door``), so players pass through doors instead of pressing on walls.
+A step that would overlap a wall slides along it (x only, then y only); a player that still
+cannot move gets a new destination.  Vertical motion (ledges, falls) is
+:func:`simsrv.world.mobility.physics.fall`.
+
+A model subclasses :class:`Walker` and implements :meth:`Walker.destinations` (where players
+``idx`` go next) and optionally :meth:`Walker.pauses` (how long they stay), both vectorised.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from simsrv.scenario.validation import StrictModel
+from simsrv.world.maps.base import GameMap
+from simsrv.world.mobility.physics import fall
+from simsrv.world.mobility.registry import TickActions
+from simsrv.world.spawn import free_floor_positions, spawn_positions
+
+
+class WalkerParams(StrictModel):
+    """Parameters every waypoint model shares."""
+
+    min_speed_fraction: float = Field(
+        0.5, gt=0.0, le=1.0, description="slowest walker, as a share of players.speed (> 0)"
+    )
+    max_pause_s: float = Field(2.0, ge=0.0, le=3600.0, description="longest pause at a waypoint")
+    shot_rate_hz: float = Field(0.5, ge=0.0, le=100.0, description="shots per player per second")
+
+
+class Walker:
+    """Vectorised waypoint walkers (see module docstring)."""
+
+    def __init__(
+        self,
+        params: WalkerParams,
+        game_map: GameMap,
+        count: int,
+        speed: float,
+        rng: np.random.Generator,
+    ) -> None:
+        self.params = params
+        self.map = game_map
+        self.rng = rng
+        self.time_s = 0.0
+        self.positions = self.start_positions(count)
+        self.speed = speed * rng.uniform(params.min_speed_fraction, 1.0, count)
+        self.vz = np.zeros(count)
+        self.target = np.zeros((count, 2))
+        self.pause_s = np.zeros(count)
+        everyone = np.arange(count)
+        self.target[everyone] = self.destinations(everyone)
+
+    # -- what a model decides -------------------------------------------------------------
+    def start_positions(self, count: int) -> np.ndarray:
+        """Initial origins, (count, 3); uniform free floor by default."""
+        return spawn_positions(self.map, count, self.rng)
+
+    def destinations(self, idx: np.ndarray) -> np.ndarray:
+        """Next destinations (x, y) of players ``idx``, (len(idx), 2)."""
+        raise NotImplementedError
+
+    def pauses(self, idx: np.ndarray) -> np.ndarray:
+        """Pause at the destination of players ``idx``, s; uniform up to ``max_pause_s``."""
+        return self.rng.uniform(0.0, self.params.max_pause_s, len(idx))
+
+    # -- shared motion --------------------------------------------------------------------
+    def uniform_points(self, count: int) -> np.ndarray:
+        """``count`` uniform free floor points (x, y)."""
+        return spawn_positions(self.map, count, self.rng)[:, :2]
+
+    def free_points_near(self, centres: np.ndarray, half_side: np.ndarray) -> np.ndarray:
+        """A free floor point in the box of ``half_side`` around each centre, (n, 2).
+
+        Candidates are redrawn (per point, up to the sampler's limit) until they are free.
+        """
+        out = np.empty((len(centres), 2))
+        sides = np.broadcast_to(half_side, len(centres))
+        for i, (c, h) in enumerate(zip(centres, sides, strict=True)):
+            out[i] = free_floor_positions(
+                self.map,
+                1,
+                lambda n, c=c, h=h: c[:2] + self.rng.uniform(-h, h, size=(n, 2)),
+                "destinations near an attractor",
+            )[0, :2]
+        return out
+
+    def step(self, dt_s: float) -> TickActions:
+        """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
+        n = len(self.speed)
+        self.time_s += dt_s
+        paused = self.pause_s > 0.0
+        self.pause_s = np.maximum(self.pause_s - dt_s, 0.0)
+        resume = np.flatnonzero(paused & (self.pause_s == 0.0))
+        if len(resume):
+            self.target[resume] = self.destinations(resume)
+        walking = ~paused
+        moved = self._walk(np.flatnonzero(walking), dt_s)
+        self.vz, self.positions[:, 2] = fall(self.map, self.positions, self.vz, dt_s)
+        shot = self.rng.random(n) < self.params.shot_rate_hz * dt_s
+        return TickActions(moving=moved, shot=shot, jumped=np.zeros(n, dtype=bool))
+
+    def _waypoints(self, idx: np.ndarray) -> np.ndarray:
+        """Where players ``idx`` head now: the next doorway, or the destination itself.
+
+        A player standing in a doorway (within 1 unit of its centre) heads for the doorway
+        after it on the path from the room on the other side, or for the destination.
+        """
+        way = self.target[idx].copy()
+        if len(self.map.doors) == 0:
+            return way
+        pos = self.positions[idx]
+        here = self.map.room_of(pos)
+        goal = self.map.room_of(np.column_stack([way, pos[:, 2]]))
+        door = self._next_door(here, goal)
+        at_door = (door >= 0) & (np.hypot(*(self.map.doors[door, :2] - pos[:, :2]).T) < 1.0)
+        if at_door.any():
+            beyond = self.map.door_rooms[door[at_door]]
+            other = np.where(beyond[:, 0] == here[at_door], beyond[:, 1], beyond[:, 0])
+            door[at_door] = self._next_door(other, goal[at_door])
+        through = door >= 0
+        way[through] = self.map.doors[door[through], :2]
+        return way
+
+    def _next_door(self, here: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """Next doorway from room ``here`` to room ``goal`` (-1: none needed or known)."""
+        door = np.full(len(here), -1)
+        ok = (here >= 0) & (goal >= 0) & (here != goal)
+        door[ok] = self.map.room_next_door[here[ok], goal[ok]]
+        return door
+
+    def _walk(self, idx: np.ndarray, dt_s: float) -> np.ndarray:
+        moved = np.zeros(len(self.speed), dtype=bool)
+        if len(idx) == 0:
+            return moved
+        way = self._waypoints(idx)
+        delta = way - self.positions[idx, :2]
+        dist = np.hypot(delta[:, 0], delta[:, 1])
+        step = np.minimum(self.speed[idx] * dt_s, dist)
+        unit = delta / np.maximum(dist, 1e-9)[:, None]
+        start = self.positions[idx].copy()
+        for move in (
+            unit * step[:, None],
+            _only(unit * step[:, None], 0),
+            _only(unit * step[:, None], 1),
+        ):
+            proposal = start.copy()
+            proposal[:, :2] += move
+            free = ~self.map.blocked(proposal) & ~moved[idx]
+            self.positions[idx[free], :2] = proposal[free, :2]
+            moved[idx[free]] = np.any(move[free] != 0.0, axis=1)
+        at_goal = np.hypot(*(self.target[idx] - self.positions[idx, :2]).T) < 1.0
+        stuck = ~moved[idx] & ~at_goal
+        arrived = idx[at_goal]
+        if len(arrived):
+            self.pause_s[arrived] = np.maximum(self.pauses(arrived), 1e-9)
+        if stuck.any():
+            self.target[idx[stuck]] = self.destinations(idx[stuck])
+        return moved
+
+
+def _only(move: np.ndarray, axis: int) -> np.ndarray:
+    out = np.zeros_like(move)
+    out[:, axis] = move[:, axis]
+    return out
