@@ -77,7 +77,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     wall_start = time.perf_counter()
     rng = spawn_streams(scenario.run.seed)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
-    world = _build_world(scenario, rng)
+    world = build_world(scenario, rng)
     stream = ClientStream(scenario.clients, world, rng["clients"])
     socket = SocketQueue(scenario.clients.socket_buffer_messages)
     builder = FrameBuilder(scenario, world.entity_count)
@@ -145,7 +145,8 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     )
 
 
-def _build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> World:
+def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> World:
+    """The scenario's map and players, drawn from the run's ``map`` and ``players`` streams."""
     kind = MAP_KINDS.get(scenario.map.kind, "map.kind")
     game_map = kind.build(scenario.map.params, rng["map"])
     mobility_kind = MOBILITY_MODELS.get(scenario.players.mobility, "players.mobility")

@@ -4,9 +4,9 @@ Every player walks at its own speed towards a destination; when it arrives it pa
 the model chooses its next destination.  Routing: while the destination is in another room,
 the player heads for the next doorway on the shortest doorway path
 (``GameMap.room_next_door``), so players pass through doors instead of pressing on walls.
-A step that would overlap a wall slides along it (x only, then y only); a player that still
-cannot move gets a new destination.  Vertical motion (ledges, falls) is
-:func:`simsrv.world.mobility.physics.fall`.
+A step that would overlap a wall slides along it (x only, then y only); a player that cannot
+move at all, or has slid for ``MAX_DETOUR_TICKS`` ticks in a row, gets a new destination.
+Vertical motion (ledges, falls) is :func:`simsrv.world.mobility.physics.fall`.
 
 A model subclasses :class:`Walker` and implements :meth:`Walker.destinations` (where players
 ``idx`` go next) and optionally :meth:`Walker.pauses` (how long they stay), both vectorised.
@@ -21,7 +21,13 @@ from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
 from simsrv.world.mobility.registry import TickActions
-from simsrv.world.spawn import free_floor_positions, spawn_positions
+from simsrv.world.spawn import spawn_positions
+
+MAX_DETOUR_TICKS = 10
+"""Ticks a walker slides along a wall before it gives up its destination (unreachable, e.g.
+back up a ledge)."""
+REDRAWS = 20
+"""Redraws of a blocked destination before falling back to a uniform one."""
 
 
 class WalkerParams(StrictModel):
@@ -54,6 +60,7 @@ class Walker:
         self.vz = np.zeros(count)
         self.target = np.zeros((count, 2))
         self.pause_s = np.zeros(count)
+        self.detour = np.zeros(count, dtype=np.int64)  # ticks spent sliding along a wall
         everyone = np.arange(count)
         self.target[everyone] = self.destinations(everyone)
 
@@ -78,18 +85,28 @@ class Walker:
     def free_points_near(self, centres: np.ndarray, half_side: np.ndarray) -> np.ndarray:
         """A free floor point in the box of ``half_side`` around each centre, (n, 2).
 
-        Candidates are redrawn (per point, up to the sampler's limit) until they are free.
+        Blocked candidates are redrawn (``REDRAWS`` times); a point whose box stays blocked
+        (an attractor inside a wall) falls back to a uniform free point.
         """
-        out = np.empty((len(centres), 2))
-        sides = np.broadcast_to(half_side, len(centres))
-        for i, (c, h) in enumerate(zip(centres, sides, strict=True)):
-            out[i] = free_floor_positions(
-                self.map,
-                1,
-                lambda n, c=c, h=h: c[:2] + self.rng.uniform(-h, h, size=(n, 2)),
-                "destinations near an attractor",
-            )[0, :2]
+        n = len(centres)
+        half = np.broadcast_to(np.asarray(half_side, dtype=float), (n,))[:, None]
+        out = centres[:, :2] + self.rng.uniform(-1.0, 1.0, size=(n, 2)) * half
+        bad = ~self.free(out)
+        for _ in range(REDRAWS):
+            if not bad.any():
+                return out
+            k = int(bad.sum())
+            out[bad] = centres[bad, :2] + self.rng.uniform(-1.0, 1.0, size=(k, 2)) * half[bad]
+            bad[bad] = ~self.free(out[bad])
+        if bad.any():
+            out[bad] = self.uniform_points(int(bad.sum()))
         return out
+
+    def free(self, xy: np.ndarray) -> np.ndarray:
+        """Whether a player can stand at each (x, y), (n,) bool."""
+        above = np.column_stack([xy, np.full(len(xy), np.inf)])
+        standing = np.column_stack([xy, self.map.ground_z(above)])
+        return ~self.map.blocked(standing)
 
     def step(self, dt_s: float) -> TickActions:
         """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
@@ -145,23 +162,23 @@ class Walker:
         step = np.minimum(self.speed[idx] * dt_s, dist)
         unit = delta / np.maximum(dist, 1e-9)[:, None]
         start = self.positions[idx].copy()
-        for move in (
-            unit * step[:, None],
-            _only(unit * step[:, None], 0),
-            _only(unit * step[:, None], 1),
-        ):
+        full = unit * step[:, None]
+        for attempt, move in enumerate((full, _only(full, 0), _only(full, 1))):
             proposal = start.copy()
             proposal[:, :2] += move
             free = ~self.map.blocked(proposal) & ~moved[idx]
             self.positions[idx[free], :2] = proposal[free, :2]
             moved[idx[free]] = np.any(move[free] != 0.0, axis=1)
+            if attempt == 0:
+                self.detour[idx] = np.where(free, 0, self.detour[idx] + 1)
         at_goal = np.hypot(*(self.target[idx] - self.positions[idx, :2]).T) < 1.0
-        stuck = ~moved[idx] & ~at_goal
+        stuck = (~moved[idx] | (self.detour[idx] >= MAX_DETOUR_TICKS)) & ~at_goal
         arrived = idx[at_goal]
         if len(arrived):
             self.pause_s[arrived] = np.maximum(self.pauses(arrived), 1e-9)
         if stuck.any():
             self.target[idx[stuck]] = self.destinations(idx[stuck])
+            self.detour[idx[stuck]] = 0
         return moved
 
 

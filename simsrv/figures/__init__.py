@@ -1,0 +1,1 @@
+"""Figures: functions from results (DataFrames, world snapshots) to matplotlib figures."""
