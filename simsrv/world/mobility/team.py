@@ -37,8 +37,7 @@ class TeamWalker(Walker):
 
     def start_positions(self, count: int) -> np.ndarray:
         leaders = super().start_positions(count)[self.leader]
-        spots = self.free_points_near(leaders, self.params.spread)
-        return np.column_stack([spots, self.map.ground_z(np.column_stack([spots, leaders[:, 2]]))])
+        return self.standing(self.free_points_near(leaders, self.params.spread))
 
     def destinations(self, idx: np.ndarray) -> np.ndarray:
         out = self.uniform_points(len(idx))

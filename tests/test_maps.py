@@ -1,0 +1,140 @@
+"""Map kinds and mobility models: walls hold, doors connect, weights pull, visibility is mutual."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chisquare
+
+from simsrv.scenario.validation import validate
+from simsrv.world.maps import MAP_KINDS
+from simsrv.world.maps.attractors import Attractors
+from simsrv.world.maps.grid import grid_layout
+from simsrv.world.mobility import MOBILITY_MODELS
+
+
+def build(kind: str, rng_seed: int = 1, **params):
+    k = MAP_KINDS.get(kind, "map.kind")
+    return k.build(validate(k.params, params, "map"), np.random.default_rng(rng_seed))
+
+
+def walkers(model: str, game_map, count: int, seed: int, **params):
+    m = MOBILITY_MODELS.get(model, "players.mobility")
+    return m.create(
+        validate(m.params, params, "behaviour"), game_map, count, 320.0, np.random.default_rng(seed)
+    )
+
+
+MAPS = {
+    "cube": {},
+    "rooms": {"rows": 2, "cols": 3, "room_size": 384.0},
+    "rooms-corridors": {"rows": 2, "cols": 2, "room_size": 384.0, "corridor_length": 160.0},
+    "two-floor": {"size": 1024.0},
+    "hotspots": {"base": "rooms", "base_params": {"rows": 2, "cols": 2}, "layout": "4worst"},
+}
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    map_name=st.sampled_from(sorted(MAPS)),
+    model=st.sampled_from(["quake-bot", "random-waypoint", "hotspot", "cluster", "team"]),
+    seed=st.integers(0, 10_000),
+)
+def test_no_player_is_ever_inside_a_wall(map_name, model, seed):
+    kind = "rooms" if map_name.startswith("rooms") else map_name
+    game_map = build(kind, seed, **MAPS[map_name])
+    extra = {} if model == "quake-bot" else {"settle_s": 0.0}
+    w = walkers(model, game_map, 60, seed, **extra)
+    for _ in range(150):
+        w.step(1 / 31.25)
+        assert not game_map.blocked(w.positions).any()
+
+
+def test_a_random_walker_reaches_every_room_through_the_doors():
+    game_map = build("rooms", rows=3, cols=3, room_size=320.0, corridor_length=128.0)
+    real_rooms = 9  # the other rooms are the corridors
+    w = walkers("random-waypoint", game_map, 20, seed=3, settle_s=0.0, max_pause_s=0.0)
+    visited = set()
+    for _ in range(6000):
+        w.step(0.1)
+        visited.update(game_map.room_of(w.positions).tolist())
+        if set(range(real_rooms)) <= visited:
+            break
+    assert set(range(real_rooms)) <= visited
+
+
+def test_doorway_routes_join_every_pair_of_rooms():
+    game_map = build("rooms", rows=3, cols=4)
+    nxt = game_map.room_next_door
+    off_diagonal = ~np.eye(len(nxt), dtype=bool)
+    assert (nxt[off_diagonal] >= 0).all()
+    # the first doorway from room i towards j touches room i
+    for i, j in [(0, 11), (5, 0), (11, 3)]:
+        assert i in game_map.door_rooms[nxt[i, j]]
+
+
+def test_attractor_weights_shift_occupancy_as_specified():
+    weights = [1.0, 2.0, 3.0, 4.0]
+    game_map = build("hotspots", layout="4quadrants", radius=200.0, weights=weights)
+    w = walkers(
+        "hotspot", game_map, 3000, seed=5, hotspot_share=1.0, min_dwell_s=30.0, max_dwell_s=30.0
+    )
+    areas = game_map.attractors
+    near = areas.nearest(w.positions)
+    inside = np.hypot(*(w.positions[:, :2] - areas.centres[near, :2]).T) <= areas.radius[near]
+    counts = np.bincount(near[inside], minlength=4)
+    expected = counts.sum() * np.array(weights) / sum(weights)
+    assert chisquare(counts, expected).pvalue > 1e-3
+    assert counts[3] > 3 * counts[0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    rows=st.integers(1, 5),
+    cols=st.integers(1, 5),
+    corridors=st.booleans(),
+    hops=st.integers(0, 3),
+)
+def test_room_visibility_is_symmetric_and_includes_the_room_itself(rows, cols, corridors, hops):
+    layout = grid_layout(rows, cols, 256.0, 128.0, 64.0, 96.0, corridors, hops)
+    v = layout.room_visible
+    assert (v == v.T).all()
+    assert v.diagonal().all()
+
+
+def test_moving_attractors_bounce_inside_the_map():
+    areas = Attractors(
+        centres=np.array([[100.0, 500.0, 24.0]]),
+        radius=np.array([50.0]),
+        weight=np.ones(1),
+        velocity=np.array([[300.0, 0.0]]),
+    )
+    lo, hi = np.zeros(3), np.array([1000.0, 1000.0, 256.0])
+    xs = [areas.at(t, lo, hi)[0, 0] for t in np.linspace(0, 20, 401)]
+    assert min(xs) >= 50.0 - 1e-9 and max(xs) <= 950.0 + 1e-9
+    # 100 + 300 x 3 = 1000 unbounded: 50 past the turning point at 950, so back at 900
+    assert areas.at(3.0, lo, hi)[0, 0] == pytest.approx(900.0)
+
+
+def test_players_fall_into_the_pit_and_never_climb_back():
+    game_map = build("two-floor", size=1024.0, upper_fraction=0.5)
+    w = walkers("random-waypoint", game_map, 200, seed=2, settle_s=0.0)
+    drop = 128.0  # the upper floor's height: a player whose origin is below it is in the pit
+    pit = w.positions[:, 2] < drop
+    for _ in range(600):
+        w.step(0.1)
+        now_pit = w.positions[:, 2] < drop
+        assert not (pit & ~now_pit).any()  # nobody leaves the pit
+        pit = now_pit
+    assert pit.mean() > 0.9
+
+
+def test_bad_hotspot_parameters_name_the_field():
+    from simsrv.errors import InputError
+
+    with pytest.raises(InputError, match="weights: one per area"):
+        build("hotspots", layout="4quadrants", weights=[1.0, 2.0])
+    with pytest.raises(InputError, match="map.base"):
+        build("hotspots", base="moon")
