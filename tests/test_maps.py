@@ -138,3 +138,56 @@ def test_bad_hotspot_parameters_name_the_field():
         build("hotspots", layout="4quadrants", weights=[1.0, 2.0])
     with pytest.raises(InputError, match="map.base"):
         build("hotspots", base="moon")
+
+
+@pytest.mark.parametrize("map_name", sorted(MAPS) + ["death32c-like", "arena"])
+def test_map_files_round_trip(tmp_path, map_name):
+    from simsrv.world.maps.file import load_map, map_to_toml
+
+    kind = "rooms" if map_name.startswith("rooms") else map_name
+    original = build(kind, 7, **MAPS.get(map_name, {}))
+    path = tmp_path / "map.toml"
+    path.write_text(map_to_toml(original))
+    loaded = load_map(path)
+    for name in (
+        "extent_min",
+        "extent_max",
+        "solid_min",
+        "solid_max",
+        "room_min",
+        "room_max",
+        "room_visible",
+        "spawn_points",
+        "entities",
+        "doors",
+        "door_rooms",
+    ):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(original, name), err_msg=name)
+    for name in ("centres", "radius", "weight", "velocity"):
+        np.testing.assert_array_equal(
+            getattr(loaded.attractors, name), getattr(original.attractors, name), err_msg=name
+        )
+
+
+def test_an_exported_map_runs_exactly_like_its_kind(tmp_path):
+    from simsrv.cli.main import main
+    from simsrv.result import run
+    from simsrv.scenario.load import load_scenario
+
+    path = tmp_path / "cube.toml"
+    assert main(["map", "--export", str(path)]) == 0
+    base = ["run.duration_s=2"]
+    direct = run(load_scenario(None, base)).summary
+    loaded = run(load_scenario(None, [*base, "map.kind=file", f"map.path={path}"])).summary
+    assert loaded["frames"] == direct["frames"]
+    assert loaded["messages_per_s"] == direct["messages_per_s"]
+
+
+def test_a_broken_map_file_is_a_one_line_error(tmp_path, capsys):
+    from simsrv.cli.main import main
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('source_kind = "x"\nextent_min = [0, 0, 0]\n')
+    code = main(["run", "--set", "map.kind=file", "--set", f"map.path={bad}"])
+    assert code == 2
+    assert "map file: missing array 'extent_max'" in capsys.readouterr().err

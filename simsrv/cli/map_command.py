@@ -31,7 +31,14 @@ def add_parser(subparsers) -> None:
         metavar="KEY=VALUE",
         help="override a scenario field by dotted name (repeatable)",
     )
-    p.add_argument("--out", type=Path, required=True, help="output file (.png, .svg, .pdf, .gif)")
+    p.add_argument("--out", type=Path, default=None, help="picture (.png, .svg, .pdf, .gif)")
+    p.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='also write the built map as a TOML data file (load it with map.kind = "file")',
+    )
     p.add_argument("--time", type=float, default=5.0, help="simulated time of the snapshot, s")
     p.add_argument("--frames", type=int, default=1, help="snapshots in a .gif (>= 1)")
     p.add_argument("--step", type=float, default=0.5, help="time between .gif frames, s")
@@ -47,7 +54,9 @@ def add_parser(subparsers) -> None:
 
 def map_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv map``."""
-    suffix = args.out.suffix.lower()
+    if args.out is None and args.export is None:
+        raise InputError("--out or --export: give at least one output file")
+    suffix = args.out.suffix.lower() if args.out is not None else ".png"
     allowed = (*IMAGE_SUFFIXES, ".gif")
     if suffix not in allowed:
         raise InputError(f"--out: unsupported file type {suffix!r}; allowed: {', '.join(allowed)}")
@@ -64,6 +73,17 @@ def map_command(args: argparse.Namespace) -> int:
     from simsrv.world.snapshot import snapshots
 
     scenario = load_scenario(args.scenario, args.overrides)
+    if args.export is not None:
+        from simsrv.seeding import spawn_streams
+        from simsrv.world.maps import MAP_KINDS
+        from simsrv.world.maps.file import map_to_toml
+
+        kind = MAP_KINDS.get(scenario.map.kind, "map.kind")
+        built = kind.build(scenario.map.params, spawn_streams(scenario.run.seed)["map"])
+        args.export.write_text(map_to_toml(built))
+        print(f"wrote {args.export}")
+        if args.out is None:
+            return 0
     times = [args.time + i * args.step for i in range(args.frames)]
     game_map, snaps = snapshots(scenario, times, args.active)
     title = f"{scenario.map.kind}, {scenario.players.mobility}"

@@ -4,6 +4,7 @@ from simsrv.world.maps import (  # noqa: F401  (register themselves)
     arena,
     cube,
     death32c_like,
+    file,
     hotspots,
     rooms,
     two_floor,

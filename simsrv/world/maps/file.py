@@ -1,0 +1,103 @@
+"""``file``: a map read from a TOML data file; :func:`map_to_toml` writes one.
+
+Any built map can be exported (``simsrv map SCENARIO --export map.toml``) and loaded back as
+``[map] kind = "file"``, ``path = "map.toml"``: the file holds every array of
+:class:`~simsrv.world.maps.base.GameMap` as nested lists (Quake units), so a hand-edited or
+converted layout runs like a built-in kind.  Relative paths are relative to the working
+directory.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from simsrv.errors import InputError
+from simsrv.scenario.validation import StrictModel
+from simsrv.world.maps.attractors import Attractors
+from simsrv.world.maps.base import GameMap
+from simsrv.world.maps.registry import MAP_KINDS, MapKind
+
+ARRAYS = {
+    # field: (shape of one row, dtype); an empty list is an empty array of that row shape
+    "extent_min": ((), float),
+    "extent_max": ((), float),
+    "solid_min": ((3,), float),
+    "solid_max": ((3,), float),
+    "room_min": ((3,), float),
+    "room_max": ((3,), float),
+    "room_visible": ((-1,), bool),
+    "spawn_points": ((3,), float),
+    "entities": ((3,), float),
+    "doors": ((3,), float),
+    "door_rooms": ((2,), np.int64),
+}
+ATTRACTOR_ARRAYS = {"centres": (3,), "radius": (), "weight": (), "velocity": (2,)}
+
+
+class FileParams(StrictModel):
+    """A map data file."""
+
+    path: str = Field(..., description="TOML map file (written by simsrv map --export)")
+
+
+def map_to_toml(game_map: GameMap) -> str:
+    """The map as a TOML document (exact: floats are written with ``repr``)."""
+    lines = [f'source_kind = "{game_map.kind}"']
+    for name in ARRAYS:
+        lines.append(f"{name} = {_value(getattr(game_map, name))}")
+    lines.append("\n[attractors]")
+    for name in ATTRACTOR_ARRAYS:
+        lines.append(f"{name} = {_value(getattr(game_map.attractors, name))}")
+    return "\n".join(lines) + "\n"
+
+
+def _value(array: np.ndarray) -> str:
+    if array.ndim == 0:
+        v = array.item()
+        return ("true" if v else "false") if isinstance(v, bool) else repr(v)
+    return "[" + ", ".join(_value(x) for x in array) + "]"
+
+
+def load_map(path: str | Path) -> GameMap:
+    """Read a map file; a missing file or a malformed array is an :class:`InputError`."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as error:
+        raise InputError(f"map.path: cannot read {str(path)!r} ({error.strerror})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"map.path: {str(path)!r} is not valid TOML ({error})") from None
+    arrays = {name: _array(data, name, *spec, "map file") for name, spec in ARRAYS.items()}
+    areas = data.get("attractors", {})
+    attractors = Attractors(
+        **{
+            n: _array(areas, n, shape, float, "map file attractors")
+            for n, shape in ATTRACTOR_ARRAYS.items()
+        }
+    )
+    return GameMap(kind="file", attractors=attractors, **arrays)
+
+
+def _array(data: dict, name: str, row: tuple, dtype, where: str) -> np.ndarray:
+    if name not in data:
+        raise InputError(f"{where}: missing array {name!r}")
+    try:
+        out = np.array(data[name], dtype=dtype)
+        if out.size == 0 and row and row[0] > 0:
+            out = out.reshape(0, *row)
+        elif row and row[0] > 0 and out.shape[1:] != row:
+            raise ValueError(f"rows of {row[0]} values expected")
+    except (ValueError, TypeError) as error:
+        raise InputError(f"{where}: array {name!r} is malformed ({error})") from None
+    return out
+
+
+def build_file(params: FileParams, rng: np.random.Generator) -> GameMap:
+    """Load the map file (``rng`` unused: a file is deterministic)."""
+    return load_map(params.path)
+
+
+MAP_KINDS.register("file", MapKind("file", FileParams, build_file))
