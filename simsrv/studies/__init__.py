@@ -1,0 +1,1 @@
+"""Studies: scripted experiments that produce the tables and figures quoted in ``docs/``."""
