@@ -44,8 +44,7 @@ def free_floor_positions(
         if need == 0:
             break
         xy = sample_xy(2 * need + 8)
-        above = np.column_stack([xy, np.full(len(xy), np.inf)])  # dropped from above:
-        cand = np.column_stack([xy, game_map.ground_z(above)])  # lands on the highest top
+        cand = game_map.standing_at(xy)
         free = cand[~game_map.blocked(cand)][:need]
         out[filled : filled + len(free)] = free
         filled += len(free)

@@ -114,6 +114,14 @@ class GameMap:
         tops = np.where(under, self.solid_max[None, :, 2], -np.inf).max(axis=1)
         return np.maximum(floor, tops - PLAYER_MINS[2])
 
+    def standing_at(self, xy: np.ndarray) -> np.ndarray:
+        """Origins of players dropped from above at each (x, y): on the highest surface, (n, 3).
+
+        A point over a wall stands on its top and so pokes out of the map (``blocked``).
+        """
+        above = np.column_stack([xy, np.full(len(xy), np.inf)])
+        return np.column_stack([xy, self.ground_z(above)])
+
     @cached_property
     def has_ledges(self) -> bool:
         """Whether some solid stops below the ceiling (a floor one can stand on)."""

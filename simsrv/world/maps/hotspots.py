@@ -105,9 +105,8 @@ def _areas(params: HotspotsParams, base: GameMap, rng: np.random.Generator) -> A
             velocity = diagonal * np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]], dtype=float)
     if params.weights:
         weight = np.array(params.weights, dtype=float)
-    z = base.ground_z(np.column_stack([xy, np.full(len(xy), np.inf)]))
     return Attractors(
-        centres=np.column_stack([xy, z]),
+        centres=base.standing_at(xy),
         radius=radius,
         weight=weight,
         velocity=np.zeros((len(xy), 2)) if velocity is None else velocity,

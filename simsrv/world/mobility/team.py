@@ -37,7 +37,7 @@ class TeamWalker(Walker):
 
     def start_positions(self, count: int) -> np.ndarray:
         leaders = super().start_positions(count)[self.leader]
-        return self.standing(self.free_points_near(leaders, self.params.spread))
+        return self.map.standing_at(self.free_points_near(leaders, self.params.spread))
 
     def destinations(self, idx: np.ndarray) -> np.ndarray:
         out = self.uniform_points(len(idx))

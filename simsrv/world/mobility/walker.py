@@ -102,14 +102,9 @@ class Walker:
             out[bad] = self.uniform_points(int(bad.sum()))
         return out
 
-    def standing(self, xy: np.ndarray) -> np.ndarray:
-        """Origins of players standing on the highest surface under each (x, y), (n, 3)."""
-        above = np.column_stack([xy, np.full(len(xy), np.inf)])
-        return np.column_stack([xy, self.map.ground_z(above)])
-
     def free(self, xy: np.ndarray) -> np.ndarray:
         """Whether a player can stand at each (x, y), (n,) bool."""
-        return ~self.map.blocked(self.standing(xy))
+        return ~self.map.blocked(self.map.standing_at(xy))
 
     def step(self, dt_s: float) -> TickActions:
         """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
