@@ -24,7 +24,7 @@ from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
-from simsrv.world.maps import MAP_KINDS
+from simsrv.world.maps import MAP_KINDS, GameMap
 from simsrv.world.mobility import MOBILITY_MODELS
 from simsrv.world.world import World
 
@@ -145,10 +145,15 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     )
 
 
+def build_map(scenario: Scenario, rng: dict[str, np.random.Generator]) -> GameMap:
+    """The scenario's map, drawn from the run's ``map`` stream."""
+    kind = MAP_KINDS.get(scenario.map.kind, "map.kind")
+    return kind.build(scenario.map.params, rng["map"])
+
+
 def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> World:
     """The scenario's map and players, drawn from the run's ``map`` and ``players`` streams."""
-    kind = MAP_KINDS.get(scenario.map.kind, "map.kind")
-    game_map = kind.build(scenario.map.params, rng["map"])
+    game_map = build_map(scenario, rng)
     mobility_kind = MOBILITY_MODELS.get(scenario.players.mobility, "players.mobility")
     mobility = mobility_kind.create(
         scenario.players.behaviour,

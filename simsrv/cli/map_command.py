@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib
 
+from simsrv.cli.parser import add_scenario_arguments
 from simsrv.errors import InputError
 from simsrv.scenario.load import load_scenario
 
@@ -22,15 +23,7 @@ def add_parser(subparsers) -> None:
         "coloured by BSP group in a frame where a share --active of them sent a packet, at "
         "--time; with --frames N and a .gif output, N snapshots --step seconds apart.",
     )
-    p.add_argument("scenario", nargs="?", default=None, help="scenario TOML file")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario field by dotted name (repeatable)",
-    )
+    add_scenario_arguments(p)
     p.add_argument("--out", type=Path, default=None, help="picture (.png, .svg, .pdf, .gif)")
     p.add_argument(
         "--export",
@@ -70,22 +63,22 @@ def map_command(args: argparse.Namespace) -> int:
         raise InputError(f"--step: must be > 0 s, got {args.step:g}")
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure, save_animation
+    from simsrv.seeding import spawn_streams
+    from simsrv.simulation import build_map
+    from simsrv.world.maps.file import map_to_toml
     from simsrv.world.snapshot import snapshots
 
     scenario = load_scenario(args.scenario, args.overrides)
+    if args.out is None:
+        game_map = build_map(scenario, spawn_streams(scenario.run.seed))
+    else:
+        times = [args.time + i * args.step for i in range(args.frames)]
+        game_map, snaps = snapshots(scenario, times, args.active)
     if args.export is not None:
-        from simsrv.seeding import spawn_streams
-        from simsrv.world.maps import MAP_KINDS
-        from simsrv.world.maps.file import map_to_toml
-
-        kind = MAP_KINDS.get(scenario.map.kind, "map.kind")
-        built = kind.build(scenario.map.params, spawn_streams(scenario.run.seed)["map"])
-        args.export.write_text(map_to_toml(built))
+        args.export.write_text(map_to_toml(game_map))
         print(f"wrote {args.export}")
-        if args.out is None:
-            return 0
-    times = [args.time + i * args.step for i in range(args.frames)]
-    game_map, snaps = snapshots(scenario, times, args.active)
+    if args.out is None:
+        return 0
     title = f"{scenario.map.kind}, {scenario.players.mobility}"
     if suffix == ".gif":
         save_animation(game_map, snaps, str(args.out), title)

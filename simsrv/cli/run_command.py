@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from simsrv.cli.parser import add_scenario_arguments
 from simsrv.errors import InputError
 from simsrv.result import RunResult, run
 from simsrv.scenario.load import load_scenario
@@ -21,20 +22,7 @@ def add_parser(subparsers) -> None:
         help="simulate one scenario and print its metrics",
         description="Simulate one scenario and print its metrics (measured after the warm-up).",
     )
-    p.add_argument(
-        "scenario",
-        nargs="?",
-        default=None,
-        help="scenario TOML file (default: the built-in cube-160 scenario)",
-    )
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario field by dotted name, e.g. --set machine.cpus=4 (repeatable)",
-    )
+    add_scenario_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
         "--trace",
