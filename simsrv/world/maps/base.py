@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from simsrv.world.maps.attractors import Attractors
+from simsrv.world.maps.box_index import BoxIndex
 
 PLAYER_MINS = np.array([-16.0, -16.0, -24.0])
 """Player bounding box relative to the origin, Quake's hull 1 (units)."""
@@ -80,18 +81,20 @@ class GameMap:
 
         Returns
         -------
-        (N,) bool.  Cost O(N x B) for B solid boxes.
+        (N,) bool.  Cost O(N x solids per grid cell) (:class:`BoxIndex`).
         """
         lo = origins + PLAYER_MINS
         hi = origins + PLAYER_MAXS
         outside = np.any(lo < self.extent_min, axis=1) | np.any(hi > self.extent_max, axis=1)
         if len(self.solid_min) == 0:
             return outside
+        who, solid = self.solid_index.candidates(lo, hi)
         overlap = np.all(
-            (lo[:, None, :] < self.solid_max[None]) & (hi[:, None, :] > self.solid_min[None]),
-            axis=2,
+            (lo[who] < self.solid_max[solid]) & (hi[who] > self.solid_min[solid]), axis=1
         )
-        return outside | overlap.any(axis=1)
+        hit = np.zeros(len(origins), dtype=bool)
+        hit[who[overlap]] = True
+        return outside | hit
 
     def ground_z(self, origins: np.ndarray) -> np.ndarray:
         """Origin height of a player standing under each origin, (N,) units.
@@ -106,12 +109,13 @@ class GameMap:
         lo = origins[:, :2] + PLAYER_MINS[:2]
         hi = origins[:, :2] + PLAYER_MAXS[:2]
         feet = origins[:, 2] + PLAYER_MINS[2]
+        who, solid = self.solid_index.candidates(lo, hi)
+        top = self.solid_max[solid, 2]
         under = np.all(
-            (lo[:, None, :] < self.solid_max[None, :, :2])
-            & (hi[:, None, :] > self.solid_min[None, :, :2]),
-            axis=2,
-        ) & (self.solid_max[None, :, 2] <= feet[:, None] + STEP_HEIGHT)
-        tops = np.where(under, self.solid_max[None, :, 2], -np.inf).max(axis=1)
+            (lo[who] < self.solid_max[solid, :2]) & (hi[who] > self.solid_min[solid, :2]), axis=1
+        ) & (top <= feet[who] + STEP_HEIGHT)
+        tops = np.full(len(origins), -np.inf)
+        np.maximum.at(tops, who[under], top[under])
         return np.maximum(floor, tops - PLAYER_MINS[2])
 
     def standing_at(self, xy: np.ndarray) -> np.ndarray:
@@ -156,7 +160,20 @@ class GameMap:
 
     def room_of(self, points: np.ndarray) -> np.ndarray:
         """Index of the first room containing each point, -1 where none does. (N,) int."""
-        p = points[:, None, :]
-        inside = np.all((p >= self.room_min[None]) & (p <= self.room_max[None]), axis=2)
-        found = inside.any(axis=1)
-        return np.where(found, inside.argmax(axis=1), -1)
+        who, room = self.room_index.candidates(points, points)
+        inside = np.all(
+            (points[who] >= self.room_min[room]) & (points[who] <= self.room_max[room]), axis=1
+        )
+        first = np.full(len(points), len(self.room_min), dtype=np.int64)
+        np.minimum.at(first, who[inside], room[inside])
+        return np.where(first < len(self.room_min), first, -1)
+
+    @cached_property
+    def solid_index(self) -> BoxIndex:
+        """Grid index of the solid boxes (see :class:`BoxIndex`)."""
+        return BoxIndex.build(self.solid_min, self.solid_max, self.extent_min, self.extent_max)
+
+    @cached_property
+    def room_index(self) -> BoxIndex:
+        """Grid index of the rooms (see :class:`BoxIndex`)."""
+        return BoxIndex.build(self.room_min, self.room_max, self.extent_min, self.extent_max)
