@@ -162,4 +162,5 @@ def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> Worl
         scenario.players.speed,
         rng["players"],
     )
-    return World(game_map, mobility, scenario.players.action_range)
+    players = scenario.players
+    return World(game_map, mobility, players.action_range, players.visibility_range)

@@ -44,11 +44,13 @@ def _frame(clients: list[int], neighbours: Neighbours, entities: int) -> FrameWo
         messages,
         c,
         np.zeros(len(c), np.int32),
+        np.zeros(len(c), np.int32),
         0,
         False,
         entities,
         len(c),
         int(messages["range_count"].sum()),
+        0,
         0,
     )
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from simsrv.world.maps.cube import CubeParams, build_cube
 from simsrv.world.mobility.quake_bot import QuakeBot, QuakeBotParams
-from simsrv.world.proximity import range_counts, visible_counts
+from simsrv.world.proximity import range_counts
+from simsrv.world.visibility import visibility
 
 CUBE = build_cube(CubeParams(), np.random.default_rng(0))
 
@@ -108,4 +109,8 @@ def test_range_and_visible_counts_on_a_known_layout():
     # the cube is 256 wide: |dx| <= 128 in range; 100->229 is 129 apart: out of range
     assert range_counts(players, np.zeros((0, 3)), 256.0).tolist() == [1, 2, 1, 0, 0]
     # rooms: 0, 0, 0, 1, 2 ; room 0 sees rooms 0,1,3 ; room 1 sees 0,1,2 ; room 2 sees 1,2,3
-    assert visible_counts(CUBE, players).tolist() == [3, 3, 3, 4, 1]
+    seen = visibility(CUBE, players)
+    assert seen.entities.tolist() == [3, 3, 3, 4, 1]
+    assert seen.rooms.tolist() == [3, 3, 3, 3, 3]
+    # within 120 units: 100-200 and 200-229 are close enough, 100-229 (129 apart) is not
+    assert visibility(CUBE, players, 120.0).entities.tolist() == [1, 2, 1, 0, 0]

@@ -40,6 +40,7 @@ class Costs(StrictModel):
     request_per_range_entity: float = _us("per entity in the sender's action range L_a")
     reply_per_client: float = _us("building one reply")
     reply_per_visible_entity: float = _us("per entity in the client's visible set")
+    reply_per_pvs_room: float = _us("per room (leaf) in the client's PVS row")
     net_send_per_reply: float = _us("send system call per reply")
     grouping_per_message: float = _us("BSP-group: building pmove and L_a for scheduling")
     grouping_per_edge: float = _us("BSP-group: union-find per edge of the entity graph")

@@ -42,6 +42,13 @@ class PlayersSection(StrictModel):
     action_range: float = Field(
         256.0, gt=0, le=65536, description="edge of the action-range cube L_a, units"
     )
+    visibility_range: float = Field(
+        0.0,
+        ge=0,
+        le=1e6,
+        description="entities farther than this are not visible (PVS proxy), units; "
+        "0 = everything in the visible rooms",
+    )
 
 
 class ClientsSection(StrictModel):

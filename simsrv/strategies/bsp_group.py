@@ -93,8 +93,9 @@ class ProcessShares(NamedTuple):
 
     ``messages`` packets, ``commands`` user commands, ``ranges`` sum of ``|L_a|`` over the
     packets, ``replies`` replies sent, ``visible`` entities in the replied clients' visible
-    sets, ``entities`` entities of the process's groups, ``pages`` memory pages it writes
-    (``cow_base_pages`` + the distinct pages of its entities).
+    sets, ``pvs_rooms`` rooms in their PVS rows, ``entities`` entities of the process's
+    groups, ``pages`` memory pages it writes (``cow_base_pages`` + the distinct pages of its
+    entities).
     """
 
     messages: np.ndarray
@@ -102,6 +103,7 @@ class ProcessShares(NamedTuple):
     ranges: np.ndarray
     replies: np.ndarray
     visible: np.ndarray
+    pvs_rooms: np.ndarray
     entities: np.ndarray
     pages: np.ndarray
 
@@ -231,7 +233,7 @@ def _shares(
     messages = frame.messages
     if groups.count == 0:
         zeros = np.zeros(processes)
-        return ProcessShares(zeros, zeros, zeros, zeros, zeros, zeros, zeros + base_pages)
+        return ProcessShares(*[zeros] * 7, zeros + base_pages)
     proc_of_message = assignment[groups.message_group]
     reply_group = groups.entity_group[np.searchsorted(groups.entities, frame.reply_clients)]
     proc_of_reply = assignment[reply_group]
@@ -248,6 +250,7 @@ def _shares(
         ranges=per_process(proc_of_message, messages["range_count"]),
         replies=per_process(proc_of_reply),
         visible=per_process(proc_of_reply, frame.reply_visible),
+        pvs_rooms=per_process(proc_of_reply, frame.reply_pvs_rooms),
         entities=per_process(proc_of_entity),
         pages=per_process(pages) + base_pages,
     )
@@ -256,7 +259,13 @@ def _shares(
 def _group_work(k: Costs, share: ProcessShares, p: int) -> list[Compute]:
     """Request, reply and send work of process ``p``'s groups."""
     return request_reply_phase(
-        k, share.messages[p], share.commands[p], share.ranges[p], share.replies[p], share.visible[p]
+        k,
+        share.messages[p],
+        share.commands[p],
+        share.ranges[p],
+        share.replies[p],
+        share.visible[p],
+        share.pvs_rooms[p],
     )
 
 

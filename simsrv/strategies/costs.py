@@ -29,9 +29,14 @@ def request_us(costs: Costs, messages, commands, range_entities):
     )
 
 
-def reply_us(costs: Costs, replies, visible_entities):
-    """Building replies: per reply, per entity in the replied clients' visible sets."""
-    return costs.reply_per_client * replies + costs.reply_per_visible_entity * visible_entities
+def reply_us(costs: Costs, replies, visible_entities, pvs_rooms):
+    """Building replies: per reply, per entity in the replied clients' visible sets, per room
+    in their PVS rows."""
+    return (
+        costs.reply_per_client * replies
+        + costs.reply_per_visible_entity * visible_entities
+        + costs.reply_per_pvs_room * pvs_rooms
+    )
 
 
 def net_send_us(costs: Costs, replies):

@@ -23,11 +23,11 @@ def input_phase(k: Costs, frame: FrameWorkload) -> list[Compute]:
 
 
 def request_reply_phase(
-    k: Costs, messages, commands, range_entities, replies, visible_entities
+    k: Costs, messages, commands, range_entities, replies, visible_entities, pvs_rooms
 ) -> list[Compute]:
     """Executing ``messages`` packets and building and sending ``replies`` replies."""
     return [
         Compute("request", c.request_us(k, messages, commands, range_entities)),
-        Compute("reply", c.reply_us(k, replies, visible_entities)),
+        Compute("reply", c.reply_us(k, replies, visible_entities, pvs_rooms)),
         Compute("net_send", c.net_send_us(k, replies)),
     ]

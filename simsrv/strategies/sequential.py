@@ -30,6 +30,7 @@ class Sequential(Strategy):
             frame.range_entities,
             len(frame.reply_clients),
             frame.visible_entities,
+            frame.pvs_rooms,
         )
         return FramePlan((Thread("main", 0, tuple(ops)),))
 

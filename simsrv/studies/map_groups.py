@@ -11,7 +11,8 @@ Usage::
    ``2048 * sqrt(N / 160)``), 20 % of them sending in the frame (fork-wait's 33 of 160),
    grouped exactly as BSP-group does; the largest group per snapshot, mean of 5 snapshots
    1 s apart after 10 s (plus 10 s of discarded settling).  On ``hotspots`` with one strong
-   attractor (radius 320, every destination in it) it grows with N; on ``arena`` and
+   attractor (every destination in it; radius 320 units on the 160-player map, scaled with the
+   map side so that it covers the same share of every map) it grows with N; on ``arena`` and
    ``rooms`` without attractors it stays bounded.
 
 Writes ``<out>-kinds.csv``, ``<out>-scaling.csv`` and ``<out>-scaling.png``.
@@ -23,6 +24,7 @@ import argparse
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -47,17 +49,52 @@ KINDS: dict[str, dict] = {
     "hotspots-1center": {"kind": "hotspots", "layout": "1center", "radius": 320.0},
     "death32c-like": {"kind": "death32c-like"},
 }
-PLAYERS = (10, 100, 1000, 10_000)
-SCALING: dict[str, list[str]] = {
-    "hotspots (1 attractor)": [
+PLAYERS = (10, 30, 100, 300, 1000, 3000, 10_000)
+
+
+def _hotspot_overrides(side: float) -> list[str]:
+    radius = 320.0 * side / 2048.0  # the attractor covers the same share of every map
+    return [
         "map.kind=hotspots",
         'map.layout="1center"',
-        "map.radius=320",
+        f"map.base_params={{size = {side}}}",
+        f"map.radius={radius}",
         "players.mobility=hotspot",
         "players.behaviour.hotspot_share=1.0",
-    ],
-    "arena": ["map.kind=arena", "players.mobility=random-waypoint"],
-    "rooms": ["map.kind=rooms", "players.mobility=random-waypoint"],
+        f"players.behaviour.settle_s={_crossing_s(side)}",
+    ]
+
+
+def _arena_overrides(side: float) -> list[str]:
+    return ["map.kind=arena", f"map.size={side}", "players.mobility=quake-bot"]
+
+
+def _rooms_overrides(side: float) -> list[str]:
+    k = max(1, round(side / 1024))
+    rooms = [f"map.rows={k}", f"map.cols={k}", "map.room_size=992"]
+    return ["map.kind=rooms", *rooms, "players.mobility=quake-bot"]
+
+
+def _waypoint_overrides(side: float) -> list[str]:
+    return [
+        "map.kind=arena",
+        f"map.size={side}",
+        "players.mobility=random-waypoint",
+        f"players.behaviour.settle_s={_crossing_s(side)}",
+    ]
+
+
+def _crossing_s(side: float) -> float:
+    """Settling walk long enough to cross the map several times (10 s on the 2048-unit map)."""
+    return 10.0 * side / 2048.0
+
+
+SCALING: dict[str, Callable[[float], list[str]]] = {
+    # name -> overrides of the default scenario for a map of side ``side`` units
+    "hotspots (1 attractor)": _hotspot_overrides,
+    "arena": _arena_overrides,
+    "rooms": _rooms_overrides,
+    "arena, random-waypoint": _waypoint_overrides,
 }
 
 
@@ -74,30 +111,20 @@ def _kind_row(job: tuple[str, int, float]) -> dict:
 def _scaling_row(job: tuple[str, int, int]) -> dict:
     name, players, seed = job
     side = 2048.0 * math.sqrt(players / 160)
-    overrides = [*SCALING[name], f"players.count={players}", f"run.seed={seed}"]
-    overrides.append("players.behaviour.settle_s=10")
-    if name == "rooms":
-        k = max(1, round(side / 1024))
-        overrides += [f"map.rows={k}", f"map.cols={k}", "map.room_size=992"]
-    elif "hotspots" in name:
-        overrides += [f"map.base_params={{size = {side}}}"]
-    else:
-        overrides += [f"map.size={side}"]
+    overrides = [*SCALING[name](side), f"players.count={players}", f"run.seed={seed}"]
     scenario = load_scenario(None, overrides)
     _, snaps = snapshots(scenario, [10.0 + i for i in range(5)], active_share=0.2)
     largest = []
     for snap in snaps:
         grouped = snap.group[snap.group >= 0]
-        largest.append(
-            int(np.bincount(np.unique(grouped, return_inverse=True)[1]).max())
-            if len(grouped)
-            else 0
-        )
+        largest.append(int(np.unique(grouped, return_counts=True)[1].max()) if len(grouped) else 0)
+    mean = statistics.fmean(largest)
     return {
         "map": name,
         "players": players,
         "seed": seed,
-        "largest_group": statistics.fmean(largest),
+        "largest_group_players": mean,
+        "largest_group_share": mean / players,
     }
 
 
@@ -116,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         scaling_jobs = [(m, n, s) for m in SCALING for n in PLAYERS for s in seeds]
         scaling = pd.DataFrame(pool.map(_scaling_row, scaling_jobs))
     scaling.to_csv(f"{args.out}-scaling.csv", index=False)
-    print(scaling.groupby(["map", "players"]).largest_group.mean().unstack().round(1).to_string())
+    print(
+        scaling.groupby(["map", "players"])
+        .largest_group_players.mean()
+        .unstack()
+        .round(1)
+        .to_string()
+    )
     from simsrv.figures.scaling import largest_group_figure
 
     largest_group_figure(scaling).savefig(f"{args.out}-scaling.png", dpi=110)

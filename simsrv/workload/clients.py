@@ -108,6 +108,7 @@ class ClientStream:
         msgs["commands"] = 1
         msgs["range_count"] = state.range_count
         msgs["visible_count"] = state.visible_count
+        msgs["pvs_rooms"] = state.pvs_rooms
         msgs["shot"] = state.actions.shot
         self.sent += n
         if cfg.packet_loss > 0:

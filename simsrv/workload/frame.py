@@ -36,6 +36,8 @@ class FrameWorkload(NamedTuple):
         Clients that get a reply this frame (unique).
     reply_visible:
         Entities in each replied client's visible set (aligned with ``reply_clients``).
+    reply_pvs_rooms:
+        Rooms in each replied client's PVS row (aligned with ``reply_clients``).
     choked:
         Replies held back by the rate limit.
     physics:
@@ -48,6 +50,8 @@ class FrameWorkload(NamedTuple):
         Sum of the action-range counts of ``messages``.
     visible_entities:
         Sum of ``reply_visible``.
+    pvs_rooms:
+        Sum of ``reply_pvs_rooms``.
     """
 
     index: int
@@ -55,12 +59,14 @@ class FrameWorkload(NamedTuple):
     messages: np.ndarray
     reply_clients: np.ndarray
     reply_visible: np.ndarray
+    reply_pvs_rooms: np.ndarray
     choked: int
     physics: bool
     entities: int
     commands: int
     range_entities: int
     visible_entities: int
+    pvs_rooms: int
 
 
 class FrameBuilder:
@@ -98,13 +104,14 @@ class FrameBuilder:
             self.last_physics_s = start_s
         if unique:
             clients, visible = messages["client"], messages["visible_count"]
+            pvs = messages["pvs_rooms"]
         else:
-            clients, visible = _reply_targets(messages)
+            clients, visible, pvs = _reply_targets(messages)
         choked = 0
         if self.bandwidth is not None and len(clients):
             ok = self.bandwidth.allow(clients, self.reply_bytes(visible), start_s)
             choked = int(len(clients) - ok.sum())
-            clients, visible = clients[ok], visible[ok]
+            clients, visible, pvs = clients[ok], visible[ok], pvs[ok]
         commands = len(messages) if self.gapless else _total(messages["commands"])
         return FrameWorkload(
             index,
@@ -112,12 +119,14 @@ class FrameBuilder:
             messages,
             clients,
             visible,
+            pvs,
             choked,
             physics,
             self.entities,
             commands,
             _total(messages["range_count"]),
             _total(visible),
+            _total(pvs),
         )
 
     def reply_bytes(self, visible: np.ndarray) -> np.ndarray:
@@ -160,10 +169,12 @@ def _total(values: np.ndarray) -> int:
     return sum(values.tolist())
 
 
-def _reply_targets(messages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique clients of the frame and, for each, the visible count of its newest packet."""
+def _reply_targets(messages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unique clients of the frame and, for each, the visible count and PVS rooms of its newest
+    packet."""
     if len(messages) == 0:
-        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
-    reversed_clients = messages["client"][::-1]
-    clients, first = np.unique(reversed_clients, return_index=True)
-    return clients, messages["visible_count"][::-1][first]
+        empty = np.zeros(0, dtype=np.int32)
+        return empty, empty, empty
+    newest_first = messages[::-1]
+    clients, first = np.unique(newest_first["client"], return_index=True)
+    return clients, newest_first["visible_count"][first], newest_first["pvs_rooms"][first]

@@ -10,6 +10,7 @@ Fields
                    ``commands_per_packet`` after lost or dropped packets)
 ``range_count``    entities in the sender's action range at that tick (self excluded)
 ``visible_count``  entities in the sender's visible set at that tick (self excluded)
+``pvs_rooms``      rooms in the sender's PVS row at that tick (the PVS work of its reply)
 ``shot``           the command fires a weapon
 """
 
@@ -26,6 +27,7 @@ MESSAGE_DTYPE = np.dtype(
         ("commands", "i4"),
         ("range_count", "i4"),
         ("visible_count", "i4"),
+        ("pvs_rooms", "i4"),
         ("shot", "?"),
     ]
 )

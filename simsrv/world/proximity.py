@@ -1,4 +1,4 @@
-"""Who is near whom: action ranges and the visibility proxy, vectorised.
+"""Who is near whom: action ranges, vectorised (visibility: :mod:`simsrv.world.visibility`).
 
 Action range [P §4.2, T §3.2.3]: the entities inside the axis-aligned cube of edge
 ``action_range`` (256 units) centred on a player, walls ignored.  A k-d tree with the Chebyshev
@@ -12,8 +12,6 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.spatial import cKDTree
-
-from simsrv.world.maps.base import GameMap
 
 
 class Neighbours(NamedTuple):
@@ -75,19 +73,3 @@ def range_pairs(players: np.ndarray, entities: np.ndarray, edge: float) -> np.nd
     points = players if len(entities) == 0 else np.vstack([players, entities])
     tree = cKDTree(points)
     return tree.query_pairs(r=edge / 2, p=np.inf, output_type="ndarray")
-
-
-def visible_counts(game_map: GameMap, players: np.ndarray) -> np.ndarray:
-    """Entities in each player's potentially visible set, by the room proxy (self excluded).
-
-    A player sees every player and map entity in the rooms its room can see
-    (``game_map.room_visible``).  A player in no room sees nothing but itself.
-    """
-    rooms = game_map.room_of(players)
-    n_rooms = len(game_map.room_min)
-    per_room = np.bincount(rooms[rooms >= 0], minlength=n_rooms)
-    if len(game_map.entities):
-        ent_rooms = game_map.room_of(game_map.entities)
-        per_room = per_room + np.bincount(ent_rooms[ent_rooms >= 0], minlength=n_rooms)
-    seen = game_map.room_visible.astype(np.int64) @ per_room
-    return np.where(rooms >= 0, seen[rooms] - 1, 0)

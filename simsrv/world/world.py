@@ -9,7 +9,8 @@ import numpy as np
 
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.registry import Mobility, TickActions
-from simsrv.world.proximity import Neighbours, neighbour_lists, visible_counts
+from simsrv.world.proximity import Neighbours, neighbour_lists
+from simsrv.world.visibility import visibility
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class TickState:
         (N,) entities in each player's action range (self excluded).
     visible_count:
         (N,) entities in each player's visible set (self excluded).
+    pvs_rooms:
+        (N,) rooms in each player's PVS row (the PVS work of its reply).
     neighbours:
         Each player's action-range list ``L_a`` (``range_count`` is its length).
     actions:
@@ -36,6 +39,7 @@ class TickState:
     positions: np.ndarray
     range_count: np.ndarray
     visible_count: np.ndarray
+    pvs_rooms: np.ndarray
     actions: TickActions
     neighbours: Neighbours
 
@@ -43,10 +47,17 @@ class TickState:
 class World:
     """Map + players; :meth:`advance` moves everyone one tick and measures proximity."""
 
-    def __init__(self, game_map: GameMap, mobility: Mobility, action_range: float) -> None:
+    def __init__(
+        self,
+        game_map: GameMap,
+        mobility: Mobility,
+        action_range: float,
+        visibility_range: float = 0.0,
+    ) -> None:
         self.map = game_map
         self.mobility = mobility
         self.action_range = action_range
+        self.visibility_range = visibility_range
         self.tick = 0
         self._history: OrderedDict[int, Neighbours] = OrderedDict()
         self._history_ticks = 0
@@ -84,11 +95,13 @@ class World:
         actions = self.mobility.step(dt_s)
         positions = self.mobility.positions.copy()
         neighbours = neighbour_lists(positions, self.map.entities, self.action_range)
+        seen = visibility(self.map, positions, self.visibility_range)
         state = TickState(
             tick=self.tick,
             positions=positions,
             range_count=neighbours.counts,
-            visible_count=visible_counts(self.map, positions),
+            visible_count=seen.entities,
+            pvs_rooms=seen.rooms,
             actions=actions,
             neighbours=neighbours,
         )

@@ -1,0 +1,64 @@
+"""The potentially visible set (PVS) proxy that sizes replies and prices building them.
+
+QuakeWorld builds a client's reply from the entities in the *potentially visible set* of the
+client's leaf (``SV_WriteEntitiesToClient``): it decompresses the leaf's PVS row and tests
+entities against it [MODEL §1].  The proxy: a map is a set of rooms (leaves); a player sees
+
+* every player and map entity in the rooms its room can see (``GameMap.room_visible``: the
+  same room and rooms seen through doorways),
+* and, when ``visibility_range > 0``, only those within that Euclidean distance (units).
+
+Per reply it reports the visible entities (the reply's size and per-entity cost) and the rooms
+in the player's PVS row (the PVS work: ``reply_per_pvs_room``).  Small rooms seen through many
+doorways thus make the PVS work costlier but the replies smaller; an open map the opposite.
+A player in no room sees nothing and has an empty PVS.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from simsrv.world.maps.base import GameMap
+
+
+class Visibility(NamedTuple):
+    """Per player: ``entities`` visible (self excluded), ``rooms`` in its PVS row; (N,) int."""
+
+    entities: np.ndarray
+    rooms: np.ndarray
+
+
+def visibility(game_map: GameMap, players: np.ndarray, visibility_range: float = 0.0) -> Visibility:
+    """Visible entities and PVS rooms of each player (see the module docstring)."""
+    rooms = game_map.room_of(players)
+    pvs_rooms = game_map.room_visible.sum(axis=1)
+    row_size = np.where(rooms >= 0, pvs_rooms[rooms], 0)
+    if visibility_range > 0:
+        return Visibility(_seen_within(game_map, players, rooms, visibility_range), row_size)
+    n_rooms = len(game_map.room_min)
+    per_room = np.bincount(rooms[rooms >= 0], minlength=n_rooms)
+    if len(game_map.entities):
+        ent_rooms = game_map.room_of(game_map.entities)
+        per_room = per_room + np.bincount(ent_rooms[ent_rooms >= 0], minlength=n_rooms)
+    seen = game_map.room_visible.astype(np.int64) @ per_room
+    return Visibility(np.where(rooms >= 0, seen[rooms] - 1, 0), row_size)
+
+
+def _seen_within(
+    game_map: GameMap, players: np.ndarray, rooms: np.ndarray, distance: float
+) -> np.ndarray:
+    """Entities in visible rooms within ``distance`` units of each player (k-d tree pairs)."""
+    n = len(players)
+    entities = game_map.entities
+    points = players if len(entities) == 0 else np.vstack([players, entities])
+    room = rooms if len(entities) == 0 else np.concatenate([rooms, game_map.room_of(entities)])
+    pairs = cKDTree(points).query_pairs(r=distance, output_type="ndarray")
+    a, b = pairs[:, 0], pairs[:, 1]  # a < b, so a is always a player
+    ra, rb = room[a], room[b]
+    both = (ra >= 0) & (rb >= 0)
+    a_sees_b = both & (a < n) & game_map.room_visible[np.maximum(ra, 0), np.maximum(rb, 0)]
+    b_sees_a = both & (b < n) & game_map.room_visible[np.maximum(rb, 0), np.maximum(ra, 0)]
+    return np.bincount(a[a_sees_b], minlength=n) + np.bincount(b[b_sees_a], minlength=n)[:n]
