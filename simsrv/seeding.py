@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-STREAMS = ("map", "players", "clients", "strategy", "machine")
-"""Names of the streams, in spawn order (never reorder: it would change every result)."""
+STREAMS = ("map", "players", "clients", "strategy", "machine", "combat")
+"""Names of the streams, in spawn order (never reorder: it would change every result; new
+streams go at the end, which leaves the earlier ones unchanged)."""
 
 
 def spawn_streams(seed: int) -> dict[str, np.random.Generator]:

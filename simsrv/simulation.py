@@ -24,6 +24,7 @@ from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
+from simsrv.world.combat import Combat
 from simsrv.world.maps import MAP_KINDS, GameMap
 from simsrv.world.mobility import MOBILITY_MODELS
 from simsrv.world.world import World
@@ -163,4 +164,5 @@ def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> Worl
         rng["players"],
     )
     players = scenario.players
-    return World(game_map, mobility, players.action_range, players.visibility_range)
+    combat = Combat(game_map, players.hit_chance, rng["combat"]) if players.respawn else None
+    return World(game_map, mobility, players.action_range, players.visibility_range, combat)

@@ -49,6 +49,12 @@ class PlayersSection(StrictModel):
         description="entities farther than this are not visible (PVS proxy), units; "
         "0 = everything in the visible rooms",
     )
+    respawn: bool = Field(
+        False, description="a shot may kill the nearest opponent in range; it respawns next tick"
+    )
+    hit_chance: float = Field(
+        0.3, ge=0, le=1, description="chance that a shot kills its target (with respawn)"
+    )
 
 
 class ClientsSection(StrictModel):

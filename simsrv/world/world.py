@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsrv.world.combat import Combat
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.registry import Mobility, TickActions
 from simsrv.world.proximity import Neighbours, neighbour_lists
@@ -29,6 +30,9 @@ class TickState:
         (N,) entities in each player's visible set (self excluded).
     pvs_rooms:
         (N,) rooms in each player's PVS row (the PVS work of its reply).
+    killed:
+        (N,) bool, players killed by this tick's shots (they respawn at the next tick; all
+        False without ``combat``).
     neighbours:
         Each player's action-range list ``L_a`` (``range_count`` is its length).
     actions:
@@ -40,6 +44,7 @@ class TickState:
     range_count: np.ndarray
     visible_count: np.ndarray
     pvs_rooms: np.ndarray
+    killed: np.ndarray
     actions: TickActions
     neighbours: Neighbours
 
@@ -53,11 +58,13 @@ class World:
         mobility: Mobility,
         action_range: float,
         visibility_range: float = 0.0,
+        combat: Combat | None = None,
     ) -> None:
         self.map = game_map
         self.mobility = mobility
         self.action_range = action_range
         self.visibility_range = visibility_range
+        self.combat = combat
         self.tick = 0
         self._history: OrderedDict[int, Neighbours] = OrderedDict()
         self._history_ticks = 0
@@ -92,9 +99,15 @@ class World:
 
     def advance(self, dt_s: float) -> TickState:
         """Move every player by one tick of ``dt_s`` seconds and return the new state."""
+        if self.combat is not None:
+            self.combat.respawn(self.mobility.positions)
         actions = self.mobility.step(dt_s)
         positions = self.mobility.positions.copy()
         neighbours = neighbour_lists(positions, self.map.entities, self.action_range)
+        if self.combat is not None:
+            killed = self.combat.shoot(positions, actions.shot, neighbours)
+        else:
+            killed = np.zeros(len(positions), dtype=bool)
         seen = visibility(self.map, positions, self.visibility_range)
         state = TickState(
             tick=self.tick,
@@ -102,6 +115,7 @@ class World:
             range_count=neighbours.counts,
             visible_count=seen.entities,
             pvs_rooms=seen.rooms,
+            killed=killed,
             actions=actions,
             neighbours=neighbours,
         )
