@@ -13,6 +13,7 @@ import numpy as np
 from simsrv.machine.trace import WAIT_ACTIVITIES
 from simsrv.metrics.moments import group_statistics, moments, os_time_fraction
 from simsrv.metrics.timeline import all_busy_time, clip_intervals, window_share
+from simsrv.metrics.waiting import waiting_fractions
 from simsrv.scenario.schema import Scenario
 from simsrv.simulation import SimulationOutput
 
@@ -25,8 +26,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     of time with every CPU busy), ``cpu_utilization`` (busy share per CPU), ``time_breakdown``
     (activity -> share of total CPU time, ``idle`` included; wait states are thread time spent
     blocked and may overlap other threads' work), ``simulated_time_s``, ``frames``, ``moments``
-    and ``os_time_fraction`` (:mod:`simsrv.metrics.moments`), and ``groups`` for strategies
-    that group entities.
+    and ``os_time_fraction`` (:mod:`simsrv.metrics.moments`), ``lock_wait_fraction``,
+    ``barrier_wait_fraction`` and ``any_waiting_fraction`` (:mod:`simsrv.metrics.waiting`), and
+    ``groups`` for strategies that group entities.
     """
     t0 = scenario.run.warmup_s
     t1 = t0 + scenario.run.duration_s
@@ -63,6 +65,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
         "frames": n,
         "moments": moments(frames, out.trace, all_busy),
         "os_time_fraction": os_time_fraction(trace, cpus, span),
+        **waiting_fractions(trace, t0, t1),
     }
     if "groups" in frames:
         result["groups"] = group_statistics(frames)

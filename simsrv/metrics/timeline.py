@@ -31,8 +31,16 @@ def busy_cpu_levels(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         ``levels[i]`` busy CPUs during ``[times[i], times[i+1])``; the last level is 0.
     """
     busy = trace[trace["busy"]]
-    starts = busy["start_s"].to_numpy()
-    ends = busy["end_s"].to_numpy()
+    return interval_levels(busy["start_s"].to_numpy(), busy["end_s"].to_numpy())
+
+
+def interval_levels(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of how many of the intervals ``starts[i]..ends[i]`` are open.
+
+    Returns ``times, levels`` as :func:`busy_cpu_levels` does.
+    """
+    if len(starts) == 0:
+        return np.zeros(0), np.zeros(0)
     times = np.concatenate([starts, ends])
     delta = np.concatenate([np.ones(len(starts)), -np.ones(len(ends))])
     order = np.argsort(times, kind="stable")

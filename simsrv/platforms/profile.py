@@ -53,6 +53,9 @@ class Costs(StrictModel):
     exit_teardown: float = _us("process exit and teardown (kernel frees the address space)")
     wait: float = _us("wait() system call and reaping per worker")
     context_switch: float = _us("one context switch")
+    thread_cache_refill: float = _us(
+        "refilling a resumed thread's cold stack and state into cache and TLB"
+    )
     lock_acquire: float = _us("acquire of an uncontended lock")
     lock_per_node: float = _us("areanode tree traversal per node")
     barrier: float = _us("passing a barrier (per thread)")

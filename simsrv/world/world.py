@@ -66,24 +66,32 @@ class World:
         self.visibility_range = visibility_range
         self.combat = combat
         self.tick = 0
-        self._history: OrderedDict[int, Neighbours] = OrderedDict()
+        self._history: OrderedDict[int, tuple[Neighbours, np.ndarray]] = OrderedDict()
         self._history_ticks = 0
 
     def keep_neighbours(self, ticks: int) -> None:
-        """Remember the action-range lists of the last ``ticks`` ticks (for :meth:`neighbours`).
+        """Remember the action-range lists and positions of the last ``ticks`` ticks (for
+        :meth:`neighbours` and :meth:`positions`).
 
-        Strategies that group entities call this: a frame's packets carry the tick of the world
-        state they were sent in, and the world is generated ahead of the server.
+        Strategies that need where players were call this: a frame's packets carry the tick of
+        the world state they were sent in, and the world is generated ahead of the server.
         """
         self._history_ticks = max(self._history_ticks, ticks)
 
     def neighbours(self, tick: int) -> Neighbours:
         """The action-range lists at ``tick`` (kept for the last :meth:`keep_neighbours` ticks)."""
+        return self._kept(tick)[0]
+
+    def positions(self, tick: int) -> np.ndarray:
+        """(N, 3) player origins at ``tick`` (kept for the last :meth:`keep_neighbours` ticks)."""
+        return self._kept(tick)[1]
+
+    def _kept(self, tick: int) -> tuple[Neighbours, np.ndarray]:
         try:
             return self._history[tick]
         except KeyError:
             raise LookupError(
-                f"tick {tick} is outside the kept neighbour history "
+                f"tick {tick} is outside the kept history "
                 f"({self._history_ticks} ticks up to {self.tick - 1})"
             ) from None
 
@@ -120,7 +128,7 @@ class World:
             neighbours=neighbours,
         )
         if self._history_ticks:
-            self._history[self.tick] = neighbours
+            self._history[self.tick] = (neighbours, positions)
             while len(self._history) > self._history_ticks:
                 self._history.popitem(last=False)
         self.tick += 1
