@@ -1,0 +1,183 @@
+"""AB04's multithreaded server: areanode tree, region locks, barriers, waiting metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsrv.machine import Machine
+from simsrv.metrics.waiting import waiting_fractions
+from simsrv.platforms.profile import Costs, load_platform
+from simsrv.result import run
+from simsrv.scenario.load import load_scenario
+from simsrv.strategies import STRATEGIES, StrategyContext
+from simsrv.workload.frame import FrameWorkload
+from simsrv.workload.messages import MESSAGE_DTYPE
+from simsrv.world.areanode import AreanodeTree
+from simsrv.world.maps.cube import CubeParams, build_cube
+
+TREE = AreanodeTree.build(np.zeros(3), np.array([2048.0, 1024.0, 512.0]))
+
+
+def test_tree_has_quakeworlds_31_nodes_split_on_the_longer_side():
+    assert TREE.nodes == 31
+    assert TREE.axis[0] == 0 and TREE.dist[0] == 1024.0  # x is longer: split x at the middle
+    assert TREE.axis[1] == 1 and TREE.dist[1] == 512.0  # then 1024 x 1024: y (x not longer)
+    leaves = np.arange(15, 31)
+    area = np.prod(TREE.hi[leaves] - TREE.lo[leaves], axis=1)
+    assert np.allclose(area, 2048 * 1024 / 16)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**31), size=st.floats(1.0, 900.0))
+def test_link_is_the_deepest_node_containing_the_whole_box(seed, size):
+    rng = np.random.default_rng(seed)
+    lo = rng.uniform(0, 1, (200, 2)) * (np.array([2048.0, 1024.0]) - size)
+    hi = lo + rng.uniform(0.5, size, (200, 2))
+    got = TREE.link(lo, hi)
+    inside = np.all((TREE.lo[None] < lo[:, None]) & (hi[:, None] < TREE.hi[None]), axis=2)
+    inside[:, 0] = True  # the root holds whatever straddles its split
+    depth = AreanodeTree.node_depth(np.arange(TREE.nodes))
+    deepest = np.where(inside, depth[None], -1).argmax(axis=1)
+    np.testing.assert_array_equal(got, deepest)
+    # walking up from the linked node reaches a node containing the box without moving
+    node, steps = TREE.covering(got, lo, hi)
+    assert np.all(steps == 0) and np.array_equal(node, got)
+
+
+class FakeWorld:
+    """What the strategy asks of a world: the map, player count and positions at tick 0."""
+
+    def __init__(self, positions: np.ndarray) -> None:
+        self.map = build_cube(CubeParams(), np.random.default_rng(0))
+        self._positions = positions
+
+    @property
+    def players(self) -> int:
+        return len(self._positions)
+
+    def keep_neighbours(self, ticks: int) -> None:
+        pass
+
+    def positions(self, tick: int) -> np.ndarray:
+        return self._positions
+
+
+def _plan(positions, clients, options, cpus, costs):
+    scenario = load_scenario(None, ["server.strategy=abdelkhalek", f"machine.cpus={cpus}"])
+    zero = dict.fromkeys(Costs.model_fields, 0.0)
+    base = load_platform("cordeiro2007-xeon")
+    plat = base.model_copy(update={"costs": Costs(**{**zero, **costs})})
+    kind = STRATEGIES.get("abdelkhalek", "server.strategy")
+    context = StrategyContext(scenario, plat, cpus, FakeWorld(positions), np.random.default_rng(0))
+    strategy = kind.create(kind.options(**options), context)
+    messages = np.zeros(len(clients), dtype=MESSAGE_DTYPE)
+    messages["client"] = clients
+    messages["commands"] = 1
+    messages["range_count"] = 1
+    c = np.unique(np.array(clients, dtype=np.int32))
+    zeros = np.zeros(len(c), np.int32)
+    frame = FrameWorkload(0, 0.0, messages, c, zeros, zeros, 0, False, 0, len(clients), 0, 0, 0)
+    machine = Machine(cpus)
+    end_s = machine.execute(strategy.plan(frame), 0, 0.0)
+    return end_s * 1e6, machine.trace.to_frame()
+
+
+def _floor(xy):
+    z = 24.0
+    return np.array([[x, y, z] for x, y in xy], dtype=float)
+
+
+def test_two_threads_on_one_leaf_serialise_exactly():
+    # clients 0 and 1 (threads 0 and 1) stand together in the middle of one quarter of the cube:
+    # both lock that quarter's covering node; 3 packets each of 100 us
+    positions = _floor([(500.0, 500.0), (520.0, 500.0)])
+    end, trace = _plan(
+        positions, [0, 1, 0, 1, 0, 1], {"threads": 2}, 2, {"request_per_message": 100}
+    )
+    assert end == pytest.approx(600.0)  # fully serial: 6 x 100 us
+    waits = trace[trace.activity == "lock_wait"]
+    # the lock alternates: each packet but the first waits for the other thread's 100 us
+    assert waits.end_s.sub(waits.start_s).sum() * 1e6 == pytest.approx(500.0)
+    requests = trace[trace.activity == "request"].sort_values("start_s")
+    starts = (requests.start_s * 1e6).round(6).tolist()
+    assert starts == [0.0, 100.0, 200.0, 300.0, 400.0, 500.0]
+    assert requests.thread.tolist() == ["thread0", "thread1"] * 3  # FIFO hand-over
+
+
+def test_threads_in_disjoint_regions_never_wait_for_each_other():
+    positions = _floor([(300.0, 300.0), (1700.0, 1700.0)])  # opposite corners of the cube
+    end, trace = _plan(
+        positions, [0, 1, 0, 1, 0, 1], {"threads": 2}, 2, {"request_per_message": 100}
+    )
+    assert end == pytest.approx(300.0)
+    assert "lock_wait" not in set(trace.activity)
+
+
+def test_one_thread_never_waits_for_a_lock():
+    positions = _floor([(500.0, 500.0), (520.0, 500.0)])
+    _, trace = _plan(positions, [0, 1, 0, 1], {"threads": 1}, 1, {"request_per_message": 100})
+    assert "lock_wait" not in set(trace.activity)
+
+
+def test_region_optimized_locks_only_the_movers_node_when_it_is_alone():
+    positions = _floor([(500.0, 500.0), (520.0, 500.0)])
+    scenario_clients = [0, 1]
+    # |L_a| = 1 for both (they see each other): optimisation does not apply, still serial
+    end, _ = _plan(
+        positions,
+        scenario_clients,
+        {"threads": 2, "locking": "region-optimized"},
+        2,
+        {"request_per_message": 100},
+    )
+    assert end == pytest.approx(200.0)
+    end, _ = _plan(
+        positions,
+        scenario_clients,
+        {"threads": 2, "locking": "none"},
+        2,
+        {"request_per_message": 100},
+    )
+    assert end == pytest.approx(100.0)
+
+
+def test_waiting_fractions_on_a_hand_made_trace():
+    import pandas as pd
+
+    trace = pd.DataFrame(
+        {
+            "activity": ["request", "lock_wait", "request", "barrier_wait"],
+            "start_s": [0.0, 0.0, 1.0, 3.0],
+            "end_s": [4.0, 1.0, 3.0, 4.0],
+        }
+    )
+    got = waiting_fractions(trace, 0.0, 4.0)
+    assert got == {
+        "lock_wait_fraction": 1 / 8,
+        "barrier_wait_fraction": 1 / 8,
+        "any_waiting_fraction": 0.5,
+    }
+
+
+@pytest.mark.parametrize("locking", ["region", "region-optimized", "none"])
+def test_every_packet_is_processed_exactly_once(locking):
+    scenario = load_scenario(
+        None,
+        [
+            "server.strategy=abdelkhalek",
+            f'server.options.locking="{locking}"',
+            "machine.cpus=4",
+            "players.count=64",
+            "run.duration_s=1",
+            "run.warmup_s=0",
+        ],
+    )
+    result = run(scenario)
+    frames, trace = result.frames, result.trace
+    assert int((trace.activity == "request").sum()) == int(frames.messages.sum())
+    assert result.summary["dropped_fraction"] == 0.0
+    if locking == "none":
+        assert result.summary["lock_wait_fraction"] == 0.0
