@@ -1,0 +1,74 @@
+"""``simsrv capacity``: the most clients a scenario's server keeps up with (any strategy)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from simsrv.capacity import MAX_DROPPED, MIN_REPLY_RATIO, Capacity, find_capacity
+from simsrv.cli.parser import add_scenario_arguments
+from simsrv.errors import InputError
+
+
+def add_parser(subparsers) -> None:
+    """Register the ``capacity`` subcommand."""
+    p = subparsers.add_parser(
+        "capacity",
+        help="raise the client count in steps until the server falls behind",
+        description=f"Run the scenario at --start, --start + --step, ... clients until "
+        f"replies/s fall below {MIN_REPLY_RATIO:g} x the packets/s the clients offer or more "
+        f"than {MAX_DROPPED:g} of the packets are dropped; report the largest count that met "
+        "both (see docs/cli.md).",
+    )
+    add_scenario_arguments(p)
+    p.add_argument("--start", type=int, default=8, help="first client count (default 8)")
+    p.add_argument("--step", type=int, default=8, help="clients added per step (default 8)")
+    p.add_argument("--max", dest="max_clients", type=int, default=1024, help="last count tried")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    for name in ("start", "step", "max_clients"):
+        if getattr(args, name) < 1:
+            flag = "--max" if name == "max_clients" else f"--{name}"
+            raise InputError(f"{flag}: must be a whole number >= 1, got {getattr(args, name)}")
+    result = Capacity()
+
+    def show(point: dict) -> None:
+        if not args.json:
+            verdict = "met" if point["met"] else "overloaded"
+            print(
+                f"  {point['clients']:>6d} clients  replies/s {point['replies_per_s']:>10.1f}  "
+                f"offered/s {point['offered_per_s']:>10.1f}  dropped "
+                f"{point['dropped_fraction']:.3f}  {verdict}",
+                flush=True,
+            )
+
+    try:
+        find_capacity(
+            args.scenario,
+            args.overrides,
+            start=args.start,
+            step=args.step,
+            max_clients=args.max_clients,
+            on_point=show,
+            result=result,
+        )
+    except KeyboardInterrupt:
+        _report(args, result)  # keep what was measured
+        raise
+    _report(args, result)
+    return 0
+
+
+def _report(args: argparse.Namespace, result: Capacity) -> None:
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=1)
+        print()
+        return
+    state = "" if result.complete else " (interrupted: lower bound)"
+    if result.points and result.points[-1]["met"] and result.complete:
+        state = f" (still met at --max {args.max_clients}: lower bound)"
+    print(f"capacity: {result.capacity_clients} clients{state}")
