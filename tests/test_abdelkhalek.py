@@ -181,3 +181,43 @@ def test_every_packet_is_processed_exactly_once(locking):
     assert result.summary["dropped_fraction"] == 0.0
     if locking == "none":
         assert result.summary["lock_wait_fraction"] == 0.0
+
+
+def test_threads_spread_over_cores_and_extra_threads_pay_switches():
+    positions = _floor([(500.0, 500.0), (1500.0, 1500.0)])
+    scenario = load_scenario(
+        None, ["server.strategy=abdelkhalek", "machine.cpus=8", "players.count=2"]
+    )
+    plat = load_platform("cordeiro2007-xeon").model_copy(update={"smt_per_core": 2})
+    kind = STRATEGIES.get("abdelkhalek", "server.strategy")
+    four = kind.create(
+        kind.options(threads=4),
+        StrategyContext(scenario, plat, 8, FakeWorld(positions), np.random.default_rng(0)),
+    )
+    assert four.cpu_of.tolist() == [0, 2, 4, 6]  # one per physical core first
+    assert not four.resume_cost.any()
+    per_client = kind.create(
+        kind.options(threads="per-client"),
+        StrategyContext(scenario, plat, 1, FakeWorld(positions), np.random.default_rng(0)),
+    )
+    k = plat.costs
+    assert per_client.threads == 2
+    assert per_client.resume_cost.tolist() == [k.context_switch + k.thread_cache_refill] * 2
+
+
+def test_capacity_cli_reports_the_last_count_that_kept_up(capsys):
+    import json
+
+    from simsrv.cli.main import main
+
+    args = ["capacity", "--start", "8", "--step", "8", "--max", "200", "--json"]
+    heavy = ["--set", "machine.costs.request_per_message=3000", "--set", "run.duration_s=1"]
+    assert main([*args, *heavy]) == 0
+    out = json.loads(capsys.readouterr().out)
+    points = out["points"]
+    # 3 ms per packet at 31.25 packets/s per client: one CPU keeps up with ~10 clients
+    assert out["capacity_clients"] == 8 and out["complete"]
+    assert [p["met"] for p in points] == [True, False]
+    assert points[1]["replies_per_s"] < 0.8 * points[1]["offered_per_s"]
+    assert main(["capacity", "--step", "0"]) == 2
+    assert "--step: must be a whole number >= 1" in capsys.readouterr().err
