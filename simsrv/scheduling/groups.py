@@ -18,6 +18,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from simsrv.ragged import select_rows
 from simsrv.world.proximity import Neighbours
 
 
@@ -64,14 +65,10 @@ def frame_groups(
     for tick in np.unique(ticks).tolist():
         senders = clients[ticks == tick]
         indptr, indices = neighbours_at(tick)
-        starts, stops = indptr[senders], indptr[senders + 1]
-        lengths = stops - starts
-        total = int(lengths.sum())
-        if total:
-            # positions of every L_a element in ``indices``, sender by sender
-            offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            sources.append(np.repeat(senders.astype(np.int64), lengths))
-            targets.append(indices[np.repeat(starts, lengths) + offsets].astype(np.int64))
+        which, in_range = select_rows(indptr, indices, senders)  # every L_a, sender by sender
+        if len(which):
+            sources.append(senders[which].astype(np.int64))
+            targets.append(in_range.astype(np.int64))
     source, target = np.concatenate(sources), np.concatenate(targets)
     edges = len(source) - len(clients)
     entities, compact = np.unique(np.concatenate([source, target]), return_inverse=True)

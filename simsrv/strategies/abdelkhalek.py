@@ -94,7 +94,7 @@ class Abdelkhalek(Strategy):
         messages = frame.messages
         thread_of = messages["client"] % self.threads
         master = int(thread_of[0]) if len(messages) else 0
-        lock_ops = self._lock_ops(messages)
+        lock_ops = None if self.options.locking == "none" else self._lock_ops(messages)
         request = c.request_us(k, 1, messages["commands"], messages["range_count"])
         reply_thread = frame.reply_clients % self.threads
         ops: list[list] = [[] for _ in range(self.threads)]
@@ -137,10 +137,8 @@ class Abdelkhalek(Strategy):
             if self.resume_cost[t] > 0:
                 thread_ops.append(Compute("context_switch", float(self.resume_cost[t])))
 
-    def _lock_ops(self, messages: np.ndarray) -> list[tuple[list, float]] | None:
-        """Per packet: (lock ids in acquisition order, acquisition cost us); None: no locks."""
-        if self.options.locking == "none" or len(messages) == 0:
-            return None if self.options.locking == "none" else []
+    def _lock_ops(self, messages: np.ndarray) -> list[tuple[list, float]]:
+        """Per packet: (lock ids in acquisition order, acquisition cost us)."""
         k = self.costs
         origins = np.empty((len(messages), 3))
         ticks = messages["tick"]

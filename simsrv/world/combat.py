@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simsrv.ragged import select_rows
 from simsrv.world.maps.base import GameMap
 from simsrv.world.proximity import Neighbours
 from simsrv.world.spawn import spawn_positions
@@ -52,11 +53,8 @@ class Combat:
         shooters = np.flatnonzero(shot)
         if len(shooters) == 0:
             return killed
-        start, stop = neighbours.indptr[shooters], neighbours.indptr[shooters + 1]
-        count = stop - start
-        owner = np.repeat(shooters, count)
-        offsets = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        target = neighbours.indices[np.repeat(start, count) + offsets].astype(np.int64)
+        which, target = select_rows(neighbours.indptr, neighbours.indices, shooters)
+        owner, target = shooters[which], target.astype(np.int64)
         players = target < n
         owner, target = owner[players], target[players]
         if len(owner) == 0:

@@ -34,14 +34,13 @@ class Visibility(NamedTuple):
 def visibility(game_map: GameMap, players: np.ndarray, visibility_range: float = 0.0) -> Visibility:
     """Visible entities and PVS rooms of each player (see the module docstring)."""
     rooms = game_map.room_of(players)
-    pvs_rooms = game_map.room_visible.sum(axis=1)
-    row_size = np.where(rooms >= 0, pvs_rooms[rooms], 0)
+    row_size = np.where(rooms >= 0, game_map.pvs_row_rooms[rooms], 0)
     if visibility_range > 0:
         return Visibility(_seen_within(game_map, players, rooms, visibility_range), row_size)
     n_rooms = len(game_map.room_min)
     per_room = np.bincount(rooms[rooms >= 0], minlength=n_rooms)
     if len(game_map.entities):
-        ent_rooms = game_map.room_of(game_map.entities)
+        ent_rooms = game_map.entity_rooms
         per_room = per_room + np.bincount(ent_rooms[ent_rooms >= 0], minlength=n_rooms)
     seen = game_map.room_visible.astype(np.int64) @ per_room
     return Visibility(np.where(rooms >= 0, seen[rooms] - 1, 0), row_size)
@@ -54,7 +53,7 @@ def _seen_within(
     n = len(players)
     entities = game_map.entities
     points = players if len(entities) == 0 else np.vstack([players, entities])
-    room = rooms if len(entities) == 0 else np.concatenate([rooms, game_map.room_of(entities)])
+    room = rooms if len(entities) == 0 else np.concatenate([rooms, game_map.entity_rooms])
     pairs = cKDTree(points).query_pairs(r=distance, output_type="ndarray")
     a, b = pairs[:, 0], pairs[:, 1]  # a < b, so a is always a player
     ra, rb = room[a], room[b]

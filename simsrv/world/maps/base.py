@@ -169,6 +169,16 @@ class GameMap:
         return np.where(first < len(self.room_min), first, -1)
 
     @cached_property
+    def entity_rooms(self) -> np.ndarray:
+        """Room of each map entity (-1: none), (E,) int; map entities do not move."""
+        return self.room_of(self.entities)
+
+    @cached_property
+    def pvs_row_rooms(self) -> np.ndarray:
+        """Rooms each room sees (the length of its PVS row), (R,) int."""
+        return self.room_visible.sum(axis=1)
+
+    @cached_property
     def solid_index(self) -> BoxIndex:
         """Grid index of the solid boxes (see :class:`BoxIndex`)."""
         return BoxIndex.build(self.solid_min, self.solid_max, self.extent_min, self.extent_max)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsrv.ragged import ragged_arange, select_rows
+
 MAX_CELLS_PER_AXIS = 256
 """Upper bound on grid cells along x and along y (bounds memory on huge maps)."""
 ALL_PAIRS_UP_TO = 4096
@@ -89,11 +91,8 @@ class BoxIndex:
             self.origin, self.cell, self.shape, query_min[:, :2], query_max[:, :2]
         )
         query, cells = _expand(lo, hi, self.shape)
-        start, stop = self.indptr[cells], self.indptr[cells + 1]
-        count = stop - start
-        query = np.repeat(query, count)
-        offsets = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        return query, self.boxes[np.repeat(start, count) + offsets]
+        which, boxes = select_rows(self.indptr, self.boxes, cells)
+        return query[which], boxes
 
 
 def _cell_ranges(
@@ -114,7 +113,7 @@ def _expand(
     ny = last[:, 1] - first[:, 1] + 1
     count = nx * ny
     owner = np.repeat(np.arange(len(first)), count)
-    k = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    k = ragged_arange(count)
     ny_rep = np.repeat(ny, count)
     ix = np.repeat(first[:, 0], count) + k // ny_rep
     iy = np.repeat(first[:, 1], count) + k % ny_rep
