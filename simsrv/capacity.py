@@ -4,7 +4,7 @@ The rule of the area-based parallel QuakeWorld report and of AB04: raise the cli
 steps (8 clients) until the server is overloaded, and report the largest count before that.
 A count is **met** when
 
-* replies/s >= ``min_reply_ratio`` (0.8) x the packets/s the clients offer
+* replies/s >= ``min_reply_ratio`` (default 0.8) x the packets/s the clients offer
   (``clients x clients.rate_hz``: a client expects a reply to each request), and
 * at most ``max_dropped`` (0.2) of the packets that reached the socket were dropped.
 
@@ -59,6 +59,7 @@ def find_capacity(
     start: int = 8,
     step: int = 8,
     max_clients: int = 1024,
+    min_reply_ratio: float = MIN_REPLY_RATIO,
     on_point: Callable[[dict], None] | None = None,
     result: Capacity | None = None,
 ) -> Capacity:
@@ -74,7 +75,7 @@ def find_capacity(
         summary = run(scenario).summary
         offered = clients * scenario.clients.rate_hz
         met = (
-            summary["replies_per_s"] >= MIN_REPLY_RATIO * offered
+            summary["replies_per_s"] >= min_reply_ratio * offered
             and summary["dropped_fraction"] <= MAX_DROPPED
         )
         point = {

@@ -7,16 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.machine import Machine
 from simsrv.metrics.waiting import waiting_fractions
-from simsrv.platforms.profile import Costs, load_platform
+from simsrv.platforms.profile import load_platform
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
 from simsrv.strategies import STRATEGIES, StrategyContext
-from simsrv.workload.frame import FrameWorkload
-from simsrv.workload.messages import MESSAGE_DTYPE
 from simsrv.world.areanode import AreanodeTree
-from simsrv.world.maps.cube import CubeParams, build_cube
+from tests.strategy_harness import FakeWorld, execute, floor, frame_of, make_strategy
 
 TREE = AreanodeTree.build(np.zeros(3), np.array([2048.0, 1024.0, 512.0]))
 
@@ -47,47 +44,12 @@ def test_link_is_the_deepest_node_containing_the_whole_box(seed, size):
     assert np.all(steps == 0) and np.array_equal(node, got)
 
 
-class FakeWorld:
-    """What the strategy asks of a world: the map, player count and positions at tick 0."""
-
-    def __init__(self, positions: np.ndarray) -> None:
-        self.map = build_cube(CubeParams(), np.random.default_rng(0))
-        self._positions = positions
-
-    @property
-    def players(self) -> int:
-        return len(self._positions)
-
-    def keep_neighbours(self, ticks: int) -> None:
-        pass
-
-    def positions(self, tick: int) -> np.ndarray:
-        return self._positions
-
-
 def _plan(positions, clients, options, cpus, costs):
-    scenario = load_scenario(None, ["server.strategy=abdelkhalek", f"machine.cpus={cpus}"])
-    zero = dict.fromkeys(Costs.model_fields, 0.0)
-    base = load_platform("cordeiro2007-xeon")
-    plat = base.model_copy(update={"costs": Costs(**{**zero, **costs})})
-    kind = STRATEGIES.get("abdelkhalek", "server.strategy")
-    context = StrategyContext(scenario, plat, cpus, FakeWorld(positions), np.random.default_rng(0))
-    strategy = kind.create(kind.options(**options), context)
-    messages = np.zeros(len(clients), dtype=MESSAGE_DTYPE)
-    messages["client"] = clients
-    messages["commands"] = 1
-    messages["range_count"] = 1
-    c = np.unique(np.array(clients, dtype=np.int32))
-    zeros = np.zeros(len(c), np.int32)
-    frame = FrameWorkload(0, 0.0, messages, c, zeros, zeros, 0, False, 0, len(clients), 0, 0, 0)
-    machine = Machine(cpus)
-    end_s = machine.execute(strategy.plan(frame), 0, 0.0)
-    return end_s * 1e6, machine.trace.to_frame()
+    strategy = make_strategy("abdelkhalek", positions, options, cpus, costs)
+    return execute(strategy, frame_of(clients), cpus)
 
 
-def _floor(xy):
-    z = 24.0
-    return np.array([[x, y, z] for x, y in xy], dtype=float)
+_floor = floor
 
 
 def test_two_threads_on_one_leaf_serialise_exactly():

@@ -16,8 +16,8 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "capacity",
         help="raise the client count in steps until the server falls behind",
-        description=f"Run the scenario at --start, --start + --step, ... clients until "
-        f"replies/s fall below {MIN_REPLY_RATIO:g} x the packets/s the clients offer or more "
+        description="Run the scenario at --start, --start + --step, ... clients until "
+        "replies/s fall below --min-reply-ratio x the packets/s the clients offer or more "
         f"than {MAX_DROPPED:g} of the packets are dropped; report the largest count that met "
         "both (see docs/cli.md).",
     )
@@ -25,6 +25,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--start", type=int, default=8, help="first client count (default 8)")
     p.add_argument("--step", type=int, default=8, help="clients added per step (default 8)")
     p.add_argument("--max", dest="max_clients", type=int, default=1024, help="last count tried")
+    p.add_argument(
+        "--min-reply-ratio",
+        type=float,
+        default=MIN_REPLY_RATIO,
+        help=f"replies/s a met count needs, as a share of the offered packets/s "
+        f"(default {MIN_REPLY_RATIO:g}; 0 < ratio <= 1)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=handle)
 
@@ -34,6 +41,10 @@ def handle(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             flag = "--max" if name == "max_clients" else f"--{name}"
             raise InputError(f"{flag}: must be a whole number >= 1, got {getattr(args, name)}")
+    if not 0 < args.min_reply_ratio <= 1:
+        raise InputError(
+            f"--min-reply-ratio: must be a number in (0, 1], got {args.min_reply_ratio:g}"
+        )
     result = Capacity()
 
     def show(point: dict) -> None:
@@ -53,6 +64,7 @@ def handle(args: argparse.Namespace) -> int:
             start=args.start,
             step=args.step,
             max_clients=args.max_clients,
+            min_reply_ratio=args.min_reply_ratio,
             on_point=show,
             result=result,
         )

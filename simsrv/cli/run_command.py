@@ -84,7 +84,10 @@ def format_summary(result: RunResult) -> str:
         "",
         "  time breakdown (share of total CPU time)",
     ]
-    lines += [f"    {a:<20}{v:>10.4f}" for a, v in s["time_breakdown"].items()]
+    lines += [f"    {a:<24}{v:>10.4f}" for a, v in s["time_breakdown"].items()]
+    stages = s["stage_time_fraction"]
+    lines += ["", "  stage time (mean share of each thread's time)"]
+    lines += [f"    {a:<24}{v:>10.4f}" for a, v in stages.items()]
     m = s["moments"]
     lines += [
         "",

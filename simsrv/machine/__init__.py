@@ -18,7 +18,7 @@ from simsrv.machine.plan import (
     Spawn,
     Thread,
 )
-from simsrv.machine.trace import WAIT_ACTIVITIES, Trace
+from simsrv.machine.trace import WAIT_ACTIVITIES, Trace, is_wait
 
 __all__ = [
     "Acquire",
@@ -34,4 +34,5 @@ __all__ = [
     "Thread",
     "Trace",
     "WAIT_ACTIVITIES",
+    "is_wait",
 ]

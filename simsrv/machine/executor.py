@@ -164,7 +164,7 @@ class Machine:
             elif kind is BarrierWait:
                 began = env.now
                 yield ctx.barriers[op.name].arrive()
-                record(frame, where, name, "barrier_wait", began, env.now)
+                record(frame, where, name, op.activity, began, env.now)
             elif kind is Acquire:
                 lock = self._locks.get(op.lock)
                 if lock is None:

@@ -33,9 +33,14 @@ class Compute(NamedTuple):
 
 
 class BarrierWait(NamedTuple):
-    """Wait until all parties of barrier ``name`` (declared in the plan) have arrived."""
+    """Wait until all parties of barrier ``name`` (declared in the plan) have arrived.
+
+    The wait is recorded as ``activity`` (a name ending in ``_wait``), so that a strategy can
+    tell its barriers apart in the trace (e.g. ``end_barrier_wait``).
+    """
 
     name: str
+    activity: str = "barrier_wait"
 
 
 class Acquire(NamedTuple):

@@ -8,7 +8,8 @@ Recorded facts, from which every metric is derived (:mod:`simsrv.metrics`).  Col
 ``cpu``        CPU index, 0-based
 ``thread``     thread name within the frame's plan
 ``activity``   what ran: ``world``, ``request``, ``reply``, ``net_recv``, ``net_send``, ... or a
-               wait state (``lock_wait``, ``barrier_wait``, ``join_wait``, ``runqueue_wait``)
+               wait state, named ``*_wait`` (``lock_wait``, ``barrier_wait`` and named barriers
+               such as ``end_barrier_wait``, ``join_wait``, ``runqueue_wait``)
 ``start_s``    interval start, simulated seconds
 ``end_s``      interval end, simulated seconds
 ``busy``       True when the CPU was working (computing, or OS work); False for wait states
@@ -23,7 +24,14 @@ import numpy as np
 import pandas as pd
 
 WAIT_ACTIVITIES = frozenset({"lock_wait", "barrier_wait", "join_wait", "runqueue_wait"})
-"""Activities during which a thread is blocked: the CPU is not busy for it."""
+"""The executor's wait states; strategies may name barrier waits too (any ``*_wait``)."""
+WAIT_SUFFIX = "_wait"
+
+
+def is_wait(activity: str) -> bool:
+    """True for activities during which a thread is blocked (the CPU is not busy for it)."""
+    return activity.endswith(WAIT_SUFFIX)
+
 
 US = 1e-6
 
@@ -59,5 +67,6 @@ class Trace:
                 "end_s": table[:, 5].astype(np.float64) * US,
             }
         )
-        df["busy"] = ~df["activity"].isin(list(WAIT_ACTIVITIES))
+        waits = [a for a in df["activity"].cat.categories if is_wait(a)]
+        df["busy"] = ~df["activity"].isin(waits)
         return df

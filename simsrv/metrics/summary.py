@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from simsrv.machine.trace import WAIT_ACTIVITIES
+from simsrv.machine.trace import is_wait
 from simsrv.metrics.moments import group_statistics, moments, os_time_fraction
+from simsrv.metrics.stages import per_thread, stage_time_fraction
 from simsrv.metrics.timeline import all_busy_time, clip_intervals, window_share
 from simsrv.metrics.waiting import waiting_fractions
 from simsrv.scenario.schema import Scenario
@@ -27,8 +28,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     (activity -> share of total CPU time, ``idle`` included; wait states are thread time spent
     blocked and may overlap other threads' work), ``simulated_time_s``, ``frames``, ``moments``
     and ``os_time_fraction`` (:mod:`simsrv.metrics.moments`), ``lock_wait_fraction``,
-    ``barrier_wait_fraction`` and ``any_waiting_fraction`` (:mod:`simsrv.metrics.waiting`), and
-    ``groups`` for strategies that group entities.
+    ``barrier_wait_fraction`` and ``any_waiting_fraction`` (:mod:`simsrv.metrics.waiting`),
+    ``stage_time_fraction`` and ``per_thread`` (:mod:`simsrv.metrics.stages`), and ``groups``
+    for strategies that group entities.
     """
     t0 = scenario.run.warmup_s
     t1 = t0 + scenario.run.duration_s
@@ -48,7 +50,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     utilization = [float(per_cpu.get(c, 0.0) / span) for c in range(cpus)]
     by_activity = length.groupby(trace["activity"], observed=True).sum() / (cpus * span)
     breakdown = {str(a): float(v) for a, v in by_activity.items() if v > 0}
-    busy_share = sum(v for a, v in breakdown.items() if a not in WAIT_ACTIVITIES)
+    busy_share = sum(v for a, v in breakdown.items() if not is_wait(a))
     breakdown["idle"] = max(0.0, 1.0 - busy_share)
 
     result = {
@@ -67,6 +69,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
         "os_time_fraction": os_time_fraction(trace, cpus, span),
         **waiting_fractions(trace, t0, t1),
     }
+    threads = per_thread(trace, span)
+    result["stage_time_fraction"] = stage_time_fraction(threads)
+    result["per_thread"] = threads
     if "groups" in frames:
         result["groups"] = group_statistics(frames)
     return result

@@ -4,7 +4,7 @@ AB04 report, for the multithreaded server, the time lost to lock contention and 
 the time during which at least one thread waits.  From the trace (:mod:`simsrv.machine.trace`):
 
 * ``lock_wait_fraction``: lock-wait time / thread time;
-* ``barrier_wait_fraction``: barrier-wait time / thread time;
+* ``barrier_wait_fraction``: barrier-wait time (every barrier: ``*barrier_wait``) / thread time;
 * ``any_waiting_fraction``: share of the window during which at least one thread waits for a
   lock or at a barrier (the union of those intervals).
 
@@ -20,23 +20,22 @@ import pandas as pd
 
 from simsrv.metrics.timeline import cumulative_time, interval_levels, window_share
 
-WAITS = ("lock_wait", "barrier_wait")
-
 
 def waiting_fractions(trace: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, float]:
     """The three fractions above for a trace already clipped to ``[t0_s, t1_s]``."""
     length = trace["end_s"] - trace["start_s"]
     thread_time = float(length.sum())
-    activity = trace["activity"]
-    waiting = trace[activity.isin(WAITS)]
+    activity = trace["activity"].astype(str)
+    at_barrier = activity.str.endswith("barrier_wait")
+    waiting = trace[at_barrier | (activity == "lock_wait")]
     times, levels = interval_levels(waiting["start_s"].to_numpy(), waiting["end_s"].to_numpy())
     share = window_share(cumulative_time(times, levels >= 1), t0_s, t1_s)
 
-    def fraction(name: str) -> float:
-        return float(length[activity == name].sum()) / thread_time if thread_time else 0.0
+    def fraction(rows: pd.Series) -> float:
+        return float(length[rows].sum()) / thread_time if thread_time else 0.0
 
     return {
-        "lock_wait_fraction": fraction("lock_wait"),
-        "barrier_wait_fraction": fraction("barrier_wait"),
+        "lock_wait_fraction": fraction(activity == "lock_wait"),
+        "barrier_wait_fraction": fraction(at_barrier),
         "any_waiting_fraction": share,
     }

@@ -25,7 +25,8 @@ class Costs(StrictModel):
     statistics); world physics, when due, pays ``world_base + world_per_entity x entities``;
     each message pays ``net_recv_per_message`` (recvfrom), ``request_per_message`` plus
     ``request_per_command`` per user command executed plus ``request_per_range_entity`` per
-    entity in its action range L_a; each reply pays ``reply_per_client`` plus
+    entity in its action range L_a; every frame pays ``reply_info_per_client`` per
+    connected client (the score and broadcast messages); each reply pays ``reply_per_client`` plus
     ``reply_per_visible_entity`` per entity in the client's potentially visible set plus
     ``net_send_per_reply`` (sendto).  Operating-system and synchronisation costs are used by the
     parallel strategies.
@@ -38,6 +39,10 @@ class Costs(StrictModel):
     request_per_message: float = _us("request processing per packet")
     request_per_command: float = _us("per user command executed (SV_RunCmd/pmove)")
     request_per_range_entity: float = _us("per entity in the sender's action range L_a")
+    reply_info_per_client: float = _us(
+        "stage-3 part 1 per connected client per frame (scores, broadcasts: "
+        "SV_UpdateToReliableMessages); 0 where absorbed in frame_overhead"
+    )
     reply_per_client: float = _us("building one reply")
     reply_per_visible_entity: float = _us("per entity in the client's visible set")
     reply_per_pvs_room: float = _us("per room (leaf) in the client's PVS row")
@@ -56,6 +61,7 @@ class Costs(StrictModel):
     thread_cache_refill: float = _us(
         "refilling a resumed thread's cold stack and state into cache and TLB"
     )
+    queue_per_message: float = _us("area-quadrant: putting one packet in a task queue")
     lock_acquire: float = _us("acquire of an uncontended lock")
     lock_per_node: float = _us("areanode tree traversal per node")
     barrier: float = _us("passing a barrier (per thread)")

@@ -14,7 +14,9 @@ move.  One frame:
    ``lock_per_node`` per node traversed (down from the root to the client's node, then up).
    The locks are mutexes of the simulated machine: a thread that finds one held waits
    (``lock_wait``), so contention emerges from positions and timing.  Barrier ``requests``.
-3. Reply phase: every thread replies to its own clients that sent packets; no locks.
+3. Reply phase: the master writes the score and broadcast messages of every connected client
+   (``reply_info_per_client``), then every thread replies to its own clients that sent
+   packets; no locks.
    Barrier ``replies``; the frame ends.
 
 Every barrier costs ``barrier`` per thread.  Options (``[server.options]``):
@@ -40,16 +42,17 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from simsrv.machine.plan import Acquire, BarrierWait, Compute, FramePlan, Release, Thread
+from simsrv.machine.plan import Acquire, Compute, FramePlan, Release, Thread
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
+from simsrv.strategies.phases import reply_info_phase
+from simsrv.strategies.positions import POSITION_HISTORY_TICKS, sender_origins
+from simsrv.strategies.threads import append_barrier, place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
 
-POSITION_HISTORY_TICKS = 2048
-"""Ticks of player positions the world keeps (packets are planned up to ~65 s after sending)."""
 BARRIERS = ("world", "requests", "replies")
 
 
@@ -77,14 +80,8 @@ class Abdelkhalek(Strategy):
             self.threads = world.players
         else:
             self.threads = options.threads or context.cpus
-        per_core = max(1, min(context.platform.smt_per_core, context.cpus))
-        cores = max(1, context.cpus // per_core)
-        t = np.arange(self.threads)
-        self.cpu_of = ((t % cores) * per_core + (t // cores) % per_core) % context.cpus
-        sharing = np.bincount(self.cpu_of, minlength=context.cpus)[self.cpu_of] > 1
-        self.resume_cost = np.where(
-            sharing, self.costs.context_switch + self.costs.thread_cache_refill, 0.0
-        )
+        self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
+        self.resume_cost = resume_costs(self.cpu_of, context.cpus, self.costs)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
         self.half_range = context.scenario.players.action_range / 2
         self._record: dict[str, Any] = {}
@@ -115,6 +112,7 @@ class Abdelkhalek(Strategy):
                 ops[t].append(Compute("request", float(request[i])))
                 ops[t] += [Release(n) for n in reversed(nodes)]
         self._barrier(ops, "requests")
+        ops[master].append(reply_info_phase(k, self.context.scenario.players.count))
         replies = np.bincount(reply_thread, minlength=self.threads)
         visible = np.bincount(reply_thread, frame.reply_visible, minlength=self.threads)
         pvs = np.bincount(reply_thread, frame.reply_pvs_rooms, minlength=self.threads)
@@ -131,20 +129,13 @@ class Abdelkhalek(Strategy):
         return FramePlan(threads, dict.fromkeys(BARRIERS, self.threads))
 
     def _barrier(self, ops: list[list], name: str) -> None:
-        cost = self.costs.barrier
         for t, thread_ops in enumerate(ops):
-            thread_ops += [Compute("barrier", cost), BarrierWait(name)]
-            if self.resume_cost[t] > 0:
-                thread_ops.append(Compute("context_switch", float(self.resume_cost[t])))
+            append_barrier(thread_ops, name, self.costs.barrier, self.resume_cost[t])
 
     def _lock_ops(self, messages: np.ndarray) -> list[tuple[list, float]]:
         """Per packet: (lock ids in acquisition order, acquisition cost us)."""
         k = self.costs
-        origins = np.empty((len(messages), 3))
-        ticks = messages["tick"]
-        for tick in np.unique(ticks).tolist():
-            here = ticks == tick
-            origins[here] = self.context.world.positions(tick)[messages["client"][here]]
+        origins = sender_origins(self.context.world, messages)
         own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
         reach = np.array([self.half_range, self.half_range, 0.0])
         scope, steps = self.tree.covering(own, origins - reach, origins + reach)

@@ -9,7 +9,8 @@ Cordeiro, Goldman & da Silva 2007 [P §4, T §3]; one frame on ``n`` CPUs:
 3. Parallel request + reply: each worker runs its groups' packets and replies as an independent
    SPED server; the coordinator runs its own share.
 4. Synchronisation: workers write their entities to shared memory and the coordinator copies
-   them back after waiting for every worker.
+   them back after waiting for every worker; it then writes the score and broadcast messages of
+   every connected client (``reply_info_per_client``).
 
 The operating-system process model is three options (see ``docs/strategies.md``):
 
@@ -51,7 +52,7 @@ from simsrv.scenario.validation import StrictModel
 from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import input_phase, request_reply_phase
+from simsrv.strategies.phases import input_phase, reply_info_phase, request_reply_phase
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
@@ -153,6 +154,7 @@ class BspGroup(Strategy):
             threads += self._worker_threads(name, w, share, frame)
         coordinator += _group_work(k, share, 0)
         coordinator += self._synchronise(processes, share)
+        coordinator.append(reply_info_phase(k, self.context.scenario.players.count))
         return FramePlan(threads=(Thread(COORDINATOR, 0, tuple(coordinator)), *threads))
 
     def _start_worker(self, name: str) -> list:

@@ -29,6 +29,12 @@ def request_us(costs: Costs, messages, commands, range_entities):
     )
 
 
+def reply_info_us(costs: Costs, connected):
+    """Stage-3 part 1 (scores and broadcast messages to every connected client), per frame:
+    ``reply_info_per_client * connected``."""
+    return costs.reply_info_per_client * connected
+
+
 def reply_us(costs: Costs, replies, visible_entities, pvs_rooms):
     """Building replies: per reply, per entity in the replied clients' visible sets, per room
     in their PVS rows."""

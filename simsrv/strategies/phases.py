@@ -22,12 +22,28 @@ def input_phase(k: Costs, frame: FrameWorkload) -> list[Compute]:
     ]
 
 
+def reply_info_phase(k: Costs, connected: int) -> Compute:
+    """Stage-3 part 1: score and broadcast messages to the ``connected`` clients (per frame)."""
+    return Compute("reply_info", c.reply_info_us(k, connected))
+
+
+def request_phase(k: Costs, messages, commands, range_entities) -> list[Compute]:
+    """Executing ``messages`` packets (stage 2 after receiving)."""
+    return [Compute("request", c.request_us(k, messages, commands, range_entities))]
+
+
+def reply_phase(k: Costs, replies, visible_entities, pvs_rooms) -> list[Compute]:
+    """Building and sending ``replies`` replies (stage 3 part 2)."""
+    return [
+        Compute("reply", c.reply_us(k, replies, visible_entities, pvs_rooms)),
+        Compute("net_send", c.net_send_us(k, replies)),
+    ]
+
+
 def request_reply_phase(
     k: Costs, messages, commands, range_entities, replies, visible_entities, pvs_rooms
 ) -> list[Compute]:
     """Executing ``messages`` packets and building and sending ``replies`` replies."""
-    return [
-        Compute("request", c.request_us(k, messages, commands, range_entities)),
-        Compute("reply", c.reply_us(k, replies, visible_entities, pvs_rooms)),
-        Compute("net_send", c.net_send_us(k, replies)),
-    ]
+    return request_phase(k, messages, commands, range_entities) + reply_phase(
+        k, replies, visible_entities, pvs_rooms
+    )

@@ -1,7 +1,8 @@
 """``sequential``: the original single-process event-driven QuakeWorld server (SPED).
 
 One frame on one CPU, in ``SV_Frame``'s order [MODEL §8]: fixed frame work, world physics (when
-``sv_mintic`` has passed), reading and executing the packets, building and sending the replies.
+``sv_mintic`` has passed), reading and executing the packets, the score and broadcast messages
+to every connected client, building and sending the replies.
 It has no options.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from simsrv.machine.plan import FramePlan, Thread
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyKind
-from simsrv.strategies.phases import input_phase, request_reply_phase
+from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase, request_phase
 from simsrv.workload.frame import FrameWorkload
 
 
@@ -23,15 +24,12 @@ class Sequential(Strategy):
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
         k = self.costs
-        ops = input_phase(k, frame) + request_reply_phase(
-            k,
-            len(frame.messages),
-            frame.commands,
-            frame.range_entities,
-            len(frame.reply_clients),
-            frame.visible_entities,
-            frame.pvs_rooms,
-        )
+        ops = [
+            *input_phase(k, frame),
+            *request_phase(k, len(frame.messages), frame.commands, frame.range_entities),
+            reply_info_phase(k, self.context.scenario.players.count),
+            *reply_phase(k, len(frame.reply_clients), frame.visible_entities, frame.pvs_rooms),
+        ]
         return FramePlan((Thread("main", 0, tuple(ops)),))
 
 

@@ -81,6 +81,28 @@ class AreanodeTree:
         return np.floor(np.log2(np.asarray(node) + 1)).astype(np.int64)
 
     @staticmethod
+    def level(depth: int) -> np.ndarray:
+        """The nodes at ``depth``, in index order: ``2^depth - 1 .. 2^(depth+1) - 2``."""
+        return np.arange(2**depth - 1, 2 ** (depth + 1) - 1)
+
+    @staticmethod
+    def ancestor(node: np.ndarray, depth: int) -> np.ndarray:
+        """Each node's ancestor at ``depth`` (the node itself at that depth); nodes must be at
+        ``depth`` or deeper."""
+        node = np.asarray(node, dtype=np.int64)
+        up = AreanodeTree.node_depth(node) - depth
+        if np.any(up < 0):
+            raise ValueError(f"a node lies above depth {depth}")
+        return ((node + 1) >> up) - 1
+
+    def overlaps(self, nodes: np.ndarray, box_min: np.ndarray, box_max: np.ndarray) -> np.ndarray:
+        """Whether each (x, y) box meets each node's region, boundaries included, (N, K) bool."""
+        lo, hi = self.lo[nodes], self.hi[nodes]
+        return np.all(
+            (box_min[:, None, :2] <= hi[None]) & (box_max[:, None, :2] >= lo[None]), axis=2
+        )
+
+    @staticmethod
     def parent(node: np.ndarray) -> np.ndarray:
         """Parent of each node (the root's parent is itself)."""
         node = np.asarray(node)

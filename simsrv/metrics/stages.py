@@ -1,0 +1,90 @@
+"""Where each server thread's time goes, by frame stage [R §5, Figures 10, 11 and 17].
+
+QuakeWorld's frame has three stages [R §2.1]: 1 world physics (and the fixed frame work),
+2 receiving and executing the client packets, 3 building and sending the replies.  Every
+activity of the trace falls in one *category*:
+
+=========================  =================================================================
+``stage1``                 ``frame``, ``world``
+``stage2``                 ``net_recv``, ``sort``, ``grouping``, ``schedule``, ``lock``,
+                           ``request``
+``stage3``                 ``reply_info``, ``reply``, ``net_send``
+``os``                     process and thread management (``spawn``, ``copy_on_write``,
+                           ``teardown``, ``context_switch``, ...): any other computation
+``lock_wait``              blocked on a lock
+``barrier_wait``           passing and waiting at barriers (``barrier`` and ``barrier_wait``)
+``internal_barrier_wait``  ... other named waits keep their own name (e.g. the reply stage's
+``end_barrier_wait``       internal and end barriers), as do ``join_wait``, ``runqueue_wait``
+``idle``                   the rest of the window: waiting for packets between frames (and,
+                           when threads share a CPU, waiting for the CPU)
+=========================  =================================================================
+
+``intra_frame_wait`` is the report's "Intra-Frame Wait": every barrier category together.
+
+* ``per_thread``: for each thread (by name), category -> share of the measured window;
+* ``stage_time_fraction``: the mean over threads of ``per_thread`` (each thread's time counts
+  once, as in the report's "average across all threads"), plus ``intra_frame_wait``.
+
+A thread counts if it has any interval in the window; for strategies whose workers change from
+frame to frame (``bsp-group``) the thread names are the worker slots.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+STAGE_OF_ACTIVITY = {
+    "frame": "stage1",
+    "world": "stage1",
+    "net_recv": "stage2",
+    "sort": "stage2",
+    "grouping": "stage2",
+    "schedule": "stage2",
+    "lock": "stage2",
+    "request": "stage2",
+    "reply_info": "stage3",
+    "reply": "stage3",
+    "net_send": "stage3",
+    "barrier": "barrier_wait",
+}
+
+
+def category(activity: str) -> str:
+    """The category of an activity (table in the module docstring)."""
+    if activity in STAGE_OF_ACTIVITY:
+        return STAGE_OF_ACTIVITY[activity]
+    return activity if activity.endswith("_wait") else "os"
+
+
+def per_thread(trace: pd.DataFrame, span_s: float) -> dict[str, dict[str, float]]:
+    """Thread -> category -> share of the window, for a trace clipped to a window of
+    ``span_s`` seconds; ``idle`` is what the categories leave of the window."""
+    if trace.empty or span_s <= 0:
+        return {}
+    activities = trace["activity"].astype(str)
+    categories = activities.map({a: category(a) for a in activities.unique()})
+    length = (trace["end_s"] - trace["start_s"]) / span_s
+    table = length.groupby([trace["thread"].astype(str), categories]).sum()
+    out: dict[str, dict[str, float]] = {}
+    for (thread, name), share in table.items():
+        out.setdefault(thread, {})[name] = float(share)
+    for shares in out.values():
+        shares["idle"] = max(0.0, 1.0 - sum(shares.values()))
+    return {t: dict(sorted(out[t].items())) for t in sorted(out, key=_natural)}
+
+
+def stage_time_fraction(threads: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Mean over threads of :func:`per_thread`'s shares, with ``intra_frame_wait``."""
+    if not threads:
+        return {}
+    names = sorted({name for shares in threads.values() for name in shares})
+    mean = {n: sum(s.get(n, 0.0) for s in threads.values()) / len(threads) for n in names}
+    mean["intra_frame_wait"] = sum(v for n, v in mean.items() if n.endswith("barrier_wait"))
+    return dict(sorted(mean.items()))
+
+
+def _natural(name: str) -> tuple:
+    """Sort key: ``thread2`` before ``thread10``."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head) :]
+    return (head, int(tail) if tail else -1, name)

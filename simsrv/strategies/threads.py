@@ -1,0 +1,43 @@
+"""Static server threads on the modelled CPUs: placement and the cost of sharing a CPU.
+
+Used by the strategies that keep a fixed set of threads across frames (``abdelkhalek``,
+``area-quadrant``).  Model assumptions:
+
+* thread ``t`` runs on physical core ``t mod cores`` first, then on the next logical CPU of the
+  core (the Linux/Solaris load balancers spread runnable threads over idle cores before
+  siblings); with more threads than CPUs, threads share CPUs;
+* a thread that shares its CPU with another thread of the server was switched out while it
+  waited, so every time it resumes after a barrier it pays a context switch plus
+  ``thread_cache_refill`` (its cold stack and state: the per-thread memory cost of MODEL.md §6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsrv.machine.plan import BarrierWait, Compute
+from simsrv.platforms.profile import Costs
+
+
+def place_threads(threads: int, cpus: int, smt_per_core: int) -> np.ndarray:
+    """The CPU of each of ``threads`` threads, (threads,) int."""
+    per_core = max(1, min(smt_per_core, cpus))
+    cores = max(1, cpus // per_core)
+    t = np.arange(threads)
+    return ((t % cores) * per_core + (t // cores) % per_core) % cpus
+
+
+def resume_costs(cpu_of: np.ndarray, cpus: int, costs: Costs) -> np.ndarray:
+    """Cost of resuming each thread after a barrier, us: 0 unless it shares its CPU."""
+    sharing = np.bincount(cpu_of, minlength=cpus)[cpu_of] > 1
+    return np.where(sharing, costs.context_switch + costs.thread_cache_refill, 0.0)
+
+
+def append_barrier(
+    ops: list, name: str, barrier_cost: float, resume_cost: float, activity: str = "barrier_wait"
+) -> None:
+    """A thread's passage of barrier ``name``: the barrier's cost, the wait (recorded as
+    ``activity``), then the cost of resuming when the thread shares its CPU."""
+    ops += [Compute("barrier", barrier_cost), BarrierWait(name, activity)]
+    if resume_cost > 0:
+        ops.append(Compute("context_switch", float(resume_cost)))
