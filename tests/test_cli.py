@@ -59,6 +59,8 @@ def test_run_table_and_trace_file(capsys, tmp_path):
         ["run", "--trace", "out.txt"],  # unsupported trace format
         ["run", "--frobnicate"],  # unknown flag
         ["nosuchcommand"],  # unknown subcommand
+        ["capacity", "--min-reply-ratio", "1.5"],  # out of (0, 1]
+        ["run", "--set", "server.strategy=area-quadrant", "--set", 'server.options.stage2="fast"'],
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, capsys):

@@ -1,0 +1,129 @@
+"""Where server time goes, by stage (the report's Figures 10, 14 and 17 [R §5])."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+CATEGORY_STYLE = {
+    # category -> (label, colour); stacked bottom to top in this order
+    "stage1": ("stage 1 (world)", "#4c72b0"),
+    "stage2": ("stage 2 (requests)", "#55a868"),
+    "lock_wait": ("lock wait", "#c44e52"),
+    "stage3": ("stage 3 (replies)", "#dd8452"),
+    "intra_frame_wait": ("intra-frame wait (barriers)", "#8172b3"),
+    "os": ("OS / thread switches", "#937860"),
+    "idle": ("idle (waiting for packets)", "#dddddd"),
+}
+
+
+def _grouped(shares: pd.DataFrame) -> pd.DataFrame:
+    """Mean share per (variant, clients, plotted category); barrier waits summed."""
+    s = shares[shares.category != "intra_frame_wait"].copy()
+    s["category"] = s.category.where(~s.category.str.endswith("barrier_wait"), "intra_frame_wait")
+    s["category"] = s.category.where(s.category.isin(list(CATEGORY_STYLE)), "os")
+    per_seed = s.groupby(["variant", "clients", "seed", "category"], sort=False).share.sum()
+    return (
+        per_seed.groupby(["variant", "clients", "category"], sort=False)
+        .mean()
+        .unstack(fill_value=0.0)
+    )
+
+
+def stage_breakdown_figure(shares: pd.DataFrame) -> Figure:
+    """Stacked bars of the mean share of each thread's time per category, one group of bars
+    per client count and one bar per variant (the report's Figure 10).
+
+    Columns: ``variant``, ``clients``, ``seed``, ``category`` (as in
+    :func:`simsrv.metrics.stages.stage_time_fraction`) and ``share``.
+    """
+    table = _grouped(shares)
+    variants = list(dict.fromkeys(shares.variant))
+    clients = sorted(shares.clients.unique())
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(11.0, 4.8), layout="constrained")
+    for v, variant in enumerate(variants):
+        x = np.arange(len(clients)) + (v - (len(variants) - 1) / 2) * width
+        bottom = np.zeros(len(clients))
+        for category, (label, colour) in CATEGORY_STYLE.items():
+            values = np.array(
+                [
+                    table[category].get((variant, c), 0.0) if category in table else 0.0
+                    for c in clients
+                ]
+            )
+            ax.bar(
+                x,
+                values,
+                width * 0.92,
+                bottom=bottom,
+                color=colour,
+                label=label if v == 0 else None,
+            )
+            bottom += values
+        for xi in x:
+            ax.text(
+                xi, 1.01, str(v + 1) if variant != "sequential" else "1", ha="center", fontsize=7
+            )
+    ax.set_xticks(np.arange(len(clients)), [str(c) for c in clients])
+    ax.set_xlabel("clients (bars: " + ", ".join(variants) + ")")
+    ax.set_ylabel("share of each thread's time (mean over threads)")
+    ax.set_ylim(0, 1.08)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.set_title(
+        "Server time by stage, 4 x 296 MHz UltraSPARC-II (cube map, 31.25 packets/s per client)",
+        fontsize=10,
+    )
+    return fig
+
+
+def end_barrier_figure(per_thread: pd.DataFrame) -> Figure:
+    """Stage-3 barrier waits per thread, one panel per client count, the variants (e.g. cyclic
+    vs active replies) side by side, the first solid, the others hatched (the report's
+    Figure 17).
+
+    Columns: ``variant``, ``clients``, ``seed``, ``thread``, ``category`` and ``share``.
+    """
+    waits = ("internal_barrier_wait", "end_barrier_wait")
+    colours = {"internal_barrier_wait": "#8172b3", "end_barrier_wait": "#c44e52"}
+    data = per_thread[per_thread.category.isin(waits)]
+    mean = data.groupby(["variant", "clients", "thread", "category"]).share.mean()
+    variants = list(dict.fromkeys(per_thread.variant))
+    threads = sorted(per_thread.thread.unique(), key=lambda t: (len(t), t))
+    clients = sorted(per_thread.clients.unique())
+    fig, axes = plt.subplots(
+        1, len(clients), figsize=(4.0 * len(clients), 4.0), sharey=True, layout="constrained"
+    )
+    axes = np.atleast_1d(axes)
+    width = 0.8 / len(variants)
+    for ax, c in zip(axes, clients, strict=True):
+        for v, variant in enumerate(variants):
+            x = np.arange(len(threads)) + (v - (len(variants) - 1) / 2) * width
+            bottom = np.zeros(len(threads))
+            for wait in waits:
+                values = np.array([mean.get((variant, c, t, wait), 0.0) for t in threads])
+                ax.bar(
+                    x,
+                    values,
+                    width * 0.92,
+                    bottom=bottom,
+                    color=colours[wait],
+                    alpha=1.0 if v == 0 else 0.5,
+                    hatch=None if v == 0 else "//",
+                    label=f"{wait.replace('_', ' ')}, {variant.split(', ')[-1]}"
+                    if c == clients[0]
+                    else None,
+                )
+                bottom += values
+        ax.set_xticks(np.arange(len(threads)), threads)
+        ax.set_title(f"{c} clients", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].set_ylabel("share of the thread's time")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(
+        "Stage-3 barrier waits per thread, 4 threads: cyclic client slots vs active clients",
+        fontsize=10,
+    )
+    return fig
