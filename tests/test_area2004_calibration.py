@@ -22,7 +22,7 @@ def test_shipped_platform_reproduces_the_sequential_facts(monkeypatch):
     at_32 = measure(costs, 32)
     assert at_32["stage2_us_per_packet"] == pytest.approx(800.0, rel=0.03)  # "almost 0.8 ms"
     assert at_32["stage1"] == pytest.approx(0.05, abs=0.01)  # world ~5 %
-    assert at_32["stage3"] <= 0.40  # "up to 40 %" of a saturated server
+    assert 0.25 <= at_32["stage3"] <= 0.40  # "up to 40 %" of a saturated server (29 %)
     assert at_32["reply_ratio"] < 0.95  # overloaded at 32
     at_24 = measure(costs, 24)
     assert at_24["reply_ratio"] > 0.99  # keeps up at 24 ...

@@ -139,6 +139,20 @@ def test_cyclic_slots_load_one_thread_and_active_clients_spread(stage3, thread0_
     assert (waits.end_s - waits.start_s).sum() * 1e6 == pytest.approx(end_waits_us)
 
 
+def test_stage_3_only_ends_stage_2_with_its_own_barrier():
+    positions = floor(QUARTERS)
+    costs = {"request_per_message": 100.0, "reply_info_per_client": 10.0}
+    strategy = make_strategy(
+        "area-quadrant", positions, {"threads": 4, "stage2": "sequential"}, 4, costs
+    )
+    end, trace = execute(strategy, frame_of([0, 1, 2, 3]), 4)
+    assert end == pytest.approx(440.0)  # 4 packets then part 1 (4 x 10 us), all on thread 0
+    waits = trace[trace.thread != "thread0"].groupby("activity", observed=True)
+    length = waits.apply(lambda w: (w.end_s - w.start_s).sum() * 1e6, include_groups=False)
+    assert length["barrier_wait"] == pytest.approx(3 * 400.0)  # waiting through stage 2
+    assert length["internal_barrier_wait"] == pytest.approx(3 * 40.0)  # waiting for part 1
+
+
 def test_part_one_runs_on_thread_0_while_the_others_wait_at_the_internal_barrier():
     positions = floor(QUARTERS)
     strategy = make_strategy(
@@ -194,7 +208,13 @@ def test_more_threads_than_quake_areanodes_use_a_deeper_tree():
     )
     assert strategy.depth == 5 and strategy.tree.depth == 5
     _, trace = execute(strategy, frame_of(range(30)), 4)
-    assert int((trace.activity == "request").sum()) == 30
+    requests = trace[trace.activity == "request"]
+    assert len(requests) == 30
+    # each player's depth-5 area (node 31 + j) is thread j's: compare with the tree's own answer
+    own = strategy.tree.link(positions + [-16, -16, -24], positions + [16, 16, 32])
+    at_area = AreanodeTree.node_depth(own) == 5
+    expected = {f"thread{n - 31}" for n in own[at_area]}
+    assert expected and expected <= set(requests.thread.astype(str))
 
 
 def test_one_thread_is_exactly_the_sequential_server():
@@ -223,7 +243,7 @@ def test_stage_fractions_of_a_hand_made_trace():
     )
     threads = per_thread(trace, 10.0)
     assert threads == {
-        "a": {"barrier_wait": 0.1, "idle": 0.7, "stage1": 0.1, "stage2": 0.1},
+        "a": {"barrier": 0.1, "idle": 0.7, "stage1": 0.1, "stage2": 0.1},
         "b": {"end_barrier_wait": 0.3, "idle": 0.6, "stage3": 0.1},
     }
     mean = stage_time_fraction(threads)

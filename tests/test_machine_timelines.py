@@ -82,6 +82,27 @@ def test_barrier_releases_all_parties_when_the_last_arrives():
     assert (1, "b", "reply", 25.0, 30.0) in rows(m)
 
 
+def test_named_barrier_waits_are_waits_in_the_trace_and_the_waiting_metrics():
+    from simsrv.metrics.waiting import waiting_fractions
+
+    m = Machine(2)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("reply", 10.0), BarrierWait("end", "end_barrier_wait"))),
+            Thread("b", 1, (Compute("reply", 30.0), BarrierWait("end", "end_barrier_wait"))),
+        ),
+        barriers={"end": 2},
+    )
+    m.execute(plan, 0, 0.0)
+    assert (0, "a", "end_barrier_wait", 10.0, 30.0) in rows(m)
+    trace = m.trace.to_frame()
+    busy = dict(zip(trace.activity.astype(str) + trace.thread.astype(str), trace.busy, strict=True))
+    assert busy == {"replya": True, "replyb": True, "end_barrier_waita": False}
+    got = waiting_fractions(trace, 0.0, 30e-6)
+    assert got["barrier_wait_fraction"] == pytest.approx(20 / 60)  # 20 us of 60 us thread time
+    assert got["any_waiting_fraction"] == pytest.approx(20 / 30)
+
+
 def test_lock_serialises_two_threads_exactly():
     m = Machine(2)
     critical = (Acquire("leaf"), Compute("request", 10.0), Release("leaf"))
@@ -124,6 +145,9 @@ def test_inconsistent_plans_are_rejected():
         m.execute(FramePlan((Thread("a", 3, (Compute("x", 1.0),)),)), 0, 0.0)
     with pytest.raises(PlanError, match="undeclared barrier"):
         m.execute(FramePlan((Thread("a", 0, (BarrierWait("nope"),)),)), 0, 0.0)
+    misnamed = FramePlan((Thread("a", 0, (BarrierWait("b", "end"),)),), barriers={"b": 1})
+    with pytest.raises(PlanError, match="must end in _wait"):
+        m.execute(misnamed, 0, 0.0)
     deadlock = FramePlan((Thread("a", 0, (BarrierWait("b"),)),), barriers={"b": 2})
     with pytest.raises(PlanError, match="deadlocked"):
         Machine(1).execute(deadlock, 0, 0.0)

@@ -37,3 +37,14 @@ def test_back_to_back_intervals_do_not_create_spurious_levels():
     assert times.tolist() == [0.0, 1.0, 2.0]
     assert levels.tolist() == [2, 2, 0]
     assert parallel_fraction(t, 2, 0.0, 2.0) == pytest.approx(1.0)
+
+
+def test_cumulative_time_is_zero_before_the_first_event():
+    import numpy as np
+
+    from simsrv.metrics.timeline import cumulative_time, interval_levels
+
+    times, levels = interval_levels(np.array([10.0]), np.array([30.0]))
+    at = cumulative_time(times, levels >= 1)
+    assert at(0.0) == 0.0 and at(10.0) == 0.0
+    assert at(20.0) == 10.0 and at(40.0) == 20.0

@@ -28,7 +28,7 @@ scaled with their stage (:data:`HAND_SET_XEON`; the per-frame fixed work with ``
 
 Usage::
 
-    python -m simsrv.calibration.area2004 [--write]   # ~1 min
+    python -m simsrv.calibration.area2004 [--write]   # ~10 s
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ CATEGORY_STYLE = {
 def _grouped(shares: pd.DataFrame) -> pd.DataFrame:
     """Mean share per (variant, clients, plotted category); barrier waits summed."""
     s = shares[shares.category != "intra_frame_wait"].copy()
-    s["category"] = s.category.where(~s.category.str.endswith("barrier_wait"), "intra_frame_wait")
+    at_barrier = (s.category == "barrier") | s.category.str.endswith("barrier_wait")
+    s["category"] = s.category.where(~at_barrier, "intra_frame_wait")
     s["category"] = s.category.where(s.category.isin(list(CATEGORY_STYLE)), "os")
     per_seed = s.groupby(["variant", "clients", "seed", "category"], sort=False).share.sum()
     return (
@@ -32,12 +33,15 @@ def _grouped(shares: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def stage_breakdown_figure(shares: pd.DataFrame) -> Figure:
+def stage_breakdown_figure(
+    shares: pd.DataFrame, title: str = "Server time by stage", bar_labels: dict | None = None
+) -> Figure:
     """Stacked bars of the mean share of each thread's time per category, one group of bars
     per client count and one bar per variant (the report's Figure 10).
 
     Columns: ``variant``, ``clients``, ``seed``, ``category`` (as in
-    :func:`simsrv.metrics.stages.stage_time_fraction`) and ``share``.
+    :func:`simsrv.metrics.stages.stage_time_fraction`) and ``share``.  ``bar_labels``: a short
+    label printed above each variant's bars (e.g. its thread count).
     """
     table = _grouped(shares)
     variants = list(dict.fromkeys(shares.variant))
@@ -63,23 +67,21 @@ def stage_breakdown_figure(shares: pd.DataFrame) -> Figure:
                 label=label if v == 0 else None,
             )
             bottom += values
-        for xi in x:
-            ax.text(
-                xi, 1.01, str(v + 1) if variant != "sequential" else "1", ha="center", fontsize=7
-            )
+        if bar_labels and variant in bar_labels:
+            for xi in x:
+                ax.text(xi, 1.01, bar_labels[variant], ha="center", fontsize=7)
     ax.set_xticks(np.arange(len(clients)), [str(c) for c in clients])
     ax.set_xlabel("clients (bars: " + ", ".join(variants) + ")")
     ax.set_ylabel("share of each thread's time (mean over threads)")
     ax.set_ylim(0, 1.08)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    ax.set_title(
-        "Server time by stage, 4 x 296 MHz UltraSPARC-II (cube map, 31.25 packets/s per client)",
-        fontsize=10,
-    )
+    ax.set_title(title, fontsize=10)
     return fig
 
 
-def end_barrier_figure(per_thread: pd.DataFrame) -> Figure:
+def end_barrier_figure(
+    per_thread: pd.DataFrame, title: str = "Stage-3 barrier waits per thread"
+) -> Figure:
     """Stage-3 barrier waits per thread, one panel per client count, the variants (e.g. cyclic
     vs active replies) side by side, the first solid, the others hatched (the report's
     Figure 17).
@@ -122,8 +124,5 @@ def end_barrier_figure(per_thread: pd.DataFrame) -> Figure:
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("share of the thread's time")
     axes[0].legend(fontsize=7)
-    fig.suptitle(
-        "Stage-3 barrier waits per thread, 4 threads: cyclic client slots vs active clients",
-        fontsize=10,
-    )
+    fig.suptitle(title, fontsize=10)
     return fig

@@ -36,7 +36,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.smt import Core
-from simsrv.machine.trace import Trace
+from simsrv.machine.trace import Trace, is_wait
 
 US_PER_S = 1e6
 
@@ -221,3 +221,7 @@ class Machine:
                     raise PlanError(f"{t.name!r} joins unknown thread {op.thread!r}")
                 if type(op) is BarrierWait and op.name not in plan.barriers:
                     raise PlanError(f"{t.name!r} waits at undeclared barrier {op.name!r}")
+                if type(op) is BarrierWait and not is_wait(op.activity):
+                    raise PlanError(
+                        f"{t.name!r}: barrier activity {op.activity!r} must end in _wait"
+                    )

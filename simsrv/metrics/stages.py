@@ -12,14 +12,16 @@ activity of the trace falls in one *category*:
 ``os``                     process and thread management (``spawn``, ``copy_on_write``,
                            ``teardown``, ``context_switch``, ...): any other computation
 ``lock_wait``              blocked on a lock
-``barrier_wait``           passing and waiting at barriers (``barrier`` and ``barrier_wait``)
-``internal_barrier_wait``  ... other named waits keep their own name (e.g. the reply stage's
-``end_barrier_wait``       internal and end barriers), as do ``join_wait``, ``runqueue_wait``
+``barrier``                passing barriers (their cost; busy)
+``barrier_wait``           blocked at a barrier; named barrier waits keep their own name
+``internal_barrier_wait``  (e.g. the reply stage's internal and end barriers), as do
+``end_barrier_wait``       ``join_wait`` and ``runqueue_wait``
 ``idle``                   the rest of the window: waiting for packets between frames (and,
                            when threads share a CPU, waiting for the CPU)
 =========================  =================================================================
 
-``intra_frame_wait`` is the report's "Intra-Frame Wait": every barrier category together.
+``intra_frame_wait`` is the report's "Intra-Frame Wait": every barrier category together
+(``barrier`` and every ``*barrier_wait``).
 
 * ``per_thread``: for each thread (by name), category -> share of the measured window;
 * ``stage_time_fraction``: the mean over threads of ``per_thread`` (each thread's time counts
@@ -45,7 +47,7 @@ STAGE_OF_ACTIVITY = {
     "reply_info": "stage3",
     "reply": "stage3",
     "net_send": "stage3",
-    "barrier": "barrier_wait",
+    "barrier": "barrier",
 }
 
 
@@ -79,8 +81,12 @@ def stage_time_fraction(threads: dict[str, dict[str, float]]) -> dict[str, float
         return {}
     names = sorted({name for shares in threads.values() for name in shares})
     mean = {n: sum(s.get(n, 0.0) for s in threads.values()) / len(threads) for n in names}
-    mean["intra_frame_wait"] = sum(v for n, v in mean.items() if n.endswith("barrier_wait"))
+    mean["intra_frame_wait"] = sum(v for n, v in mean.items() if _at_barrier(n))
     return dict(sorted(mean.items()))
+
+
+def _at_barrier(category_name: str) -> bool:
+    return category_name == "barrier" or category_name.endswith("barrier_wait")
 
 
 def _natural(name: str) -> tuple:

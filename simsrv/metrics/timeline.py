@@ -62,8 +62,9 @@ def cumulative_time(times: np.ndarray, flag: np.ndarray) -> Callable[[Any], Any]
     acc = np.concatenate([[0.0], np.cumsum(np.diff(times) * flag[:-1])])
 
     def at(t):
-        i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1)
-        inside = np.where(i < len(times) - 1, flag[i], False)
+        step = np.searchsorted(times, t, side="right") - 1  # -1: before the first event
+        i = np.clip(step, 0, len(times) - 1)
+        inside = np.where((step >= 0) & (i < len(times) - 1), flag[i], False)
         return acc[i] + inside * (t - times[i])
 
     return at

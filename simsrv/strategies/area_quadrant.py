@@ -23,7 +23,8 @@ Stage 2, option ``stage2``:
     barrier after each level.
 ``sequential``
     thread 0 receives and executes every packet, as the sequential server (the report's
-    "stage 3 only" variant); no sorting, no locks.
+    "stage 3 only" variant); no sorting, no locks; a barrier ends the stage when stage 3 is
+    parallel.
 
 Locks (option ``locking``).  The report keeps locks on the central game state because the
 engine cannot know what the game code a packet runs will touch [R §6].  What we model: before
@@ -224,11 +225,17 @@ class AreaQuadrant(Strategy):
     def _replies(self, frame: FrameWorkload, ops: list[list], barriers: list) -> int:
         """Stage 3; returns the spread (max - min) of replies per thread."""
         k = self.costs
-        ops[0].append(reply_info_phase(k, self.context.scenario.players.count))
+        part1 = reply_info_phase(k, self.context.scenario.players.count)
         clients = frame.reply_clients
         if self.stage3 == "sequential":
-            ops[0] += reply_phase(k, len(clients), frame.visible_entities, frame.pvs_rooms)
+            ops[0] += [
+                part1,
+                *reply_phase(k, len(clients), frame.visible_entities, frame.pvs_rooms),
+            ]
             return 0
+        if self.stage2 == "sequential":  # the end of stage 2, which the others waited through
+            self._barrier(ops, "requests", barriers)
+        ops[0].append(part1)
         self._barrier(ops, "internal", barriers, "internal_barrier_wait")
         if self.stage3 == "cyclic":
             thread_of = clients % self.threads

@@ -9,8 +9,10 @@ Cordeiro, Goldman & da Silva 2007 [P §4, T §3]; one frame on ``n`` CPUs:
 3. Parallel request + reply: each worker runs its groups' packets and replies as an independent
    SPED server; the coordinator runs its own share.
 4. Synchronisation: workers write their entities to shared memory and the coordinator copies
-   them back after waiting for every worker; it then writes the score and broadcast messages of
-   every connected client (``reply_info_per_client``).
+   them back after waiting for every worker.
+
+The score and broadcast messages of every connected client (``reply_info_per_client``) are
+written by the coordinator after scheduling, before any worker starts (so before any reply).
 
 The operating-system process model is three options (see ``docs/strategies.md``):
 
@@ -146,6 +148,7 @@ class BspGroup(Strategy):
             *input_phase(k, frame),
             Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
             Compute("schedule", k.schedule_per_group * groups.count),
+            reply_info_phase(k, self.context.scenario.players.count),
         ]
         threads: list[Thread] = []
         for w in range(1, processes):
@@ -154,7 +157,6 @@ class BspGroup(Strategy):
             threads += self._worker_threads(name, w, share, frame)
         coordinator += _group_work(k, share, 0)
         coordinator += self._synchronise(processes, share)
-        coordinator.append(reply_info_phase(k, self.context.scenario.players.count))
         return FramePlan(threads=(Thread(COORDINATOR, 0, tuple(coordinator)), *threads))
 
     def _start_worker(self, name: str) -> list:

@@ -3,7 +3,7 @@ breakdowns and the stage-3 fix.
 
 Usage::
 
-    python -m simsrv.studies.area2004 [--seeds 3] [--out docs/area2004]   # ~5 min on 2 cores
+    python -m simsrv.studies.area2004 [--seeds 3] [--out docs/area2004]   # ~9 min on 2 cores
 
 1. **Capacity** (the report's Figures 9 and 12) of every variant of :data:`VARIANTS` with
    :func:`simsrv.capacity.find_capacity`: steps of 8 clients from 8 (the report's protocol)
@@ -171,7 +171,12 @@ def main(argv: list[str] | None = None) -> int:
             jobs = [(v, c, s, ()) for v in BREAKDOWN for c in BREAKDOWN_CLIENTS for s in seeds]
             stages = pd.DataFrame([r for rows in pool.map(stage_point, jobs) for r in rows])
             stages.to_csv(f"{out}-stages.csv", index=False)
-            figure = stage_breakdown_figure(stages[stages.thread == "mean"])
+            figure = stage_breakdown_figure(
+                stages[stages.thread == "mean"],
+                "Server time by stage, 4 x 296 MHz UltraSPARC-II (cube map, 31.25 packets/s "
+                "per client)",
+                {v: "1" if v == "sequential" else v[0] for v in BREAKDOWN},
+            )
             figure.savefig(f"{out}-stages.png", dpi=120)
         if "stage3" in parts:
             fix = ("4 threads, optimized", "4 threads, optimized, active stage 3")
@@ -180,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             stage3.to_csv(f"{out}-stage3.csv", index=False)
             labels = dict(zip(fix, FIX_LABELS, strict=True))
             labelled = stage3[stage3.thread != "mean"].replace({"variant": labels})
-            end_barrier_figure(labelled).savefig(f"{out}-stage3.png", dpi=120)
+            title = "Stage-3 barrier waits per thread, 4 threads: cyclic slots vs active clients"
+            end_barrier_figure(labelled, title).savefig(f"{out}-stage3.png", dpi=120)
             print(_stage3_table(stage3))
     return 0
 
