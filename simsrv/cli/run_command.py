@@ -8,11 +8,9 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_scenario_arguments
-from simsrv.errors import InputError
+from simsrv.machine.trace_export import check_trace_path, write_trace
 from simsrv.result import RunResult, run
 from simsrv.scenario.load import load_scenario
-
-TRACE_SUFFIXES = (".parquet", ".csv")
 
 
 def add_parser(subparsers) -> None:
@@ -29,36 +27,26 @@ def add_parser(subparsers) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the per-CPU interval trace to FILE (.parquet or .csv)",
+        help="write the per-CPU interval trace to FILE (.parquet, .csv, or .json: a Chrome "
+        "trace-event file that Perfetto opens as a timeline)",
     )
     p.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv run``."""
-    if args.trace is not None and args.trace.suffix not in TRACE_SUFFIXES:
-        raise InputError(
-            f"--trace: unsupported file type {args.trace.suffix!r}; allowed: "
-            f"{', '.join(TRACE_SUFFIXES)}"
-        )
+    if args.trace is not None:
+        check_trace_path(args.trace)
     scenario = load_scenario(args.scenario, args.overrides)
     result = run(scenario)
     if args.trace is not None:
-        _write_trace(result, args.trace)
+        write_trace(result.trace, args.trace)
     if args.json:
         json.dump(result.to_json_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_summary(result))
     return 0
-
-
-def _write_trace(result: RunResult, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
-        result.trace.to_parquet(path, index=False)
-    else:
-        result.trace.to_csv(path, index=False)
 
 
 def format_summary(result: RunResult) -> str:
