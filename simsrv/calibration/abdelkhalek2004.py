@@ -22,6 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from simsrv.calibration.platform_file import replace_costs_table
 from simsrv.capacity import MIN_REPLY_RATIO
 from simsrv.platforms.profile import Costs, load_platform
 from simsrv.result import run
@@ -70,8 +71,6 @@ def fit(lo: float = 1.0, hi: float = 20.0, iterations: int = 14) -> float:
 
 def write(scale: float) -> None:
     """Rewrite the platform file's ``[costs]`` table as the base costs times ``scale``."""
-    text = PLATFORM.read_text()
-    head = text[: text.index("[costs]")]
     base = load_platform(BASE).costs
     lines = [f"[costs]  # {BASE} x {scale:.4f} (FITTED scale)"]
     for name in Costs.model_fields:
@@ -79,7 +78,7 @@ def write(scale: float) -> None:
             lines.append(f"{name} = {HAND_SET[name]}  # hand-set")
         else:
             lines.append(f"{name} = {getattr(base, name) * scale:.4f}")
-    PLATFORM.write_text(head + "\n".join(lines) + "\n")
+    replace_costs_table(PLATFORM, lines)
 
 
 def main(argv: list[str] | None = None) -> int:

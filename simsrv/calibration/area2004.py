@@ -37,6 +37,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from simsrv.calibration.platform_file import replace_costs_table
 from simsrv.platforms.profile import Costs, load_platform
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
@@ -146,8 +147,6 @@ def _bisect_s3(s1: float, s2: float, iterations: int = 12) -> float:
 
 def write(s1: float, s2: float, s3: float) -> None:
     """Rewrite the platform file's ``[costs]`` table."""
-    text = PLATFORM.read_text()
-    head = text[: text.index("[costs]")]
     costs = costs_for(s1, s2, s3)
     lines = [f"[costs]  # {BASE} x stage factors s1 {s1:.4f}, s2 {s2:.4f}, s3 {s3:.4f} (FITTED)"]
     for name in Costs.model_fields:
@@ -157,7 +156,7 @@ def write(s1: float, s2: float, s3: float) -> None:
         elif name in HAND_SET_XEON:
             note = f"  # hand-set {HAND_SET_XEON[name]} us on the Xeon, scaled"
         lines.append(f"{name} = {costs[name]:.4f}{note}")
-    PLATFORM.write_text(head + "\n".join(lines) + "\n")
+    replace_costs_table(PLATFORM, lines)
 
 
 def check(s1: float, s2: float, s3: float) -> None:

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from simsrv.metrics.stages import is_barrier_category
+
 CATEGORY_STYLE = {
     # category -> (label, colour); stacked bottom to top in this order
     "stage1": ("stage 1 (world)", "#4c72b0"),
@@ -22,7 +24,7 @@ CATEGORY_STYLE = {
 def _grouped(shares: pd.DataFrame) -> pd.DataFrame:
     """Mean share per (variant, clients, plotted category); barrier waits summed."""
     s = shares[shares.category != "intra_frame_wait"].copy()
-    at_barrier = (s.category == "barrier") | s.category.str.endswith("barrier_wait")
+    at_barrier = s.category.map(is_barrier_category)
     s["category"] = s.category.where(~at_barrier, "intra_frame_wait")
     s["category"] = s.category.where(s.category.isin(list(CATEGORY_STYLE)), "os")
     per_seed = s.groupby(["variant", "clients", "seed", "category"], sort=False).share.sum()
@@ -114,9 +116,7 @@ def end_barrier_figure(
                     color=colours[wait],
                     alpha=1.0 if v == 0 else 0.5,
                     hatch=None if v == 0 else "//",
-                    label=f"{wait.replace('_', ' ')}, {variant.split(', ')[-1]}"
-                    if c == clients[0]
-                    else None,
+                    label=f"{wait.replace('_', ' ')}, {variant}" if c == clients[0] else None,
                 )
                 bottom += values
         ax.set_xticks(np.arange(len(threads)), threads)

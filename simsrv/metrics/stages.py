@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from simsrv.machine.trace import is_wait
+
 STAGE_OF_ACTIVITY = {
     "frame": "stage1",
     "world": "stage1",
@@ -55,7 +57,7 @@ def category(activity: str) -> str:
     """The category of an activity (table in the module docstring)."""
     if activity in STAGE_OF_ACTIVITY:
         return STAGE_OF_ACTIVITY[activity]
-    return activity if activity.endswith("_wait") else "os"
+    return activity if is_wait(activity) else "os"
 
 
 def per_thread(trace: pd.DataFrame, span_s: float) -> dict[str, dict[str, float]]:
@@ -63,13 +65,14 @@ def per_thread(trace: pd.DataFrame, span_s: float) -> dict[str, dict[str, float]
     ``span_s`` seconds; ``idle`` is what the categories leave of the window."""
     if trace.empty or span_s <= 0:
         return {}
-    activities = trace["activity"].astype(str)
-    categories = activities.map({a: category(a) for a in activities.unique()})
     length = (trace["end_s"] - trace["start_s"]) / span_s
-    table = length.groupby([trace["thread"].astype(str), categories]).sum()
+    # sum per (thread, activity) first: the rows are many, the pairs few
+    by_activity = length.groupby([trace["thread"], trace["activity"]], observed=True).sum()
     out: dict[str, dict[str, float]] = {}
-    for (thread, name), share in table.items():
-        out.setdefault(thread, {})[name] = float(share)
+    for (thread, activity), share in by_activity.items():
+        shares = out.setdefault(str(thread), {})
+        name = category(str(activity))
+        shares[name] = shares.get(name, 0.0) + float(share)
     for shares in out.values():
         shares["idle"] = max(0.0, 1.0 - sum(shares.values()))
     return {t: dict(sorted(out[t].items())) for t in sorted(out, key=_natural)}
@@ -81,11 +84,12 @@ def stage_time_fraction(threads: dict[str, dict[str, float]]) -> dict[str, float
         return {}
     names = sorted({name for shares in threads.values() for name in shares})
     mean = {n: sum(s.get(n, 0.0) for s in threads.values()) / len(threads) for n in names}
-    mean["intra_frame_wait"] = sum(v for n, v in mean.items() if _at_barrier(n))
+    mean["intra_frame_wait"] = sum(v for n, v in mean.items() if is_barrier_category(n))
     return dict(sorted(mean.items()))
 
 
-def _at_barrier(category_name: str) -> bool:
+def is_barrier_category(category_name: str) -> bool:
+    """True for the categories of the report's "Intra-Frame Wait" (barrier cost and waits)."""
     return category_name == "barrier" or category_name.endswith("barrier_wait")
 
 

@@ -25,8 +25,9 @@ def waiting_fractions(trace: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str
     """The three fractions above for a trace already clipped to ``[t0_s, t1_s]``."""
     length = trace["end_s"] - trace["start_s"]
     thread_time = float(length.sum())
-    activity = trace["activity"].astype(str)
-    at_barrier = activity.str.endswith("barrier_wait")
+    activity = trace["activity"]
+    names = [str(a) for a in pd.unique(activity)]  # decide per distinct name, not per row
+    at_barrier = activity.isin([a for a in names if a.endswith("barrier_wait")])
     waiting = trace[at_barrier | (activity == "lock_wait")]
     times, levels = interval_levels(waiting["start_s"].to_numpy(), waiting["end_s"].to_numpy())
     share = window_share(cumulative_time(times, levels >= 1), t0_s, t1_s)

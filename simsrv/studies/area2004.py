@@ -104,33 +104,23 @@ def stage_point(args: tuple[str, int, int, tuple[str, ...]]) -> list[dict]:
     """Stage time fractions and per-thread shares of one run: (variant, clients, seed, extra)."""
     variant, clients, seed, extra = args
     path, overrides = _scenario(variant, [*extra, f"players.count={clients}", f"run.seed={seed}"])
-    summary = run(load_scenario(path, overrides)).summary
-    offered = clients * 31.25
+    scenario = load_scenario(path, overrides)
+    summary = run(scenario).summary
+    reply_ratio = summary["replies_per_s"] / (clients * scenario.clients.rate_hz)
+    threads = {"mean": summary["stage_time_fraction"], **summary["per_thread"]}
     rows = [
         {
             "variant": variant,
             "clients": clients,
             "seed": seed,
-            "thread": "mean",
+            "thread": thread,
             "category": category,
             "share": share,
-            "reply_ratio": summary["replies_per_s"] / offered,
+            "reply_ratio": reply_ratio,
         }
-        for category, share in summary["stage_time_fraction"].items()
+        for thread, shares in threads.items()
+        for category, share in shares.items()
     ]
-    for thread, shares in summary["per_thread"].items():
-        rows += [
-            {
-                "variant": variant,
-                "clients": clients,
-                "seed": seed,
-                "thread": thread,
-                "category": category,
-                "share": share,
-                "reply_ratio": summary["replies_per_s"] / offered,
-            }
-            for category, share in shares.items()
-        ]
     return rows
 
 
