@@ -21,47 +21,47 @@ CATEGORY_STYLE = {
 }
 
 
-def _grouped(shares: pd.DataFrame) -> pd.DataFrame:
-    """Mean share per (variant, clients, plotted category); barrier waits summed."""
+def _grouped(shares: pd.DataFrame, x: str) -> pd.DataFrame:
+    """Mean share per (variant, x, plotted category); barrier waits summed."""
     s = shares[shares.category != "intra_frame_wait"].copy()
     at_barrier = s.category.map(is_barrier_category)
     s["category"] = s.category.where(~at_barrier, "intra_frame_wait")
     s["category"] = s.category.where(s.category.isin(list(CATEGORY_STYLE)), "os")
-    per_seed = s.groupby(["variant", "clients", "seed", "category"], sort=False).share.sum()
-    return (
-        per_seed.groupby(["variant", "clients", "category"], sort=False)
-        .mean()
-        .unstack(fill_value=0.0)
-    )
+    per_seed = s.groupby(["variant", x, "seed", "category"], sort=False).share.sum()
+    return per_seed.groupby(["variant", x, "category"], sort=False).mean().unstack(fill_value=0.0)
 
 
 def stage_breakdown_figure(
-    shares: pd.DataFrame, title: str = "Server time by stage", bar_labels: dict | None = None
+    shares: pd.DataFrame,
+    title: str = "Server time by stage",
+    bar_labels: dict | None = None,
+    x: str = "clients",
 ) -> Figure:
     """Stacked bars of the mean share of each thread's time per category, one group of bars
-    per client count and one bar per variant (the report's Figure 10).
+    per value of column ``x`` (client count, CPUs, ...) and one bar per variant (the report's
+    Figure 10).
 
-    Columns: ``variant``, ``clients``, ``seed``, ``category`` (as in
+    Columns: ``variant``, ``x``, ``seed``, ``category`` (as in
     :func:`simsrv.metrics.stages.stage_time_fraction`) and ``share``.  ``bar_labels``: a short
     label printed above each variant's bars (e.g. its thread count).
     """
-    table = _grouped(shares)
+    table = _grouped(shares, x)
     variants = list(dict.fromkeys(shares.variant))
-    clients = sorted(shares.clients.unique())
+    groups = sorted(shares[x].unique())
     width = 0.8 / len(variants)
     fig, ax = plt.subplots(figsize=(11.0, 4.8), layout="constrained")
     for v, variant in enumerate(variants):
-        x = np.arange(len(clients)) + (v - (len(variants) - 1) / 2) * width
-        bottom = np.zeros(len(clients))
+        positions = np.arange(len(groups)) + (v - (len(variants) - 1) / 2) * width
+        bottom = np.zeros(len(groups))
         for category, (label, colour) in CATEGORY_STYLE.items():
             values = np.array(
                 [
-                    table[category].get((variant, c), 0.0) if category in table else 0.0
-                    for c in clients
+                    table[category].get((variant, g), 0.0) if category in table else 0.0
+                    for g in groups
                 ]
             )
             ax.bar(
-                x,
+                positions,
                 values,
                 width * 0.92,
                 bottom=bottom,
@@ -70,10 +70,10 @@ def stage_breakdown_figure(
             )
             bottom += values
         if bar_labels and variant in bar_labels:
-            for xi in x:
-                ax.text(xi, 1.01, bar_labels[variant], ha="center", fontsize=7)
-    ax.set_xticks(np.arange(len(clients)), [str(c) for c in clients])
-    ax.set_xlabel("clients (bars: " + ", ".join(variants) + ")")
+            for position in positions:
+                ax.text(position, 1.01, bar_labels[variant], ha="center", fontsize=7)
+    ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
+    ax.set_xlabel(f"{'CPUs' if x == 'cpus' else x} (bars: " + ", ".join(variants) + ")")
     ax.set_ylabel("share of each thread's time (mean over threads)")
     ax.set_ylim(0, 1.08)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)

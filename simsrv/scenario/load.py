@@ -58,6 +58,14 @@ def load_scenario(
         ``"dotted.name=value"`` strings; values are parsed as TOML values (``4``, ``0.5``,
         ``true``, ``"text"``) and fall back to plain strings (``map.kind=cube``).
     """
+    return build_scenario(load_raw(source, overrides))
+
+
+def load_raw(
+    source: str | Path | dict[str, Any] | None = None, overrides: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The decoded scenario dict with the overrides applied, not yet validated (arguments as
+    in :func:`load_scenario`; ``source`` is not modified)."""
     if source is None:
         raw: dict[str, Any] = {}
     elif isinstance(source, dict):
@@ -66,7 +74,7 @@ def load_scenario(
         raw = read_toml(source)
     for item in overrides:
         apply_override(raw, item)
-    return build_scenario(raw)
+    return raw
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:

@@ -216,6 +216,7 @@ class BspGroup(Strategy):
             "groups": groups.count,
             "group_entities": int(total),
             "largest_group": int(weights.max()) if groups.count else 0,
+            "group_sizes": tuple(sorted(weights.astype(int).tolist(), reverse=True)),
             "workers": workers,
             "balance_makespan": makespan(weights, assignment, initial) if groups.count else 0.0,
             "balance_lower_bound": lower,

@@ -1,0 +1,157 @@
+"""``simsrv compare``: strategies x CPUs x clients x seeds on one scenario; table + figures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from simsrv.cli.parser import add_scenario_arguments
+from simsrv.errors import InputError
+from simsrv.figures.comparison import comparison_figures, save_figures
+from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, compare, format_table, mean_ci
+from simsrv.sweep.progress import Progress
+from simsrv.sweep.records import METRICS
+from simsrv.sweep.statistics import TABLE_METRICS
+
+SUMMARY_METRICS = (*METRICS, "os_time_fraction", "cpu_utilization_mean", "wall_time_s")
+
+
+def add_parser(subparsers) -> None:
+    """Register the ``compare`` subcommand."""
+    p = subparsers.add_parser(
+        "compare",
+        help="compare strategies across CPUs, clients and seeds (table, figures, Parquet)",
+        description="Run every strategy x CPU count x client count x seed on the scenario, "
+        "print mean +- 95%% CI per point, and write the results (Parquet), the summary (CSV) "
+        "and the figures (PNG, SVG) into --out.  Finished runs are saved as they finish, so "
+        "an interrupted comparison keeps them (see docs/cli.md).",
+    )
+    add_scenario_arguments(p)
+    p.add_argument(
+        "--strategies",
+        type=_names,
+        default=list(DEFAULT_STRATEGIES),
+        metavar="A,B,...",
+        help=f"strategies to compare (default {','.join(DEFAULT_STRATEGIES)}); a strategy "
+        "other than the scenario's runs with its default options",
+    )
+    p.add_argument(
+        "--cpus", type=_counts, default=None, metavar="N,...", help="CPU counts (default 2,4)"
+    )
+    p.add_argument(
+        "--clients",
+        type=_counts,
+        default=None,
+        metavar="N,...",
+        help="client counts (default: the scenario's players.count)",
+    )
+    p.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
+    p.add_argument(
+        "--duration-s",
+        type=float,
+        default=None,
+        help="measured simulated seconds per run (default: the scenario's run.duration_s)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="parallel runs (default: the CPUs available)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/compare"),
+        help="output directory (default results/compare)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Execute ``simsrv compare``."""
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers: must be a whole number >= 1, got {args.workers}")
+    _check_out(args.out)
+    progress: Progress | None = None
+
+    def report(grid_run, records) -> None:
+        nonlocal progress
+        if progress is None:
+            progress = Progress(planned(args))
+        progress.update(grid_run.point.label(), records.error)
+
+    try:
+        results = compare(
+            args.scenario,
+            args.overrides,
+            strategies=args.strategies,
+            cpus=args.cpus or [2, 4],
+            clients=args.clients,
+            seeds=args.seeds,
+            duration_s=args.duration_s,
+            workers=args.workers,
+            out=args.out,
+            on_done=report,
+        )
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.close()
+        results = CompareResults.load(args.out)  # every run that finished was saved
+        results.planned = planned(args)
+        _finish(args, results)
+        raise
+    return _finish(args, results)
+
+
+def planned(args: argparse.Namespace) -> int:
+    """Runs in the grid (the grid is validated before the first run reports)."""
+    clients = len(args.clients) if args.clients else 1
+    return len(args.strategies) * len(args.cpus or [2, 4]) * clients * args.seeds
+
+
+def _finish(args: argparse.Namespace, results: CompareResults) -> int:
+    """Print the table, write the summary and figures; the exit status."""
+    out: Path = args.out
+    if results.runs.empty:
+        sys.stderr.write("simsrv: no run finished; nothing written\n")
+        return 1
+    summary = mean_ci(results.runs, [*SUMMARY_METRICS])
+    summary.to_csv(out / "summary.csv", index=False)
+    sys.stdout.write(format_table(summary[summary["metric"].isin(list(TABLE_METRICS))]))
+    paths = save_figures(comparison_figures(results), out / "figures")
+    state = "" if results.complete else f" of {planned(args)} (interrupted)"
+    print(
+        f"{len(results.runs)} runs{state}: tables in {out}/ (runs, breakdown, cpu_load, "
+        f"group_sizes, gantt .parquet; summary.csv), {len(paths) // 2} figures in "
+        f"{out}/figures/ (PNG, SVG)"
+    )
+    failed = results.failed
+    for _, row in failed.iterrows():
+        sys.stderr.write(
+            f"simsrv: run failed: {row['strategy']} cpus={row['cpus']} "
+            f"clients={row['clients']} seed={row['seed']}: {row['error']}\n"
+        )
+    return 1 if len(failed) else 0
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out: {out} exists and is not a directory")
+    stale = [p.name for p in out.glob("*.parquet")] if out.is_dir() else []
+    for name in stale:  # a new comparison replaces the tables of an older one
+        (out / name).unlink()
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected names separated by commas, e.g. a,b")
+    return names
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole numbers separated by commas, e.g. 2,4, got {text!r}"
+        ) from None
+    return values

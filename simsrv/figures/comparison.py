@@ -1,0 +1,80 @@
+"""Every figure of a strategy comparison, from its tables, and saving them as PNG and SVG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from simsrv.figures.gantt import gantt_figure
+from simsrv.figures.group_sizes import group_size_figure
+from simsrv.figures.load_balance import load_balance_figure
+from simsrv.figures.stage_breakdown import stage_breakdown_figure
+from simsrv.figures.throughput import parallel_fraction_figure, throughput_figure
+from simsrv.sweep.results import CompareResults
+
+FORMATS = ("png", "svg")
+
+
+def comparison_figures(results: CompareResults) -> dict[str, Figure]:
+    """Figures by file stem: ``throughput``, ``parallel_fraction``, ``breakdown``,
+    ``load_balance``, ``gantt`` and (when a strategy groups entities) ``group_sizes``.
+
+    Failed runs are left out; with several client counts, the per-point figures (breakdown,
+    load balance, Gantt) show the largest.
+    """
+    runs = results.succeeded
+    if runs.empty:
+        return {}
+    where = _where(runs)
+    figures = {
+        "throughput": throughput_figure(runs, f"Throughput, {where} (mean and 95 % CI)"),
+        "parallel_fraction": parallel_fraction_figure(
+            runs, f"Parallel-time fraction, {where} (mean and 95 % CI)"
+        ),
+    }
+    clients = int(runs["clients"].max())
+    shares = results.breakdown[results.breakdown["clients"] == clients]
+    figures["breakdown"] = stage_breakdown_figure(
+        shares.rename(columns={"strategy": "variant"}),
+        title=f"Where each thread's time goes, {where}, {clients} clients",
+        bar_labels={s: s for s in shares["strategy"].unique()},
+        x="cpus",
+    )
+    figures["load_balance"] = load_balance_figure(results.cpu_load)
+    gantt = results.gantt
+    if not gantt.empty:
+        figures["gantt"] = gantt_figure(
+            gantt[gantt["clients"] == clients],
+            f"First frames of the measured window, {where}, {clients} clients, seed "
+            f"{int(gantt['seed'].min())} (dotted: frame starts)",
+        )
+    if not results.group_sizes.empty:
+        sizes = results.group_sizes.merge(runs[["strategy", "cpus", "clients", "seed", "map"]])
+        series = ("map", "cpus") if sizes["cpus"].nunique() > 1 else ("map",)
+        figures["group_sizes"] = group_size_figure(
+            sizes[sizes["clients"] == clients],
+            series,
+            f"BSP group sizes per frame, {clients} clients (measured frames, all seeds)",
+        )
+    return figures
+
+
+def save_figures(figures: dict[str, Figure], directory: Path) -> list[Path]:
+    """Write each figure as ``<stem>.png`` and ``<stem>.svg``; close them; return the paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for stem, figure in figures.items():
+        for suffix in FORMATS:
+            path = directory / f"{stem}.{suffix}"
+            figure.savefig(path, dpi=130)
+            paths.append(path)
+        plt.close(figure)
+    return paths
+
+
+def _where(runs) -> str:
+    maps = ", ".join(dict.fromkeys(runs["map"]))
+    platforms = ", ".join(dict.fromkeys(runs["platform"]))
+    return f"{maps} map, {platforms}"

@@ -1,0 +1,180 @@
+"""One grid run as tidy rows: the run's metrics, its time breakdown, per-CPU load, BSP group
+sizes and a few frames of its trace (for the Gantt chart).
+
+Every table starts with the point's columns ``strategy``, ``cpus``, ``clients``,
+``seed_index`` and ``seed``.  Columns of the ``runs`` row (one per run):
+
+=========================  ==================================================================
+``map``, ``platform``      the scenario's map kind and platform name
+``frames_per_s``           server frames per simulated second
+``messages_per_frame``     client packets read per frame
+``messages_per_s``         packets read per simulated second
+``replies_per_s``          replies sent per simulated second
+``offered_per_s``          packets the clients send per second (clients x rate_hz)
+``dropped_fraction``       share of the arrived packets the socket dropped
+``parallel_fraction``      share of the window with every CPU busy
+``lock_wait_fraction``     share of thread time blocked on locks (:mod:`simsrv.metrics.waiting`)
+``barrier_wait_fraction``  share of thread time blocked at barriers
+``os_time_fraction``       share of CPU time in process/thread management (fork, clone, page
+                           faults, teardown, context switches, ...)
+``cpu_utilization_mean``   mean busy share over the CPUs
+``groups_per_frame``       BSP groups per frame (NaN for strategies that do not group)
+``group_size_mean``        entities per BSP group (NaN likewise)
+``frames``                 frames in the measured window
+``simulated_time_s``       length of the measured window, s
+``wall_time_s``            wall-clock time of the run, s
+``error``                  the error text of a failed run (its metrics NaN), else ``None``
+``simsrv_version``         the simsrv that produced the row
+``scenario_hash``          first 16 hex digits of the SHA-256 of the resolved scenario JSON
+=========================  ==================================================================
+
+The other tables: ``breakdown`` (``category``, ``share``: the mean share of each thread's time
+per stage category, :func:`simsrv.metrics.stages.stage_time_fraction`), ``cpu_load``
+(``cpu``, ``utilization``: busy share of the window), ``group_sizes`` (``size`` in entities,
+``groups``: how many groups of that size the measured frames had) and ``gantt`` (the trace rows
+of the first :data:`GANTT_FRAMES` frames of the measured window, seed index 0 only: ``frame``,
+``cpu``, ``thread``, ``activity``, ``busy``, and ``start_ms``/``end_ms`` from the first frame's
+start).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from simsrv.metrics.timeline import clip_intervals
+from simsrv.result import RunResult, run
+from simsrv.sweep.grid import GridRun
+from simsrv.version import __version__
+
+GANTT_FRAMES = 4
+"""Frames of the measured window kept for the Gantt chart (the thesis' Figure 5 shows 2)."""
+
+METRICS = (
+    "frames_per_s",
+    "messages_per_frame",
+    "messages_per_s",
+    "replies_per_s",
+    "dropped_fraction",
+    "parallel_fraction",
+    "lock_wait_fraction",
+    "barrier_wait_fraction",
+)
+"""Summary metrics copied into the ``runs`` row as they are."""
+
+
+@dataclass
+class RunRecords:
+    """The tidy rows of one grid run (columns in the module docstring)."""
+
+    runs: list[dict[str, Any]]
+    breakdown: list[dict[str, Any]] = field(default_factory=list)
+    cpu_load: list[dict[str, Any]] = field(default_factory=list)
+    group_sizes: list[dict[str, Any]] = field(default_factory=list)
+    gantt: pd.DataFrame | None = None
+
+    @property
+    def error(self) -> str | None:
+        return self.runs[0]["error"]
+
+
+def scenario_hash(grid_run: GridRun) -> str:
+    """A stable fingerprint of the resolved scenario (16 hex digits)."""
+    text = json.dumps(grid_run.scenario.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def execute(grid_run: GridRun) -> RunRecords:
+    """Run one grid point; a failure becomes a row with the error and NaN metrics."""
+    try:
+        return records_of(grid_run, run(grid_run.scenario))
+    except Exception as error:  # a bug in a strategy must not lose the rest of the grid
+        last = traceback.extract_tb(error.__traceback__)[-1]
+        where = f" at {last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
+        return RunRecords([_run_row(grid_run, None, f"{type(error).__name__}: {error}{where}")])
+
+
+def records_of(grid_run: GridRun, result: RunResult) -> RunRecords:
+    """The tidy rows of a finished run."""
+    key = grid_run.point.to_dict()
+    s = result.summary
+    breakdown = [{**key, "category": c, "share": v} for c, v in s["stage_time_fraction"].items()]
+    cpu_load = [{**key, "cpu": c, "utilization": u} for c, u in enumerate(s["cpu_utilization"])]
+    return RunRecords(
+        runs=[_run_row(grid_run, result, None)],
+        breakdown=breakdown,
+        cpu_load=cpu_load,
+        group_sizes=[{**key, **row} for row in _group_sizes(result)],
+        gantt=_gantt(grid_run, result) if grid_run.point.seed_index == 0 else None,
+    )
+
+
+def _run_row(grid_run: GridRun, result: RunResult | None, error: str | None) -> dict[str, Any]:
+    sc = grid_run.scenario
+    row: dict[str, Any] = {
+        **grid_run.point.to_dict(),
+        "map": sc.map.kind,
+        "platform": sc.machine.platform,
+        "offered_per_s": sc.players.count * sc.clients.rate_hz,
+    }
+    s = result.summary if result is not None else {}
+    row.update({m: float(s[m]) if s else math.nan for m in METRICS})
+    groups = s.get("groups", {})
+    utilization = s.get("cpu_utilization", [])
+    row.update(
+        os_time_fraction=float(sum(s["os_time_fraction"].values())) if s else math.nan,
+        cpu_utilization_mean=sum(utilization) / len(utilization) if utilization else math.nan,
+        groups_per_frame=float(groups.get("mean_count", math.nan)),
+        group_size_mean=float(groups.get("mean_size", math.nan)),
+        frames=int(s.get("frames", 0)),
+        simulated_time_s=sc.run.duration_s,
+        wall_time_s=result.wall_time_s if result is not None else math.nan,
+        error=error,
+        simsrv_version=__version__,
+        scenario_hash=scenario_hash(grid_run),
+    )
+    return row
+
+
+def _measured_frames(result: RunResult) -> pd.DataFrame:
+    t0 = result.scenario.run.warmup_s
+    t1 = t0 + result.scenario.run.duration_s
+    frames = result.frames
+    return frames[(frames["start_s"] >= t0) & (frames["start_s"] < t1)]
+
+
+def _group_sizes(result: RunResult) -> list[dict[str, Any]]:
+    frames = _measured_frames(result)
+    if "group_sizes" not in frames:
+        return []
+    sizes = frames["group_sizes"].explode().dropna().astype(int)
+    counts = sizes.value_counts().sort_index()
+    return [{"size": int(size), "groups": int(n)} for size, n in counts.items()]
+
+
+def _gantt(grid_run: GridRun, result: RunResult) -> pd.DataFrame | None:
+    frames = _measured_frames(result).head(GANTT_FRAMES)
+    if frames.empty:
+        return None
+    t0, t1 = float(frames["start_s"].iloc[0]), float(frames["end_s"].iloc[-1])
+    rows = clip_intervals(result.trace, t0, t1)
+    out = pd.DataFrame(
+        {
+            "frame": rows["frame"].to_numpy(),
+            "cpu": rows["cpu"].to_numpy(),
+            "thread": rows["thread"].astype(str).to_numpy(),
+            "activity": rows["activity"].astype(str).to_numpy(),
+            "start_ms": (rows["start_s"].to_numpy() - t0) * 1e3,
+            "end_ms": (rows["end_s"].to_numpy() - t0) * 1e3,
+            "busy": rows["busy"].to_numpy(),
+        }
+    )
+    for name, value in reversed(grid_run.point.to_dict().items()):
+        out.insert(0, name, value)
+    return out

@@ -1,0 +1,87 @@
+"""The tables of a comparison, kept as runs finish and saved as Parquet after each one.
+
+Saving after every finished run (each file written to a temporary name, then renamed) means an
+interrupted or failed comparison keeps every run that finished; ``CompareResults.load`` reads a
+directory back, so figures can be redrawn without rerunning.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from simsrv.sweep.records import RunRecords
+
+TABLES = ("runs", "breakdown", "cpu_load", "group_sizes", "gantt")
+"""Table names; each is saved as ``<name>.parquet`` (columns in :mod:`simsrv.sweep.records`)."""
+
+
+@dataclass
+class CompareResults:
+    """The comparison's tidy tables (see :mod:`simsrv.sweep.records` for their columns)."""
+
+    runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    breakdown: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cpu_load: pd.DataFrame = field(default_factory=pd.DataFrame)
+    group_sizes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    gantt: pd.DataFrame = field(default_factory=pd.DataFrame)
+    planned: int = 0
+    """Runs in the grid (``len(runs) < planned`` after an interruption)."""
+
+    @classmethod
+    def collect(cls, records: list[RunRecords], planned: int) -> CompareResults:
+        """Tables from the records of finished runs, in the order given (the grid's)."""
+
+        def table(rows: list) -> pd.DataFrame:
+            return pd.DataFrame(rows)
+
+        gantts = [r.gantt for r in records if r.gantt is not None]
+        return cls(
+            runs=table([row for r in records for row in r.runs]),
+            breakdown=table([row for r in records for row in r.breakdown]),
+            cpu_load=table([row for r in records for row in r.cpu_load]),
+            group_sizes=table([row for r in records for row in r.group_sizes]),
+            gantt=pd.concat(gantts, ignore_index=True) if gantts else pd.DataFrame(),
+            planned=planned,
+        )
+
+    @property
+    def complete(self) -> bool:
+        return len(self.runs) == self.planned
+
+    @property
+    def failed(self) -> pd.DataFrame:
+        """Rows of runs that raised an error."""
+        if self.runs.empty:
+            return self.runs
+        return self.runs[self.runs["error"].notna()]
+
+    @property
+    def succeeded(self) -> pd.DataFrame:
+        """Rows of runs that finished without error."""
+        if self.runs.empty:
+            return self.runs
+        return self.runs[self.runs["error"].isna()]
+
+    def save(self, directory: Path) -> None:
+        """Write every non-empty table to ``directory/<name>.parquet`` (atomically per file)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in TABLES:
+            frame: pd.DataFrame = getattr(self, name)
+            if frame.empty:
+                continue
+            temporary = directory / f".{name}.parquet.tmp"
+            frame.to_parquet(temporary, index=False)
+            os.replace(temporary, directory / f"{name}.parquet")
+
+    @classmethod
+    def load(cls, directory: Path) -> CompareResults:
+        """Read the tables a comparison saved in ``directory``."""
+        tables = {}
+        for name in TABLES:
+            path = Path(directory) / f"{name}.parquet"
+            tables[name] = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+        return cls(**tables, planned=len(tables["runs"]))
