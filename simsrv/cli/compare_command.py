@@ -8,10 +8,11 @@ from pathlib import Path
 
 from simsrv.cli.parser import add_scenario_arguments
 from simsrv.errors import InputError
-from simsrv.figures.comparison import comparison_figures, save_figures
+from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
 from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, compare, format_table, mean_ci
 from simsrv.sweep.progress import Progress
 from simsrv.sweep.records import METRICS
+from simsrv.sweep.results import TABLES
 from simsrv.sweep.statistics import TABLE_METRICS
 
 SUMMARY_METRICS = (*METRICS, "os_time_fraction", "cpu_utilization_mean", "wall_time_s")
@@ -133,11 +134,14 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
 
 
 def _check_out(out: Path) -> None:
+    """``out`` must be a directory (or not exist); a new comparison replaces the tables, the
+    summary and the figures an older one left there (nothing else is touched)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out: {out} exists and is not a directory")
-    stale = [p.name for p in out.glob("*.parquet")] if out.is_dir() else []
-    for name in stale:  # a new comparison replaces the tables of an older one
-        (out / name).unlink()
+    stale = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.csv"]
+    stale += [out / "figures" / f"{stem}.{suffix}" for stem in STEMS for suffix in FORMATS]
+    for path in stale:
+        path.unlink(missing_ok=True)
 
 
 def _names(text: str) -> list[str]:

@@ -15,6 +15,8 @@ from simsrv.figures.throughput import parallel_fraction_figure, throughput_figur
 from simsrv.sweep.results import CompareResults
 
 FORMATS = ("png", "svg")
+STEMS = ("throughput", "parallel_fraction", "breakdown", "load_balance", "gantt", "group_sizes")
+"""File stems of :func:`comparison_figures`."""
 
 
 def comparison_figures(results: CompareResults) -> dict[str, Figure]:

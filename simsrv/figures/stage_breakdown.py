@@ -22,13 +22,15 @@ CATEGORY_STYLE = {
 
 
 def _grouped(shares: pd.DataFrame, x: str) -> pd.DataFrame:
-    """Mean share per (variant, x, plotted category); barrier waits summed."""
+    """Mean share over seeds per (variant, x, plotted category); barrier waits summed; a
+    category a seed lacks counts as 0 for that seed."""
     s = shares[shares.category != "intra_frame_wait"].copy()
     at_barrier = s.category.map(is_barrier_category)
     s["category"] = s.category.where(~at_barrier, "intra_frame_wait")
     s["category"] = s.category.where(s.category.isin(list(CATEGORY_STYLE)), "os")
     per_seed = s.groupby(["variant", x, "seed", "category"], sort=False).share.sum()
-    return per_seed.groupby(["variant", x, "category"], sort=False).mean().unstack(fill_value=0.0)
+    wide = per_seed.unstack("category", fill_value=0.0)
+    return wide.groupby(level=["variant", x], sort=False).mean()
 
 
 def stage_breakdown_figure(

@@ -1,0 +1,100 @@
+"""``simsrv compare``: table, files and figures; bad flags; an interruption keeps finished runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from simsrv.cli.main import main
+from simsrv.sweep import progress as progress_module
+
+TINY = ["--set", "run.duration_s=0.15", "--set", "run.warmup_s=0.05", "--set", "players.count=32"]
+
+
+def _status(argv: list[str]) -> int:
+    """The exit status of ``simsrv ARGV`` (argparse exits on its own errors)."""
+    try:
+        return main(argv)
+    except SystemExit as done:
+        return int(done.code)
+
+
+def test_compare_prints_the_table_and_writes_tables_and_figures(tmp_path, capsys):
+    argv = ["compare", *TINY, "--strategies", "sequential,bsp-group", "--cpus", "2,4"]
+    assert main([*argv, "--seeds", "2", "--workers", "1", "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["strategy", "cpus", "clients", "frames/s"]
+    assert [line.split()[:3] for line in lines[2:6]] == [
+        ["sequential", "2", "32"],
+        ["sequential", "4", "32"],
+        ["bsp-group", "2", "32"],
+        ["bsp-group", "4", "32"],
+    ]
+    assert "±" in lines[2] and "over 2 seeds" in out
+    assert err.count("ok\n") == 8  # one progress line per run (stderr is not a terminal)
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert len(runs) == 8 and runs["error"].isna().all()
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert set(summary["metric"]) >= {"frames_per_s", "parallel_fraction", "wall_time_s"}
+    for stem in ("throughput", "parallel_fraction", "breakdown", "load_balance", "gantt"):
+        for suffix in ("png", "svg"):
+            assert (tmp_path / "figures" / f"{stem}.{suffix}").stat().st_size > 1000
+    assert (tmp_path / "figures" / "group_sizes.png").exists()  # bsp-group groups entities
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--strategies", "nope"], "--strategies: unknown strategy 'nope'; allowed: "),
+        (["--cpus", "0"], "--cpus: every value must be a whole number >= 1, got 0"),
+        (["--cpus", "two"], "argument --cpus: expected whole numbers separated by commas"),
+        (["--clients", "8,8"], "--clients: values must be distinct"),
+        (["--seeds", "0"], "--seeds: must be a whole number >= 1"),
+        (["--workers", "0"], "--workers: must be a whole number >= 1"),
+        (["--duration-s", "0"], "--duration-s: must be a number of seconds > 0"),
+        (["--set", "players.count=-1"], "players.count"),
+    ],
+)
+def test_bad_flags_are_one_line_errors_with_status_2(flags, message, tmp_path, capsys):
+    assert _status(["compare", *flags, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "out" / "runs.parquet").exists()
+
+
+def test_out_must_be_a_directory(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["compare", "--out", str(target)]) == 2
+    assert "--out: " in capsys.readouterr().err
+
+
+def test_an_interrupted_comparison_keeps_and_reports_the_finished_runs(
+    tmp_path, capsys, monkeypatch
+):
+    real_update = progress_module.Progress.update
+
+    def interrupt_after_two(self, label, error=None):
+        real_update(self, label, error)
+        if self.done == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress_module.Progress, "update", interrupt_after_two)
+    argv = ["compare", *TINY, "--strategies", "sequential", "--cpus", "1,2", "--seeds", "2"]
+    assert main([*argv, "--workers", "1", "--out", str(tmp_path)]) == 130
+    out, err = capsys.readouterr()
+    assert "2 runs of 4 (interrupted)" in out
+    assert "simsrv: interrupted" in err
+    assert len(pd.read_parquet(tmp_path / "runs.parquet")) == 2
+    assert (tmp_path / "figures" / "throughput.png").exists()
+
+
+def test_a_new_comparison_replaces_the_tables_of_an_older_one(tmp_path, capsys):
+    base = ["compare", *TINY, "--cpus", "2", "--seeds", "1", "--workers", "1"]
+    assert main([*base, "--strategies", "bsp-group", "--out", str(tmp_path)]) == 0
+    assert main([*base, "--strategies", "sequential", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert set(pd.read_parquet(tmp_path / "runs.parquet")["strategy"]) == {"sequential"}
+    assert not (tmp_path / "group_sizes.parquet").exists()

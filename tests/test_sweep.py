@@ -1,0 +1,190 @@
+"""The comparison grid: validation, determinism across workers, tidy tables, saving, failures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from simsrv.errors import InputError
+from simsrv.result import run
+from simsrv.sweep import CompareResults, compare, format_table, mean_ci
+from simsrv.sweep import records as records_module
+from simsrv.sweep.grid import base_dict, build_grid
+from simsrv.sweep.statistics import ci95_half_width
+
+TINY = ["run.duration_s=0.15", "run.warmup_s=0.05", "players.count=32"]
+
+
+def _base(*extra: str) -> dict:
+    return base_dict("scenarios/cordeiro2007/clone-nowait.toml", [*TINY, *extra])
+
+
+def test_grid_is_the_full_product_with_seeds_offset_from_the_base_seed():
+    grid = build_grid(_base("run.seed=7"), ["sequential", "bsp-group"], [2, 4], [16, 32], 3)
+    assert len(grid) == 2 * 2 * 2 * 3
+    first = grid[0].point
+    assert (first.strategy, first.cpus, first.clients, first.seed) == ("sequential", 2, 16, 7)
+    assert [g.point.seed for g in grid[:3]] == [7, 8, 9]
+    for g in grid:
+        assert g.scenario.machine.cpus == g.point.cpus
+        assert g.scenario.players.count == g.point.clients
+        assert g.scenario.run.seed == g.point.seed
+        assert g.scenario.server.strategy == g.point.strategy
+
+
+def test_the_base_strategy_keeps_its_options_and_the_others_get_defaults():
+    grid = build_grid(_base('server.options.reap="wait"'), ["bsp-group", "abdelkhalek"], [2])
+    bsp = next(g for g in grid if g.point.strategy == "bsp-group").scenario.server.options
+    assert (bsp.spawn, bsp.affinity, bsp.reap) == ("clone", "pinned", "wait")
+    other = next(g for g in grid if g.point.strategy == "abdelkhalek").scenario.server.options
+    assert other.locking == "region"  # the registered default, not bsp-group's table
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"strategies": ["nope"]}, "--strategies: unknown strategy 'nope'; allowed: "),
+        ({"cpus": [0]}, "--cpus: every value must be a whole number >= 1, got 0"),
+        ({"clients": [8, 8]}, "--clients: values must be distinct"),
+        ({"seeds": 0}, "--seeds: must be a whole number >= 1, got 0"),
+        ({"duration_s": -1.0}, "--duration-s: must be a number of seconds > 0"),
+        ({"cpus": [70000]}, "machine.cpus"),
+    ],
+)
+def test_bad_grids_are_one_line_input_errors(kwargs, message):
+    with pytest.raises(InputError) as error:
+        build_grid(_base(), **{"strategies": ["sequential"], **kwargs})
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_bad_base_scenario_fails_before_any_run():
+    with pytest.raises(InputError, match="players.count"):
+        base_dict(None, ["players.count=-3"])
+
+
+@pytest.fixture(scope="module")
+def small() -> CompareResults:
+    return compare(
+        "scenarios/cordeiro2007/clone-nowait.toml",
+        TINY,
+        strategies=["sequential", "bsp-group", "area-quadrant"],
+        cpus=[2, 4],
+        seeds=2,
+        workers=1,
+    )
+
+
+def test_results_are_identical_on_one_worker_and_on_a_process_pool(small):
+    pooled = compare(
+        "scenarios/cordeiro2007/clone-nowait.toml",
+        TINY,
+        strategies=["sequential", "bsp-group", "area-quadrant"],
+        cpus=[2, 4],
+        seeds=2,
+        workers=2,
+    )
+    for name in ("runs", "breakdown", "cpu_load", "group_sizes", "gantt"):
+        a, b = getattr(small, name), getattr(pooled, name)
+        if name == "runs":
+            a, b = a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s")
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_run_rows_match_a_direct_run_of_the_same_point(small):
+    grid = build_grid(_base(), ["bsp-group"], [4], None, 2)
+    direct = run(grid[1].scenario).summary
+    row = small.runs.query("strategy == 'bsp-group' and cpus == 4 and seed_index == 1").iloc[0]
+    assert row["frames_per_s"] == direct["frames_per_s"]
+    assert row["parallel_fraction"] == direct["parallel_fraction"]
+    assert row["groups_per_frame"] == direct["groups"]["mean_count"]
+    assert math.isnan(small.runs.query("strategy == 'sequential'")["groups_per_frame"].iloc[0])
+    assert small.runs["error"].isna().all()
+    assert len(small.runs) == small.planned == 3 * 2 * 2
+
+
+def test_group_size_counts_conserve_the_grouped_entities(small):
+    grid = build_grid(_base(), ["bsp-group"], [2], None, 1)
+    result = run(grid[0].scenario)
+    t0, t1 = 0.05, 0.2
+    frames = result.frames[(result.frames.start_s >= t0) & (result.frames.start_s < t1)]
+    sizes = small.group_sizes.query("cpus == 2 and seed_index == 0")
+    assert (sizes["size"] * sizes["groups"]).sum() == frames["group_entities"].sum()
+    assert sizes["groups"].sum() == frames["groups"].sum()
+
+
+def test_breakdown_shares_of_each_run_sum_to_one(small):
+    parts = small.breakdown[small.breakdown.category != "intra_frame_wait"]
+    totals = parts.groupby(["strategy", "cpus", "seed"]).share.sum()
+    np.testing.assert_allclose(totals, 1.0, atol=1e-9)
+
+
+def test_cpu_load_has_one_row_per_cpu_and_gantt_only_seed_index_zero(small):
+    counts = small.cpu_load.groupby(["strategy", "cpus", "seed"]).size()
+    assert (counts.index.get_level_values("cpus") == counts.to_numpy()).all()
+    assert set(small.gantt["seed_index"]) == {0}
+    assert (small.gantt["end_ms"] > small.gantt["start_ms"]).all()
+    assert small.gantt["frame"].nunique() >= records_module.GANTT_FRAMES
+
+
+def test_tables_are_saved_after_every_run_and_load_back(tmp_path):
+    seen = []
+
+    def check(grid_run, records) -> None:
+        seen.append(len(pd.read_parquet(tmp_path / "runs.parquet")))
+
+    results = compare(None, TINY, ["sequential"], [1, 2], seeds=2, workers=1, out=tmp_path,
+                      on_done=check)  # fmt: skip
+    assert seen == [1, 2, 3, 4]
+    loaded = CompareResults.load(tmp_path)
+    pd.testing.assert_frame_equal(loaded.runs, results.runs)
+    pd.testing.assert_frame_equal(loaded.gantt, results.gantt)
+
+
+def test_a_failing_run_is_recorded_and_the_others_finish(monkeypatch):
+    real_run = records_module.run
+
+    def flaky(scenario):
+        if scenario.run.seed == 2:
+            raise ZeroDivisionError("boom")
+        return real_run(scenario)
+
+    monkeypatch.setattr(records_module, "run", flaky)
+    results = compare(None, TINY, ["sequential"], [2], seeds=3, workers=1)
+    assert len(results.runs) == 3
+    failed = results.failed
+    assert list(failed["seed"]) == [2]
+    assert failed["error"].iloc[0].startswith("ZeroDivisionError: boom at test_sweep.py:")
+    assert math.isnan(failed["frames_per_s"].iloc[0])
+    summary = mean_ci(results.runs, ["frames_per_s"])
+    assert summary["n"].tolist() == [2]
+
+
+def test_ci95_is_students_interval():
+    values = [1.0, 2.0, 3.0, 6.0]
+    expected = stats.t.ppf(0.975, 3) * np.std(values, ddof=1) / 2.0
+    assert ci95_half_width(values) == pytest.approx(expected)
+    assert ci95_half_width([1.0, 2.0, 3.0]) == pytest.approx(2.4841, abs=1e-4)
+    assert math.isnan(ci95_half_width([5.0]))
+
+
+def test_mean_ci_and_table_per_point():
+    runs = pd.DataFrame(
+        {
+            "strategy": ["a", "a", "b", "b"],
+            "cpus": [2, 2, 2, 2],
+            "clients": [8, 8, 8, 8],
+            "frames_per_s": [10.0, 12.0, 5.0, 5.0],
+            "error": [None] * 4,
+        }
+    )
+    summary = mean_ci(runs, ["frames_per_s"])
+    assert summary["mean"].tolist() == [11.0, 5.0]
+    assert summary["ci95"].iloc[1] == 0.0
+    table = format_table(summary)
+    assert "11.0 ± 12.7" in table and "5.0 ± 0.0" in table
+    assert table.splitlines()[0].split()[:3] == ["strategy", "cpus", "clients"]
