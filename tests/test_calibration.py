@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from simsrv.calibration.cordeiro2007 import GROUP_TARGETS, TARGETS, report
-from simsrv.calibration.cordeiro2007 import _one as run_one
+from simsrv.calibration.cordeiro2007 import GROUP_TARGETS, TARGETS, measure, report
 
 
 def test_final_version_runs_near_table_1_on_one_short_seed():
     # one seed of 6 s: seed-to-seed spread is ~4 % in frames/s (the 5-seed table is the real
     # check), so the tolerances here are wider than the 10 %
-    r = run_one(("clone-nowait", 1, 6.0, ""))
+    r = measure("clone-nowait", 1, 6.0)
     assert r["frames_per_s"] == pytest.approx(350.0, rel=0.15)
     assert r["messages_per_frame"] == pytest.approx(11.0, rel=0.15)
     # a prediction, not fitted: all CPUs busy 55.65 % in the paper; the 5-seed mean is 45.6 %

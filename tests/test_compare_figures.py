@@ -51,7 +51,7 @@ def test_throughput_lines_are_the_means_against_clients(results, figures):
     assert frames_ax.get_ylabel() == "frames/s" and messages_ax.get_ylabel() == "messages/frame"
     assert frames_ax.get_xlabel() == "clients"
     lines = {line.get_label(): line for line in frames_ax.get_lines()}
-    line = lines["bsp-group, 4 cpus"]
+    line = lines["bsp-group, 4 CPUs"]
     expected = results.runs.query("strategy == 'bsp-group' and cpus == 4").groupby("clients")
     np.testing.assert_allclose(line.get_ydata(), expected.frames_per_s.mean().to_numpy())
     assert line.get_color() == STRATEGY_COLOURS["bsp-group"]

@@ -92,8 +92,10 @@ def request_reply_share(breakdown: dict[str, float]) -> float:
     return sum(breakdown.get(k, 0.0) for k in REQUEST_REPLY) / busy if busy else 0.0
 
 
-def _one(args: tuple[str, int, float, str]) -> dict[str, Any]:
-    name, seed, duration, platform = args
+def measure(name: str, seed: int, duration: float, platform: str = "") -> dict[str, Any]:
+    """The calibration metrics of one run of ``scenarios/cordeiro2007/<name>.toml`` (flat
+    keys: ``frames_per_s``, ``messages_per_frame``, ``all_cpus_busy``, ``groups.mean_count``,
+    ``moments.*``, ``os_time_fraction.*``, ...); ``platform`` replaces the scenario's."""
     overrides = [f"run.seed={seed}", f"run.duration_s={duration}"]
     if platform:
         overrides.append(f"machine.platform={json.dumps(platform)}")
@@ -120,7 +122,7 @@ def evaluate(
 ) -> dict[str, dict[str, tuple[float, float]]]:
     """Mean and standard deviation over seeds of every metric of every run."""
     jobs = [(n, s, duration, platform) for n in names for s in seeds]
-    results = list(pool.map(_one, jobs))
+    results = list(pool.map(_measure_job, jobs))
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for n in names:
         rows = [r for (name, *_), r in zip(jobs, results, strict=True) if name == n]
@@ -129,6 +131,10 @@ def evaluate(
             for k in rows[0]
         }
     return out
+
+
+def _measure_job(job: tuple[str, int, float, str]) -> dict[str, Any]:
+    return measure(*job)
 
 
 @dataclass(frozen=True)

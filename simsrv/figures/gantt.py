@@ -35,7 +35,7 @@ def gantt_figure(gantt: pd.DataFrame, title: str = "") -> Figure:
             busy = bool(part["busy"].iloc[0])
             bars = list(zip(part["start_ms"], part["end_ms"] - part["start_ms"], strict=True))
             for cpu, cpu_bars in _by_cpu(part, bars).items():
-                y, h = (cpu - 0.4, 0.8) if busy else (cpu - 0.4, 0.18)
+                y, h = (cpu - 0.4, 0.8) if busy else (cpu + 0.22, 0.18)  # rows grow downwards
                 ax.broken_barh(cpu_bars, (y, h), color=activity_colour(str(activity)))
             shown.add(str(activity))
         for start in rows.groupby("frame").start_ms.min():

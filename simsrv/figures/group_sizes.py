@@ -1,37 +1,59 @@
-"""How big the BSP groups are: the distribution of group sizes, per map (or any series)."""
+"""How big the BSP groups are: the distribution of group sizes, per map (or any series).
+
+Sizes are binned in powers of two (1, 2, 3-4, 5-8, 9-16, ...): the distribution has a long
+tail (one giant group in a concentration area) that single sizes would scatter into noise.
+"""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+
+
+def size_bins(largest: int) -> list[tuple[int, int]]:
+    """Bins ``(low, high)`` of whole group sizes, inclusive: (1, 1), (2, 2), (3, 4), (5, 8),
+    ... up to the first bin that holds ``largest``."""
+    bins, k = [(1, 1)], 1
+    while bins[-1][1] < largest:
+        bins.append((2 ** (k - 1) + 1, 2**k))
+        k += 1
+    return bins
 
 
 def group_size_figure(
     group_sizes: pd.DataFrame, series: tuple[str, ...] = ("map",), title: str = ""
 ) -> Figure:
-    """Left: share of groups of each size; right: share of grouped entities in groups of that
-    size (where the work is: one giant group holds most entities while being one group).
+    """Left: share of groups per size bin; right: share of the grouped entities per size bin
+    (where the work is: one giant group holds many entities while being one group).
 
     ``group_sizes`` columns: the ``series`` columns, ``size`` (entities per group) and
-    ``groups`` (how many groups of that size), summed over seeds.
+    ``groups`` (how many groups of that size), summed over seeds.  The legend gives each
+    series' mean group size.
     """
+    bins = size_bins(int(group_sizes["size"].max()))
+    edges = [high for _, high in bins]
     fig, (count_ax, entity_ax) = plt.subplots(1, 2, figsize=(11.0, 4.2), layout="constrained")
+    positions = np.arange(len(bins))
     for key, rows in group_sizes.groupby(list(series), sort=False):
         key = key if isinstance(key, tuple) else (key,)
         label = ", ".join(_describe(c, v) for c, v in zip(series, key, strict=True))
-        counts = rows.groupby("size")["groups"].sum().sort_index()
-        entities = counts * counts.index
-        count_ax.plot(counts.index, counts / counts.sum(), marker="o", markersize=3, label=label)
-        entity_ax.plot(entities.index, entities / entities.sum(), marker="o", markersize=3)
-        mean = entities.sum() / counts.sum()
-        count_ax.axvline(mean, linestyle=":", linewidth=0.8, color=count_ax.lines[-1].get_color())
+        counts = rows.groupby("size")["groups"].sum()
+        which = np.searchsorted(edges, counts.index.to_numpy())
+        per_bin = np.bincount(which, counts.to_numpy(), minlength=len(bins))
+        entities = np.bincount(which, counts.to_numpy() * counts.index, minlength=len(bins))
+        mean = entities.sum() / per_bin.sum()
+        count_ax.plot(positions, per_bin / per_bin.sum(), marker="o", label=f"{label} ({mean:.1f})")
+        entity_ax.plot(positions, entities / entities.sum(), marker="o")
+    names = [str(low) if low == high else f"{low}-{high}" for low, high in bins]
     for ax, what in ((count_ax, "share of groups"), (entity_ax, "share of grouped entities")):
-        ax.set_xscale("log")
+        ax.set_xticks(positions, names, rotation=45 if len(bins) > 8 else 0)
         ax.set_xlabel("group size (entities)")
         ax.set_ylabel(what)
-        ax.grid(True, which="both", alpha=0.3)
-    count_ax.legend(fontsize=8, title="dotted: mean size", title_fontsize=8)
+        ax.set_ylim(0, None)
+        ax.grid(True, alpha=0.3)
+    count_ax.legend(fontsize=8, title="(mean size)", title_fontsize=8)
     fig.suptitle(title or "BSP group sizes per frame", fontsize=10)
     return fig
 

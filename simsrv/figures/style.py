@@ -25,8 +25,8 @@ ACTIVITY_COLOURS = {
     # stage 2: receiving and executing requests (greens)
     "net_recv": "#a1d99b",
     "sort": "#74c476",
-    "grouping": "#41ab5d",
-    "schedule": "#238b45",
+    "grouping": "#66c2a4",
+    "schedule": "#00695c",
     "lock": "#c7e9c0",
     "request": "#31a354",
     # stage 3: replies (oranges)

@@ -29,7 +29,8 @@ def metric_lines(ax: Axes, runs: pd.DataFrame, metric: str, x: str, series: str 
         for k, value in enumerate(series_values):
             line = rows if value is None else rows[rows[series] == value]
             line = line.sort_values(x)
-            label = strategy if value is None else f"{strategy}, {value} {series}"
+            unit = "CPUs" if series == "cpus" else series
+            label = strategy if value is None else f"{strategy}, {value} {unit}"
             colour = strategy_colour(str(strategy))
             ax.plot(
                 line[x],
