@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,15 +25,18 @@ class RunResult:
         The resolved scenario.
     summary:
         Metrics of the measured window (:func:`simsrv.metrics.summarize`); empty on error.
+        :meth:`summary_frame` gives them as a one-row DataFrame.
     frames, trace:
         Per-frame records and the per-CPU interval trace (see
-        :class:`simsrv.simulation.SimulationOutput` and :mod:`simsrv.machine.trace`).
+        :class:`simsrv.simulation.SimulationOutput` and :mod:`simsrv.machine.trace`); empty
+        on error.
     accounting:
         Packet balance at the end of the run.
     wall_time_s:
         Wall-clock time of the run, s.
     error:
-        The error text if the run failed, else ``None``.
+        ``"<exception type>: <message> at <file>:<line>"`` if the run failed (with
+        ``run(..., raise_errors=False)``), else ``None``.
     """
 
     scenario: Scenario
@@ -49,6 +53,20 @@ class RunResult:
         """The run's root seed."""
         return self.scenario.run.seed
 
+    def summary_frame(self) -> pd.DataFrame:
+        """The summary as one row: nested metrics flattened to dotted names
+        (``moments.overlap``, ``per_thread.coordinator.stage2``), per-CPU lists to
+        ``cpu_utilization.0``, ...; plus ``seed``, ``simsrv_version``, ``wall_time_s`` and
+        ``error``.  Units are in the names (``_s``, ``_per_s``; fractions are shares of 1)."""
+        row = _flatten(self.summary)
+        row.update(
+            seed=self.seed,
+            simsrv_version=self.version,
+            wall_time_s=self.wall_time_s,
+            error=self.error,
+        )
+        return pd.DataFrame([row])
+
     def to_json_dict(self) -> dict[str, Any]:
         """Summary metrics plus provenance, as printed by ``simsrv run --json``."""
         return {
@@ -62,11 +80,29 @@ class RunResult:
         }
 
 
-def run(scenario: Scenario) -> RunResult:
-    """Simulate ``scenario`` and summarise it."""
+def run(scenario: Scenario, raise_errors: bool = True) -> RunResult:
+    """Simulate ``scenario`` and summarise it.
+
+    With ``raise_errors=False`` an exception inside the simulation is returned as
+    :attr:`RunResult.error` (empty tables and summary) instead of raised, so that a grid of runs
+    keeps going.
+    """
     start = time.perf_counter()
-    out = simulate(scenario)
-    summary = summarize(scenario, out)
+    try:
+        out = simulate(scenario)
+        summary = summarize(scenario, out)
+    except Exception as error:
+        if raise_errors:
+            raise
+        return RunResult(
+            scenario=scenario,
+            summary={},
+            frames=pd.DataFrame(),
+            trace=pd.DataFrame(),
+            accounting={},
+            wall_time_s=time.perf_counter() - start,
+            error=describe_error(error),
+        )
     return RunResult(
         scenario=scenario,
         summary=summary,
@@ -75,3 +111,23 @@ def run(scenario: Scenario) -> RunResult:
         accounting=out.accounting,
         wall_time_s=time.perf_counter() - start,
     )
+
+
+def describe_error(error: BaseException) -> str:
+    """One line: the exception's type and message and where it was raised."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            out.update(_flatten(dict(enumerate(value)), f"{name}."))
+        else:
+            out[name] = value
+    return out

@@ -33,6 +33,7 @@ FRAME_COLUMNS = (
     "frame",
     "start_s",
     "end_s",
+    "duration_s",
     "messages",
     "commands",
     "replies",
@@ -50,7 +51,8 @@ class SimulationOutput:
     Attributes
     ----------
     frames:
-        One row per frame: ``frame``; ``start_s`` and ``end_s`` (coordinator start and end, s);
+        One row per frame: ``frame``; ``start_s`` and ``end_s`` (coordinator start and end, s)
+        and ``duration_s`` (their difference);
         ``messages`` packets read; ``commands`` user commands executed; ``replies`` sent;
         ``choked`` replies held by the rate limit; ``physics`` whether world physics ran;
         ``queued`` packets left in the socket after the read; plus strategy columns.
@@ -107,6 +109,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
                 frame.index,
                 now,
                 end,
+                end - now,
                 len(batch),
                 frame.commands,
                 len(frame.reply_clients),

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from simsrv import result as result_module
 from simsrv.errors import InputError
 from simsrv.result import run
 from simsrv.sweep import CompareResults, compare, format_table, mean_ci
@@ -146,14 +147,14 @@ def test_tables_are_saved_after_every_run_and_load_back(tmp_path):
 
 
 def test_a_failing_run_is_recorded_and_the_others_finish(monkeypatch):
-    real_run = records_module.run
+    real_simulate = result_module.simulate
 
     def flaky(scenario):
         if scenario.run.seed == 2:
             raise ZeroDivisionError("boom")
-        return real_run(scenario)
+        return real_simulate(scenario)
 
-    monkeypatch.setattr(records_module, "run", flaky)
+    monkeypatch.setattr(result_module, "simulate", flaky)
     results = compare(None, TINY, ["sequential"], [2], seeds=3, workers=1)
     assert len(results.runs) == 3
     failed = results.failed
@@ -188,3 +189,34 @@ def test_mean_ci_and_table_per_point():
     table = format_table(summary)
     assert "11.0 ± 12.7" in table and "5.0 ± 0.0" in table
     assert table.splitlines()[0].split()[:3] == ["strategy", "cpus", "clients"]
+
+
+def test_run_returns_the_error_instead_of_raising_when_asked(monkeypatch):
+    def broken(scenario):
+        raise RuntimeError("no CPU")
+
+    monkeypatch.setattr(result_module, "simulate", broken)
+    scenario = build_grid(_base(), ["sequential"], [2], None, 1)[0].scenario
+    with pytest.raises(RuntimeError):
+        run(scenario)
+    failed = run(scenario, raise_errors=False)
+    assert failed.error.startswith("RuntimeError: no CPU at test_sweep.py:")
+    assert failed.summary == {} and failed.frames.empty
+    assert failed.summary_frame()["error"].iloc[0] == failed.error
+
+
+def test_summary_frame_is_one_flat_row_with_provenance():
+    scenario = build_grid(_base(), ["bsp-group"], [2], None, 1)[0].scenario
+    result = run(scenario)
+    row = result.summary_frame()
+    assert len(row) == 1
+    assert row["frames_per_s"].iloc[0] == result.summary["frames_per_s"]
+    assert row["moments.overlap"].iloc[0] == result.summary["moments"]["overlap"]
+    assert row["cpu_utilization.1"].iloc[0] == result.summary["cpu_utilization"][1]
+    assert row["per_thread.coordinator.idle"].iloc[0] == pytest.approx(
+        result.summary["per_thread"]["coordinator"]["idle"]
+    )
+    assert {"seed", "simsrv_version", "wall_time_s", "error"} <= set(row.columns)
+    np.testing.assert_allclose(
+        result.frames["duration_s"], result.frames["end_s"] - result.frames["start_s"]
+    )

@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,12 +91,10 @@ def scenario_hash(grid_run: GridRun) -> str:
 
 def execute(grid_run: GridRun) -> RunRecords:
     """Run one grid point; a failure becomes a row with the error and NaN metrics."""
-    try:
-        return records_of(grid_run, run(grid_run.scenario))
-    except Exception as error:  # a bug in a strategy must not lose the rest of the grid
-        last = traceback.extract_tb(error.__traceback__)[-1]
-        where = f" at {last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
-        return RunRecords([_run_row(grid_run, None, f"{type(error).__name__}: {error}{where}")])
+    result = run(grid_run.scenario, raise_errors=False)
+    if result.error is not None:  # a bug in a strategy must not lose the rest of the grid
+        return RunRecords([_run_row(grid_run, None, result.error)])
+    return records_of(grid_run, result)
 
 
 def records_of(grid_run: GridRun, result: RunResult) -> RunRecords:
