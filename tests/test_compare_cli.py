@@ -57,11 +57,14 @@ def test_compare_prints_the_table_and_writes_tables_and_figures(tmp_path, capsys
     ],
 )
 def test_bad_flags_are_one_line_errors_with_status_2(flags, message, tmp_path, capsys):
+    earlier = tmp_path / "out" / "runs.parquet"  # an earlier comparison's results survive
+    earlier.parent.mkdir()
+    earlier.write_text("earlier")
     assert _status(["compare", *flags, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert not (tmp_path / "out" / "runs.parquet").exists()
+    assert earlier.read_text() == "earlier"
 
 
 def test_out_must_be_a_directory(tmp_path, capsys):

@@ -9,12 +9,15 @@ from pathlib import Path
 from simsrv.cli.parser import add_scenario_arguments
 from simsrv.errors import InputError
 from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
-from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, compare, format_table, mean_ci
+from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, format_table, mean_ci
+from simsrv.sweep.compare import run_grid
+from simsrv.sweep.grid import base_dict, build_grid
 from simsrv.sweep.progress import Progress
 from simsrv.sweep.records import METRICS
 from simsrv.sweep.results import TABLES
 from simsrv.sweep.statistics import TABLE_METRICS
 
+DEFAULT_CPUS = [2, 4]
 SUMMARY_METRICS = (*METRICS, "os_time_fraction", "cpu_utilization_mean", "wall_time_s")
 
 
@@ -70,42 +73,24 @@ def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv compare``."""
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers: must be a whole number >= 1, got {args.workers}")
-    _check_out(args.out)
-    progress: Progress | None = None
+    base = base_dict(args.scenario, args.overrides)
+    cpus = args.cpus or DEFAULT_CPUS
+    grid = build_grid(base, args.strategies, cpus, args.clients, args.seeds, args.duration_s)
+    _clear_out(args.out)  # only once the whole grid is valid
+    progress = Progress(len(grid))
 
     def report(grid_run, records) -> None:
-        nonlocal progress
-        if progress is None:
-            progress = Progress(planned(args))
         progress.update(grid_run.point.label(), records.error)
 
     try:
-        results = compare(
-            args.scenario,
-            args.overrides,
-            strategies=args.strategies,
-            cpus=args.cpus or [2, 4],
-            clients=args.clients,
-            seeds=args.seeds,
-            duration_s=args.duration_s,
-            workers=args.workers,
-            out=args.out,
-            on_done=report,
-        )
+        results = run_grid(grid, args.workers, args.out, report)
     except KeyboardInterrupt:
-        if progress is not None:
-            progress.close()
+        progress.close()
         results = CompareResults.load(args.out)  # every run that finished was saved
-        results.planned = planned(args)
+        results.planned = len(grid)
         _finish(args, results)
         raise
     return _finish(args, results)
-
-
-def planned(args: argparse.Namespace) -> int:
-    """Runs in the grid (the grid is validated before the first run reports)."""
-    clients = len(args.clients) if args.clients else 1
-    return len(args.strategies) * len(args.cpus or [2, 4]) * clients * args.seeds
 
 
 def _finish(args: argparse.Namespace, results: CompareResults) -> int:
@@ -118,7 +103,7 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
     summary.to_csv(out / "summary.csv", index=False)
     sys.stdout.write(format_table(summary[summary["metric"].isin(list(TABLE_METRICS))]))
     paths = save_figures(comparison_figures(results), out / "figures")
-    state = "" if results.complete else f" of {planned(args)} (interrupted)"
+    state = "" if results.complete else f" of {results.planned} (interrupted)"
     print(
         f"{len(results.runs)} runs{state}: tables in {out}/ (runs, breakdown, cpu_load, "
         f"group_sizes, gantt .parquet; summary.csv), {len(paths) // 2} figures in "
@@ -133,7 +118,7 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
     return 1 if len(failed) else 0
 
 
-def _check_out(out: Path) -> None:
+def _clear_out(out: Path) -> None:
     """``out`` must be a directory (or not exist); a new comparison replaces the tables, the
     summary and the figures an older one left there (nothing else is touched)."""
     if out.exists() and not out.is_dir():

@@ -49,8 +49,17 @@ def compare(
 
     Bad input raises :class:`~simsrv.errors.InputError` before any run starts.
     """
-    base = base_dict(scenario, overrides)
-    grid = build_grid(base, strategies, cpus, clients, seeds, duration_s)
+    grid = build_grid(base_dict(scenario, overrides), strategies, cpus, clients, seeds, duration_s)
+    return run_grid(grid, workers, out, on_done)
+
+
+def run_grid(
+    grid: Sequence[GridRun],
+    workers: int | None = None,
+    out: Path | None = None,
+    on_done: Callable[[GridRun, RunRecords], None] | None = None,
+) -> CompareResults:
+    """Run an already built grid (arguments as in :func:`compare`) and return its tables."""
     finished: dict[int, RunRecords] = {}
 
     def tables() -> CompareResults:
