@@ -15,6 +15,7 @@ Every table starts with the point's columns ``strategy``, ``cpus``, ``clients``,
 ``parallel_fraction``      share of the window with every CPU busy
 ``lock_wait_fraction``     share of thread time blocked on locks (:mod:`simsrv.metrics.waiting`)
 ``barrier_wait_fraction``  share of thread time blocked at barriers
+``any_waiting_fraction``   share of the window with at least one thread blocked
 ``os_time_fraction``       share of CPU time in process/thread management (fork, clone, page
                            faults, teardown, context switches, ...)
 ``cpu_utilization_mean``   mean busy share over the CPUs
@@ -64,6 +65,7 @@ METRICS = (
     "parallel_fraction",
     "lock_wait_fraction",
     "barrier_wait_fraction",
+    "any_waiting_fraction",
 )
 """Summary metrics copied into the ``runs`` row as they are."""
 
