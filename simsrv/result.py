@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sysconfig
 import time
 import traceback
 from dataclasses import dataclass
@@ -114,10 +115,18 @@ def run(scenario: Scenario, raise_errors: bool = True) -> RunResult:
 
 
 def describe_error(error: BaseException) -> str:
-    """One line: the exception's type and message and where it was raised."""
+    """One line: the exception's type and message and where it was raised (the innermost
+    frame outside the standard library and installed packages, so that an error inside pandas
+    points at the simsrv line that called it)."""
     frames = traceback.extract_tb(error.__traceback__)
-    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
-    return f"{type(error).__name__}: {error}{where}"
+    ours = [f for f in frames if not _is_library(f.filename)]
+    where = (ours or frames)[-1:] if frames else []
+    place = f" at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno}" if where else ""
+    return f"{type(error).__name__}: {error}{place}"
+
+
+def _is_library(filename: str) -> bool:
+    return "site-packages" in filename or filename.startswith(sysconfig.get_paths()["stdlib"])
 
 
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:

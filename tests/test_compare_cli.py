@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from simsrv.cli.main import main
+from simsrv.sweep import CompareResults
 from simsrv.sweep import progress as progress_module
 
 TINY = ["--set", "run.duration_s=0.15", "--set", "run.warmup_s=0.05", "--set", "players.count=32"]
@@ -47,6 +48,7 @@ def test_compare_prints_the_table_and_writes_tables_and_figures(tmp_path, capsys
     ("flags", "message"),
     [
         (["--strategies", "nope"], "--strategies: unknown strategy 'nope'; allowed: "),
+        (["--strategies", "sequential,sequential"], "--strategies: names must be distinct"),
         (["--cpus", "0"], "--cpus: every value must be a whole number >= 1, got 0"),
         (["--cpus", "two"], "argument --cpus: expected whole numbers separated by commas"),
         (["--clients", "8,8"], "--clients: values must be distinct"),
@@ -92,6 +94,8 @@ def test_an_interrupted_comparison_keeps_and_reports_the_finished_runs(
     assert "simsrv: interrupted" in err
     assert len(pd.read_parquet(tmp_path / "runs.parquet")) == 2
     assert (tmp_path / "figures" / "throughput.png").exists()
+    saved = CompareResults.load(tmp_path)
+    assert (saved.planned, saved.complete) == (4, False)
 
 
 def test_a_new_comparison_replaces_the_tables_of_an_older_one(tmp_path, capsys):

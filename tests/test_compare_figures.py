@@ -9,8 +9,15 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from simsrv import result as result_module  # noqa: E402
 from simsrv.figures.comparison import comparison_figures, save_figures  # noqa: E402
-from simsrv.figures.style import STRATEGY_COLOURS, activity_colour, strategy_colour  # noqa: E402
+from simsrv.figures.style import (  # noqa: E402
+    ACTIVITY_COLOURS,
+    CATEGORY_FALLBACK,
+    STRATEGY_COLOURS,
+    activity_colour,
+    strategy_colour,
+)
 from simsrv.figures.throughput import throughput_figure  # noqa: E402
 from simsrv.sweep import compare  # noqa: E402
 
@@ -92,12 +99,41 @@ def test_gantt_has_a_panel_per_strategy_and_cpu_count(results, figures):
     assert [len(ax.get_yticks()) for ax in axes] == [2, 4] * 3
 
 
-def test_group_size_shares_sum_to_one(figures):
+def test_group_size_lines_are_the_binned_counts_of_the_table(results, figures):
     count_ax, entity_ax = figures["group_sizes"].axes[:2]
-    for ax in (count_ax, entity_ax):
-        for line in ax.get_lines():
-            if line.get_linestyle() == "-":
-                assert line.get_ydata().sum() == pytest.approx(1.0)
+    sizes = results.group_sizes.query("clients == 32 and cpus == 2")
+    counts = sizes.groupby("size")["groups"].sum()
+    bins = [(1, 1), (2, 2), (3, 4), (5, 8)]
+    expected = [counts[(counts.index >= lo) & (counts.index <= hi)].sum() for lo, hi in bins]
+    line = next(x for x in count_ax.get_lines() if x.get_label().startswith("death32c-like, 2"))
+    np.testing.assert_allclose(line.get_ydata()[:4], np.array(expected) / counts.sum())
+    mean = (counts * counts.index).sum() / counts.sum()
+    assert line.get_label().endswith(f"({mean:.1f})")
+
+
+def test_figures_survive_runs_that_failed(monkeypatch):
+    real_simulate = result_module.simulate
+
+    def failing_bsp(scenario):
+        if scenario.server.strategy == "bsp-group" and scenario.players.count == 32:
+            raise RuntimeError("worker died")
+        return real_simulate(scenario)
+
+    monkeypatch.setattr(result_module, "simulate", failing_bsp)
+    partial = compare(
+        "scenarios/cordeiro2007/clone-nowait.toml",
+        TINY,
+        strategies=["sequential", "bsp-group"],
+        cpus=[2],
+        clients=[16, 32],
+        seeds=1,
+        workers=1,
+    )
+    assert len(partial.failed) == 1
+    figures = comparison_figures(partial)
+    assert {"throughput", "breakdown", "gantt", "group_sizes"} <= set(figures)
+    # group sizes come from the only client count bsp-group finished
+    assert "16 clients" in figures["group_sizes"].get_suptitle()
 
 
 def test_figures_are_saved_as_png_and_svg(tmp_path, results):
@@ -108,6 +144,9 @@ def test_figures_are_saved_as_png_and_svg(tmp_path, results):
 
 def test_colours_are_fixed_per_name():
     assert strategy_colour("bsp-group") == STRATEGY_COLOURS["bsp-group"]
-    assert strategy_colour("my-new-strategy") == strategy_colour("my-new-strategy")
+    palette = {matplotlib.colors.to_hex(c) for c in matplotlib.colormaps["Dark2"].colors}
+    assert strategy_colour("my-new-strategy") in palette
     assert activity_colour("lock_wait") != activity_colour("request")
-    assert activity_colour("some_barrier_wait") == activity_colour("some_barrier_wait")
+    # an unknown wait takes no stage colour; an unknown OS activity the OS colour
+    assert activity_colour("some_barrier_wait") not in ACTIVITY_COLOURS.values()
+    assert activity_colour("mmap") == CATEGORY_FALLBACK["os"]

@@ -220,3 +220,20 @@ def test_summary_frame_is_one_flat_row_with_provenance():
     np.testing.assert_allclose(
         result.frames["duration_s"], result.frames["end_s"] - result.frames["start_s"]
     )
+
+
+def test_a_worker_that_dies_becomes_a_failed_row():
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from simsrv.sweep.local import _report
+
+    grid = build_grid(_base(), ["sequential"], [2], None, 1)
+    future: Future = Future()
+    future.set_exception(BrokenProcessPool("a worker was killed"))
+    seen = []
+    _report(future, 0, grid, lambda i, records: seen.append((i, records)))
+    ((index, records),) = seen
+    assert index == 0
+    assert records.error.startswith("BrokenProcessPool: a worker was killed")
+    assert math.isnan(records.runs[0]["frames_per_s"]) and math.isnan(records.runs[0]["frames"])

@@ -9,16 +9,27 @@ from pathlib import Path
 from simsrv.cli.parser import add_scenario_arguments
 from simsrv.errors import InputError
 from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
+from simsrv.result import describe_error
 from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, format_table, mean_ci
 from simsrv.sweep.compare import run_grid
 from simsrv.sweep.grid import base_dict, build_grid
 from simsrv.sweep.progress import Progress
 from simsrv.sweep.records import METRICS
-from simsrv.sweep.results import TABLES
+from simsrv.sweep.results import META, TABLES
 from simsrv.sweep.statistics import TABLE_METRICS
 
 DEFAULT_CPUS = [2, 4]
-SUMMARY_METRICS = (*METRICS, "os_time_fraction", "cpu_utilization_mean", "wall_time_s")
+SUMMARY_METRICS = (
+    *METRICS,
+    "offered_per_s",
+    "os_time_fraction",
+    "cpu_utilization_mean",
+    "groups_per_frame",
+    "group_size_mean",
+    "frames",
+    "wall_time_s",
+)
+"""Metrics of ``summary.csv``: every numeric column of ``runs.parquet``."""
 
 
 def add_parser(subparsers) -> None:
@@ -102,12 +113,16 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
     summary = mean_ci(results.runs, [*SUMMARY_METRICS])
     summary.to_csv(out / "summary.csv", index=False)
     sys.stdout.write(format_table(summary[summary["metric"].isin(list(TABLE_METRICS))]))
-    paths = save_figures(comparison_figures(results), out / "figures")
+    try:
+        figures = len(save_figures(comparison_figures(results), out / "figures")) // 2
+    except Exception as error:  # the tables are written; a figure bug must not hide them
+        sys.stderr.write(f"simsrv: warning: figures not drawn: {describe_error(error)}\n")
+        figures = 0
     state = "" if results.complete else f" of {results.planned} (interrupted)"
+    tables = ", ".join(p.stem for p in sorted(out.glob("*.parquet")))
     print(
-        f"{len(results.runs)} runs{state}: tables in {out}/ (runs, breakdown, cpu_load, "
-        f"group_sizes, gantt .parquet; summary.csv), {len(paths) // 2} figures in "
-        f"{out}/figures/ (PNG, SVG)"
+        f"{len(results.runs)} runs{state}: tables in {out}/ ({tables} .parquet; summary.csv), "
+        f"{figures} figures in {out}/figures/ (PNG, SVG)"
     )
     failed = results.failed
     for _, row in failed.iterrows():
@@ -123,7 +138,8 @@ def _clear_out(out: Path) -> None:
     summary and the figures an older one left there (nothing else is touched)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out: {out} exists and is not a directory")
-    stale = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.csv"]
+    stale = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.csv", out / META]
+    stale += [out / f".{name}.parquet.tmp" for name in TABLES]
     stale += [out / "figures" / f"{stem}.{suffix}" for stem in STEMS for suffix in FORMATS]
     for path in stale:
         path.unlink(missing_ok=True)
@@ -133,6 +149,8 @@ def _names(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise argparse.ArgumentTypeError("expected names separated by commas, e.g. a,b")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"names must be distinct, got {text!r}")
     return names
 
 

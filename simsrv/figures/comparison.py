@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 from matplotlib.figure import Figure
 
 from simsrv.figures.gantt import gantt_figure
@@ -23,8 +24,8 @@ def comparison_figures(results: CompareResults) -> dict[str, Figure]:
     """Figures by file stem: ``throughput``, ``parallel_fraction``, ``breakdown``,
     ``load_balance``, ``gantt`` and (when a strategy groups entities) ``group_sizes``.
 
-    Failed runs are left out; with several client counts, the per-point figures (breakdown,
-    load balance, Gantt) show the largest.
+    Failed runs are left out (a figure without data is skipped); with several client counts,
+    the per-point figures (breakdown, load balance, Gantt, group sizes) show the largest.
     """
     runs = results.succeeded
     if runs.empty:
@@ -36,31 +37,45 @@ def comparison_figures(results: CompareResults) -> dict[str, Figure]:
             runs, f"Parallel-time fraction, {where} (mean and 95 % CI)"
         ),
     }
-    clients = int(runs["clients"].max())
-    shares = results.breakdown[results.breakdown["clients"] == clients]
-    figures["breakdown"] = stage_breakdown_figure(
-        shares.rename(columns={"strategy": "variant"}),
-        title=f"Where each thread's time goes, {where}, {clients} clients",
-        bar_labels={s: s for s in shares["strategy"].unique()},
-        x="cpus",
-    )
-    figures["load_balance"] = load_balance_figure(results.cpu_load)
-    gantt = results.gantt
+    shares = _largest_clients(results.breakdown)
+    if not shares.empty:
+        figures["breakdown"] = stage_breakdown_figure(
+            shares.rename(columns={"strategy": "variant"}),
+            title=f"Where each thread's time goes, {where}, {_clients(shares)} clients",
+            bar_labels={s: s for s in shares["strategy"].unique()},
+            x="cpus",
+        )
+    if not results.cpu_load.empty:
+        figures["load_balance"] = load_balance_figure(results.cpu_load)
+    gantt = _largest_clients(results.gantt)
     if not gantt.empty:
         figures["gantt"] = gantt_figure(
-            gantt[gantt["clients"] == clients],
-            f"First frames of the measured window, {where}, {clients} clients, seed "
+            gantt,
+            f"First frames of the measured window, {where}, {_clients(gantt)} clients, seed "
             f"{int(gantt['seed'].min())} (dotted: frame starts)",
         )
-    if not results.group_sizes.empty:
-        sizes = results.group_sizes.merge(runs[["strategy", "cpus", "clients", "seed", "map"]])
+    sizes = _largest_clients(results.group_sizes)
+    if not sizes.empty:
+        sizes = sizes.merge(runs[["strategy", "cpus", "clients", "seed", "map"]])
         series = ("map", "cpus") if sizes["cpus"].nunique() > 1 else ("map",)
         figures["group_sizes"] = group_size_figure(
-            sizes[sizes["clients"] == clients],
+            sizes,
             series,
-            f"BSP group sizes per frame, {clients} clients (measured frames, all seeds)",
+            f"BSP group sizes, {_clients(sizes)} clients (all measured frames and seeds)",
         )
     return figures
+
+
+def _largest_clients(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``table`` at its largest client count (each table on its own: a failed run
+    leaves no rows in some tables)."""
+    if table.empty:
+        return table
+    return table[table["clients"] == table["clients"].max()]
+
+
+def _clients(table: pd.DataFrame) -> int:
+    return int(table["clients"].iloc[0])
 
 
 def save_figures(figures: dict[str, Figure], directory: Path) -> list[Path]:

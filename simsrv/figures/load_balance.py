@@ -28,7 +28,7 @@ def load_balance_figure(cpu_load: pd.DataFrame, title: str = "") -> Figure:
     fig, axes = plt.subplots(
         1,
         len(cpu_counts),
-        figsize=(1.2 + 2.2 * sum(min(c, 16) for c in cpu_counts) / 2, 4.0),
+        figsize=(min(16.0, 1.2 + 1.1 * sum(min(c, 16) for c in cpu_counts)), 4.0),
         layout="constrained",
         squeeze=False,
     )

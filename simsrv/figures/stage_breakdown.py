@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from simsrv.machine.trace import is_wait
 from simsrv.metrics.stages import is_barrier_category
 
 CATEGORY_STYLE = {
@@ -17,16 +18,19 @@ CATEGORY_STYLE = {
     "stage3": ("stage 3 (replies)", "#dd8452"),
     "intra_frame_wait": ("intra-frame wait (barriers)", "#8172b3"),
     "os": ("OS / thread switches", "#937860"),
+    "other_wait": ("other waits (join, run queue)", "#e8b4d0"),
     "idle": ("idle (waiting for packets)", "#dddddd"),
 }
 
 
 def _grouped(shares: pd.DataFrame, x: str) -> pd.DataFrame:
-    """Mean share over seeds per (variant, x, plotted category); barrier waits summed; a
-    category a seed lacks counts as 0 for that seed."""
+    """Mean share over seeds per (variant, x, plotted category); barrier waits summed, other
+    waits (``join_wait``, ``runqueue_wait``) together; a category a seed lacks counts as 0."""
     s = shares[shares.category != "intra_frame_wait"].copy()
     at_barrier = s.category.map(is_barrier_category)
     s["category"] = s.category.where(~at_barrier, "intra_frame_wait")
+    other_wait = s.category.map(is_wait) & ~s.category.isin(list(CATEGORY_STYLE))
+    s["category"] = s.category.where(~other_wait, "other_wait")
     s["category"] = s.category.where(s.category.isin(list(CATEGORY_STYLE)), "os")
     per_seed = s.groupby(["variant", x, "seed", "category"], sort=False).share.sum()
     wide = per_seed.unstack("category", fill_value=0.0)

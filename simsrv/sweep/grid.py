@@ -76,6 +76,8 @@ def build_grid(
     """
     for name in strategies:
         STRATEGIES.get(name, "--strategies")
+    if len(set(strategies)) != len(strategies):
+        raise InputError(f"--strategies: names must be distinct, got {','.join(strategies)}")
     if seeds < 1:
         raise InputError(f"--seeds: must be a whole number >= 1, got {seeds}")
     if duration_s is not None and duration_s <= 0:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
+from simsrv.result import describe_error
 from simsrv.sweep.grid import GridRun
-from simsrv.sweep.records import RunRecords, execute
+from simsrv.sweep.records import RunRecords, execute, failed
 
 
 def default_workers() -> int:
@@ -39,11 +40,29 @@ def run_local(
             on_done(i, execute(grid_run))
         return
     pool = ProcessPoolExecutor(max_workers=min(workers, len(grid)))
+    pending = {pool.submit(execute, grid_run): i for i, grid_run in enumerate(grid)}
     try:
-        pending = {pool.submit(execute, grid_run): i for i, grid_run in enumerate(grid)}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                on_done(pending.pop(future), future.result())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+                _report(future, pending.pop(future), grid, on_done)
+    except KeyboardInterrupt:
+        # keep the runs that finished while we were interrupted; do not wait for the others
+        done = [f for f in pending if f.done() and not f.cancelled()]
+        for future in [f for f in done if not isinstance(f.exception(), KeyboardInterrupt)]:
+            _report(future, pending.pop(future), grid, on_done)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _report(
+    future: Future, index: int, grid: Sequence[GridRun], on_done: Callable[[int, RunRecords], None]
+) -> None:
+    """Hand a finished future's records to ``on_done``; a worker that died (e.g. killed for
+    memory) or raised outside the simulation becomes a failed row."""
+    try:
+        records = future.result()
+    except Exception as error:
+        records = failed(grid[index], describe_error(error))
+    on_done(index, records)

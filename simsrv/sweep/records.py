@@ -16,26 +16,30 @@ Every table starts with the point's columns ``strategy``, ``cpus``, ``clients``,
 ``lock_wait_fraction``     share of thread time blocked on locks (:mod:`simsrv.metrics.waiting`)
 ``barrier_wait_fraction``  share of thread time blocked at barriers
 ``any_waiting_fraction``   share of the window with at least one thread blocked
-``os_time_fraction``       share of CPU time in process/thread management (fork, clone, page
-                           faults, teardown, context switches, ...)
+``os_time_fraction``       share of CPU time in process management: ``spawn`` (fork, clone),
+                           ``copy_on_write``, ``teardown`` and ``wait``
+                           (:func:`simsrv.metrics.moments.os_time_fraction`)
 ``cpu_utilization_mean``   mean busy share over the CPUs
 ``groups_per_frame``       BSP groups per frame (NaN for strategies that do not group)
 ``group_size_mean``        entities per BSP group (NaN likewise)
 ``frames``                 frames in the measured window
 ``simulated_time_s``       length of the measured window, s
 ``wall_time_s``            wall-clock time of the run, s
-``error``                  the error text of a failed run (its metrics NaN), else ``None``
+``error``                  the error text of a failed run (its metrics and ``frames`` NaN),
+                           else ``None``
 ``simsrv_version``         the simsrv that produced the row
 ``scenario_hash``          first 16 hex digits of the SHA-256 of the resolved scenario JSON
 =========================  ==================================================================
 
 The other tables: ``breakdown`` (``category``, ``share``: the mean share of each thread's time
-per stage category, :func:`simsrv.metrics.stages.stage_time_fraction`), ``cpu_load``
+per stage category, :func:`simsrv.metrics.stages.stage_time_fraction`; the categories sum to 1
+without ``intra_frame_wait``, which repeats the sum of the barrier categories), ``cpu_load``
 (``cpu``, ``utilization``: busy share of the window), ``group_sizes`` (``size`` in entities,
 ``groups``: how many groups of that size the measured frames had) and ``gantt`` (the trace rows
-of the first :data:`GANTT_FRAMES` frames of the measured window, seed index 0 only: ``frame``,
-``cpu``, ``thread``, ``activity``, ``busy``, and ``start_ms``/``end_ms`` from the first frame's
-start).
+overlapping the first :data:`GANTT_FRAMES` frames of the measured window, seed index 0 only,
+clipped to them: ``frame``, ``cpu``, ``thread``, ``activity``, ``busy``, and
+``start_ms``/``end_ms`` from the first frame's start; an earlier frame's interval still running
+then, e.g. a worker's teardown, is included from 0).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from typing import Any
 import pandas as pd
 
 from simsrv.metrics.timeline import clip_intervals
-from simsrv.result import RunResult, run
+from simsrv.result import RunResult, describe_error, run
 from simsrv.sweep.grid import GridRun
 from simsrv.version import __version__
 
@@ -95,8 +99,16 @@ def execute(grid_run: GridRun) -> RunRecords:
     """Run one grid point; a failure becomes a row with the error and NaN metrics."""
     result = run(grid_run.scenario, raise_errors=False)
     if result.error is not None:  # a bug in a strategy must not lose the rest of the grid
-        return RunRecords([_run_row(grid_run, None, result.error)])
-    return records_of(grid_run, result)
+        return failed(grid_run, result.error)
+    try:
+        return records_of(grid_run, result)
+    except Exception as error:
+        return failed(grid_run, describe_error(error))
+
+
+def failed(grid_run: GridRun, error: str) -> RunRecords:
+    """The records of a run that failed with ``error``: one ``runs`` row, metrics NaN."""
+    return RunRecords([_run_row(grid_run, None, error)])
 
 
 def records_of(grid_run: GridRun, result: RunResult) -> RunRecords:
@@ -131,7 +143,7 @@ def _run_row(grid_run: GridRun, result: RunResult | None, error: str | None) -> 
         cpu_utilization_mean=sum(utilization) / len(utilization) if utilization else math.nan,
         groups_per_frame=float(groups.get("mean_count", math.nan)),
         group_size_mean=float(groups.get("mean_size", math.nan)),
-        frames=int(s.get("frames", 0)),
+        frames=int(s["frames"]) if s else math.nan,
         simulated_time_s=sc.run.duration_s,
         wall_time_s=result.wall_time_s if result is not None else math.nan,
         error=error,

@@ -7,6 +7,7 @@ directory back, so figures can be redrawn without rerunning.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ import pandas as pd
 from simsrv.sweep.records import RunRecords
 
 TABLES = ("runs", "breakdown", "cpu_load", "group_sizes", "gantt")
+META = "compare.json"
+"""Small metadata file beside the tables: ``{"planned": runs in the grid}``."""
 """Table names; each is saved as ``<name>.parquet`` (columns in :mod:`simsrv.sweep.records`)."""
 
 
@@ -67,21 +70,29 @@ class CompareResults:
         return self.runs[self.runs["error"].isna()]
 
     def save(self, directory: Path) -> None:
-        """Write every non-empty table to ``directory/<name>.parquet`` (atomically per file)."""
+        """Write every table to ``directory/<name>.parquet`` (each file atomically; an empty
+        table removes its file, so a directory never mixes two comparisons) and
+        :data:`META` (``{"planned": N}``)."""
         directory.mkdir(parents=True, exist_ok=True)
         for name in TABLES:
             frame: pd.DataFrame = getattr(self, name)
+            path = directory / f"{name}.parquet"
             if frame.empty:
+                path.unlink(missing_ok=True)
                 continue
             temporary = directory / f".{name}.parquet.tmp"
             frame.to_parquet(temporary, index=False)
-            os.replace(temporary, directory / f"{name}.parquet")
+            os.replace(temporary, path)
+        (directory / META).write_text(json.dumps({"planned": self.planned}))
 
     @classmethod
     def load(cls, directory: Path) -> CompareResults:
         """Read the tables a comparison saved in ``directory``."""
+        directory = Path(directory)
         tables = {}
         for name in TABLES:
-            path = Path(directory) / f"{name}.parquet"
+            path = directory / f"{name}.parquet"
             tables[name] = pd.read_parquet(path) if path.exists() else pd.DataFrame()
-        return cls(**tables, planned=len(tables["runs"]))
+        meta = directory / META
+        planned = json.loads(meta.read_text())["planned"] if meta.exists() else None
+        return cls(**tables, planned=len(tables["runs"]) if planned is None else planned)

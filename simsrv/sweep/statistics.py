@@ -23,7 +23,7 @@ TABLE_METRICS = {
     "parallel_fraction": ("parallel fraction", "{:.3f}"),
     "wall_time_s": ("wall s", "{:.1f}"),
 }
-"""Metrics of the printed comparison table (every metric is in ``summary.csv``)."""
+"""Metrics of the printed comparison table (``summary.csv`` has every numeric metric)."""
 
 
 def ci95_half_width(values: Sequence[float]) -> float:
