@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from simsrv.figures.style import column_label
+
 
 def size_bins(largest: int) -> list[tuple[int, int]]:
     """Bins ``(low, high)`` of whole group sizes, inclusive: (1, 1), (2, 2), (3, 4), (5, 8),
@@ -61,4 +63,4 @@ def group_size_figure(
 def _describe(column: str, value) -> str:
     if column == "map":
         return str(value)
-    return f"{value} {'CPUs' if column == 'cpus' else column}"
+    return f"{value} {column_label(column)}"

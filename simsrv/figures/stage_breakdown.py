@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from simsrv.figures.style import column_label
 from simsrv.machine.trace import is_wait
 from simsrv.metrics.stages import is_barrier_category
 
@@ -79,7 +80,7 @@ def stage_breakdown_figure(
             for position in positions:
                 ax.text(position, 1.01, bar_labels[variant], ha="center", fontsize=7)
     ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
-    ax.set_xlabel(f"{'CPUs' if x == 'cpus' else x} (bars: " + ", ".join(variants) + ")")
+    ax.set_xlabel(f"{column_label(x)} (bars: " + ", ".join(variants) + ")")
     ax.set_ylabel("share of each thread's time (mean over threads)")
     ax.set_ylim(0, 1.08)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)

@@ -61,6 +61,11 @@ CATEGORY_FALLBACK = {
 }
 
 
+def column_label(column: str) -> str:
+    """How a grid column is named on axes and in legends (``cpus`` -> ``CPUs``)."""
+    return "CPUs" if column == "cpus" else column
+
+
 def strategy_colour(name: str) -> str:
     """The colour of strategy ``name``."""
     if name in STRATEGY_COLOURS:

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from simsrv.figures.style import strategy_colour
+from simsrv.figures.style import column_label, strategy_colour
 from simsrv.sweep.statistics import mean_ci
 
 LINESTYLES = ("-", "--", ":", "-.")
@@ -16,7 +16,6 @@ LABELS = {
     "frames_per_s": "frames/s",
     "messages_per_frame": "messages/frame",
     "parallel_fraction": "parallel-time fraction (all CPUs busy)",
-    "replies_per_s": "replies/s",
 }
 
 
@@ -29,8 +28,7 @@ def metric_lines(ax: Axes, runs: pd.DataFrame, metric: str, x: str, series: str 
         for k, value in enumerate(series_values):
             line = rows if value is None else rows[rows[series] == value]
             line = line.sort_values(x)
-            unit = "CPUs" if series == "cpus" else series
-            label = strategy if value is None else f"{strategy}, {value} {unit}"
+            label = strategy if value is None else f"{strategy}, {value} {column_label(series)}"
             colour = strategy_colour(str(strategy))
             ax.plot(
                 line[x],
@@ -44,7 +42,7 @@ def metric_lines(ax: Axes, runs: pd.DataFrame, metric: str, x: str, series: str 
             ax.fill_between(
                 line[x], line["mean"] - band, line["mean"] + band, color=colour, alpha=0.2
             )
-    ax.set_xlabel(x if x == "clients" else "CPUs")
+    ax.set_xlabel(column_label(x))
     ax.set_ylabel(LABELS.get(metric, metric))
     ax.grid(True, alpha=0.3)
 

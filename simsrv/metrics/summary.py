@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from simsrv.machine.trace import is_wait
 from simsrv.metrics.moments import group_statistics, moments, os_time_fraction
@@ -17,6 +18,13 @@ from simsrv.metrics.timeline import all_busy_time, clip_intervals, window_share
 from simsrv.metrics.waiting import waiting_fractions
 from simsrv.scenario.schema import Scenario
 from simsrv.simulation import SimulationOutput
+
+
+def measured_frames(scenario: Scenario, frames: pd.DataFrame) -> pd.DataFrame:
+    """The frames that start in the measured window ``[warmup_s, warmup_s + duration_s)``."""
+    t0 = scenario.run.warmup_s
+    t1 = t0 + scenario.run.duration_s
+    return frames[(frames["start_s"] >= t0) & (frames["start_s"] < t1)]
 
 
 def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
@@ -36,7 +44,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     t1 = t0 + scenario.run.duration_s
     cpus = scenario.machine.cpus
     span = t1 - t0
-    frames = out.frames[(out.frames["start_s"] >= t0) & (out.frames["start_s"] < t1)]
+    frames = measured_frames(scenario, out.frames)
     n = len(frames)
     messages = int(frames["messages"].sum())
     arrived = int(np.count_nonzero((out.arrivals_s >= t0) & (out.arrivals_s < t1)))

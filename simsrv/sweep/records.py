@@ -52,6 +52,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsrv.metrics.summary import measured_frames
 from simsrv.metrics.timeline import clip_intervals
 from simsrv.result import RunResult, describe_error, run
 from simsrv.sweep.grid import GridRun
@@ -153,15 +154,8 @@ def _run_row(grid_run: GridRun, result: RunResult | None, error: str | None) -> 
     return row
 
 
-def _measured_frames(result: RunResult) -> pd.DataFrame:
-    t0 = result.scenario.run.warmup_s
-    t1 = t0 + result.scenario.run.duration_s
-    frames = result.frames
-    return frames[(frames["start_s"] >= t0) & (frames["start_s"] < t1)]
-
-
 def _group_sizes(result: RunResult) -> list[dict[str, Any]]:
-    frames = _measured_frames(result)
+    frames = measured_frames(result.scenario, result.frames)
     if "group_sizes" not in frames:
         return []
     sizes = frames["group_sizes"].explode().dropna().astype(int)
@@ -170,7 +164,7 @@ def _group_sizes(result: RunResult) -> list[dict[str, Any]]:
 
 
 def _gantt(grid_run: GridRun, result: RunResult) -> pd.DataFrame | None:
-    frames = _measured_frames(result).head(GANTT_FRAMES)
+    frames = measured_frames(result.scenario, result.frames).head(GANTT_FRAMES)
     if frames.empty:
         return None
     t0, t1 = float(frames["start_s"].iloc[0]), float(frames["end_s"].iloc[-1])

@@ -38,15 +38,12 @@ class CompareResults:
     def collect(cls, records: list[RunRecords], planned: int) -> CompareResults:
         """Tables from the records of finished runs, in the order given (the grid's)."""
 
-        def table(rows: list) -> pd.DataFrame:
-            return pd.DataFrame(rows)
-
         gantts = [r.gantt for r in records if r.gantt is not None]
         return cls(
-            runs=table([row for r in records for row in r.runs]),
-            breakdown=table([row for r in records for row in r.breakdown]),
-            cpu_load=table([row for r in records for row in r.cpu_load]),
-            group_sizes=table([row for r in records for row in r.group_sizes]),
+            runs=pd.DataFrame([row for r in records for row in r.runs]),
+            breakdown=pd.DataFrame([row for r in records for row in r.breakdown]),
+            cpu_load=pd.DataFrame([row for r in records for row in r.cpu_load]),
+            group_sizes=pd.DataFrame([row for r in records for row in r.group_sizes]),
             gantt=pd.concat(gantts, ignore_index=True) if gantts else pd.DataFrame(),
             planned=planned,
         )
