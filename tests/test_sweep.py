@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -226,13 +227,13 @@ def test_a_worker_that_dies_becomes_a_failed_row():
     from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    from simsrv.sweep.local import _report
+    from simsrv.sweep.local import _report, failed_row
 
     grid = build_grid(_base(), ["sequential"], [2], None, 1)
     future: Future = Future()
     future.set_exception(BrokenProcessPool("a worker was killed"))
     seen = []
-    _report(future, 0, grid, lambda i, records: seen.append((i, records)))
+    _report(future, 0, lambda i, records: seen.append((i, records)), partial(failed_row, grid))
     ((index, records),) = seen
     assert index == 0
     assert records.error.startswith("BrokenProcessPool: a worker was killed")

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from simsrv.cli import capacity_command, compare_command, map_command, run_command
+from simsrv.cli import (
+    capacity_command,
+    compare_command,
+    map_command,
+    run_command,
+    validate_command,
+)
 from simsrv.cli.parser import Parser
 from simsrv.errors import InputError
 from simsrv.version import __version__
 
-SUBCOMMANDS = (run_command, compare_command, map_command, capacity_command)
+SUBCOMMANDS = (run_command, compare_command, map_command, capacity_command, validate_command)
 """Modules that each add one subcommand (``add_parser(subparsers)``)."""
 
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from functools import partial
+from typing import TypeVar
 
 from simsrv.result import describe_error
 from simsrv.sweep.grid import GridRun
 from simsrv.sweep.records import RunRecords, execute, failed
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def default_workers() -> int:
@@ -33,36 +38,66 @@ def run_local(
     finishes.
 
     A ``KeyboardInterrupt`` cancels the runs not yet started and propagates; the runs already
-    reported through ``on_done`` are the caller's to keep.
+    reported through ``on_done`` are the caller's to keep.  A worker that died (e.g. killed for
+    memory) or raised outside the simulation gives a failed row.
     """
-    if workers <= 1 or len(grid) <= 1:
-        for i, grid_run in enumerate(grid):
-            on_done(i, execute(grid_run))
+    run_parallel(grid, execute, workers, on_done, partial(failed_row, grid))
+
+
+def failed_row(grid: Sequence[GridRun], index: int, error: BaseException) -> RunRecords:
+    """The records of a run that raised outside the simulation or whose worker died."""
+    return failed(grid[index], describe_error(error))
+
+
+def run_parallel(
+    items: Sequence[T],
+    function: Callable[[T], R],
+    workers: int,
+    on_done: Callable[[int, R], None],
+    on_failure: Callable[[int, BaseException], R],
+) -> None:
+    """Call ``function(item)`` for every item, in this process (``workers = 1``) or a process
+    pool, and ``on_done(index, result)`` in this process as each finishes.
+
+    An exception that escapes ``function`` (or a dead worker) becomes
+    ``on_done(index, on_failure(index, error))``; the other items go on.  A
+    ``KeyboardInterrupt`` reports the items that had already finished, cancels the rest
+    without waiting for them and propagates.
+    """
+    if workers <= 1 or len(items) <= 1:
+        for i, item in enumerate(items):
+            try:
+                result = function(item)
+            except Exception as error:
+                result = on_failure(i, error)
+            on_done(i, result)
         return
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(grid)))
-    pending = {pool.submit(execute, grid_run): i for i, grid_run in enumerate(grid)}
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)))
+    pending = {pool.submit(function, item): i for i, item in enumerate(items)}
     try:
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                _report(future, pending.pop(future), grid, on_done)
+                _report(future, pending.pop(future), on_done, on_failure)
     except KeyboardInterrupt:
-        # keep the runs that finished while we were interrupted; do not wait for the others
+        # keep the items that finished while we were interrupted; do not wait for the others
         done = [f for f in pending if f.done() and not f.cancelled()]
         for future in [f for f in done if not isinstance(f.exception(), KeyboardInterrupt)]:
-            _report(future, pending.pop(future), grid, on_done)
+            _report(future, pending.pop(future), on_done, on_failure)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
 
 
 def _report(
-    future: Future, index: int, grid: Sequence[GridRun], on_done: Callable[[int, RunRecords], None]
+    future: Future,
+    index: int,
+    on_done: Callable[[int, R], None],
+    on_failure: Callable[[int, BaseException], R],
 ) -> None:
-    """Hand a finished future's records to ``on_done``; a worker that died (e.g. killed for
-    memory) or raised outside the simulation becomes a failed row."""
+    """Hand a finished future's result (or its failure) to ``on_done``."""
     try:
-        records = future.result()
+        result = future.result()
     except Exception as error:
-        records = failed(grid[index], describe_error(error))
-    on_done(index, records)
+        result = on_failure(index, error)
+    on_done(index, result)

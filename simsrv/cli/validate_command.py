@@ -1,0 +1,120 @@
+"""``simsrv validate``: the model against every published figure of the reference table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simsrv.errors import InputError
+from simsrv.sweep.local import default_workers
+from simsrv.sweep.progress import Progress
+from simsrv.validation.reference import load_reference
+from simsrv.validation.report import format_text, update_doc
+from simsrv.validation.validate import (
+    DEFAULT_SEEDS,
+    QUICK_DURATION_S,
+    QUICK_SEEDS,
+    RowResult,
+    calibration_failures,
+    validate,
+)
+
+
+def add_parser(subparsers) -> None:
+    """Register the ``validate`` subcommand."""
+    p = subparsers.add_parser(
+        "validate",
+        help="run every published figure's scenario and compare (calibration and predictions)",
+        description="Run the scenario of every row of the reference table "
+        "(simsrv/validation/reference.toml) over --seeds seeds and print, per paper, the "
+        "paper's value, the model's mean +- 95%% CI, the relative error, the tolerance and "
+        "pass/fail.  Exit status 1 when a calibration target is out of tolerance (predictions "
+        "are reported, never fatal).  See docs/validation.md.",
+    )
+    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help=f"seeds per row (default {DEFAULT_SEEDS}; {QUICK_SEEDS} with --quick)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="only these papers (cordeiro2007, abdelkhalek2004, area2004) or row ids (repeatable)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{QUICK_SEEDS} seeds of {QUICK_DURATION_S:g} simulated s per run (for CI)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="parallel runs (default: the CPUs available)"
+    )
+    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    p.add_argument(
+        "--doc",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also rewrite the marked tables of this Markdown page (docs/validation.md)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    reference = load_reference()
+    names = [name for value in args.only for name in value.split(",") if name]
+    rows = reference.select(names)
+    seeds = args.seeds if args.seeds is not None else QUICK_SEEDS if args.quick else DEFAULT_SEEDS
+    if seeds < 1:
+        raise InputError(f"--seeds: must be a whole number >= 1, got {seeds}")
+    workers = args.workers if args.workers is not None else default_workers()
+    if workers < 1:
+        raise InputError(f"--workers: must be a whole number >= 1, got {workers}")
+    if args.doc is not None and not args.doc.is_file():
+        raise InputError(f"--doc: file not found: {args.doc}")
+    if args.list:
+        for row in rows:
+            print(f"{row.id:40} {row.kind:11} {row.paper:16} {row.description}")
+        return 0
+
+    progress = Progress(0)
+    try:
+        results = validate(
+            rows,
+            seeds=seeds,
+            quick=args.quick,
+            workers=workers,
+            on_job=lambda label, error: progress.update(label, error),
+            on_plan=lambda total: setattr(progress, "total", total),
+        )
+    except KeyboardInterrupt as interrupt:
+        progress.close()
+        _print(args, getattr(interrupt, "results", []), reference)
+        raise
+    _print(args, results, reference)
+    if args.doc is not None:
+        papers = update_doc(args.doc, results, reference)
+        sys.stderr.write(f"updated the tables of {', '.join(papers)} in {args.doc}\n")
+    failures = calibration_failures(results)
+    if failures:
+        sys.stderr.write(
+            f"simsrv validate: {len(failures)} calibration target(s) out of tolerance: "
+            f"{', '.join(r.row.id for r in failures)}\n"
+        )
+        return 1
+    return 0
+
+
+def _print(args: argparse.Namespace, results: list[RowResult], reference) -> None:
+    if args.json:
+        titles = {name: paper.title for name, paper in reference.papers.items()}
+        json.dump([r.to_json(titles[r.row.paper]) for r in results], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(format_text(results, reference))
