@@ -1,1 +1,11 @@
-"""Calibration of platform profiles against published measurements."""
+"""Calibration of platform profiles against the calibration rows of the reference table.
+
+One module per platform registers a :class:`~simsrv.calibration.fitting.Calibrator`
+(``simsrv calibrate PLATFORM``): ``cordeiro2007`` (the 2 x Xeon, fitted first: the other two
+scale its costs), ``abdelkhalek2004`` and ``area2004``.
+"""
+
+from simsrv.calibration import abdelkhalek2004, area2004, cordeiro2007  # noqa: F401 (registers)
+from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions, NoBracket
+
+__all__ = ["CALIBRATORS", "Calibrator", "FitOptions", "NoBracket"]

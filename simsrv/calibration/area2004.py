@@ -1,15 +1,17 @@
-"""Calibration of the 4 x 296 MHz UltraSPARC-II platform on the sequential server only [R §4-5].
+"""Calibrate the 4 x 296 MHz UltraSPARC-II platform (``area2004-ultrasparc``) on the
+sequential server only [R §4-5].
 
-Published facts about the *sequential* server on this machine (MODEL.md §4), with the cube map
-and 31.25 requests per client per second:
+Run with ``simsrv calibrate area2004-ultrasparc`` (under a minute).  Published facts about the
+*sequential* server on this machine (MODEL.md §4; reference rows ``area-sequential-*``), cube
+map, 31.25 requests per client per second:
 
 1. stage 2 takes "almost 0.8 ms" per client packet at 32 clients [R §5.2];
 2. it saturates "slightly above 24 clients": idle time remains at 24, it is overloaded at 32
    [R §5.1];
 3. world physics (stage 1) is ~5 % of the time [R §3.4, §5.1];
-4. stage 3 takes "up to 40 %" of a saturated server's time [R §5.3] (checked, not fitted).
+4. stage 3 takes "up to 40 %" of a saturated server's time [R §5.3] (a prediction).
 
-Nothing about the parallel server is used: its capacities are predictions (some published
+Nothing about the parallel server is used: its capacities are predictions (the published
 values are withheld).
 
 Method: the platform runs the same server code as the Cordeiro Xeon, so its costs are the
@@ -21,38 +23,34 @@ scaled with their stage (:data:`HAND_SET_XEON`; the per-frame fixed work with ``
 
 * ``s2`` is exact from fact 1: stage-2 time per packet is linear in ``s2``.
 * ``s1`` and ``s3`` alternate (:data:`ROUNDS` rounds): ``s1`` rescaled so that stage 1 is
-  :data:`STAGE1_SHARE` of the time at 32 clients (fact 3); ``s3`` bisected so that the server
-  at :data:`BOUNDARY_CLIENTS` (28: between 24, which must pass, and 32, which must fail)
-  replies to :data:`SATURATION_REPLY_RATIO` of the offered packets (fact 2: the server just
-  saturates there; the capacity rule for this platform uses the same ratio).
-
-Usage::
-
-    python -m simsrv.calibration.area2004 [--write]   # ~10 s
+  the fact-3 share at 32 clients; ``s3`` solved so that the server at the boundary count (28:
+  between 24, which must pass, and 32, which must fail) replies to the row's 0.95 of the
+  offered packets (fact 2: the server just saturates there; the capacity rule for this
+  platform uses the same ratio).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from simsrv.calibration.abdelkhalek2004 import boundary_clients
+from simsrv.calibration.fitting import (
+    CALIBRATORS,
+    Calibrator,
+    FitOptions,
+    SeedAverage,
+    solve_log,
+)
 from simsrv.calibration.platform_file import replace_costs_table
 from simsrv.platforms.profile import Costs, load_platform
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.validation.reference import load_reference
 
-ROOT = Path(__file__).resolve().parents[2]
-SEQUENTIAL = ROOT / "scenarios" / "area2004" / "sequential.toml"
-PLATFORM = ROOT / "simsrv" / "platforms" / "area2004-ultrasparc.toml"
+PLATFORM_NAME = "area2004-ultrasparc"
 BASE = "cordeiro2007-xeon"
-
-STAGE2_US_PER_PACKET = 800.0
-STAGE2_CLIENTS = 32
-STAGE1_SHARE = 0.05
-BOUNDARY_CLIENTS = 28
-SATURATION_REPLY_RATIO = 0.95
-SEEDS = (1, 2, 3)
+STAGE2_ROW = "area-sequential-stage2-us-per-packet"
+STAGE1_ROW = "area-sequential-stage1-share"
+CAPACITY_ROW = "area-sequential-capacity"
 ROUNDS = 3
 
 STAGE1 = ("world_base", "world_per_entity")
@@ -96,57 +94,56 @@ def costs_for(s1: float, s2: float, s3: float) -> dict[str, float]:
     return out
 
 
-def measure(costs: dict[str, float], clients: int) -> dict[str, float]:
-    """Means over :data:`SEEDS` of the sequential scenario at ``clients``: reply ratio, stage
-    shares and stage-2 time per packet (us)."""
-    sets = [f"machine.costs.{name}={value!r}" for name, value in costs.items()]
-    keys = ("reply_ratio", "stage1", "stage2", "stage3", "stage2_us_per_packet")
-    total = dict.fromkeys(keys, 0.0)
-    for seed in SEEDS:
-        scenario = load_scenario(
-            str(SEQUENTIAL),
-            [*sets, f"players.count={clients}", f"run.seed={seed}", "run.duration_s=4"],
-        )
-        s = run(scenario).summary
-        stages = s["stage_time_fraction"]
-        values = {
-            "reply_ratio": s["replies_per_s"] / (clients * scenario.clients.rate_hz),
-            "stage1": stages.get("stage1", 0.0),
-            "stage2": stages.get("stage2", 0.0),
-            "stage3": stages.get("stage3", 0.0),
-            "stage2_us_per_packet": stages.get("stage2", 0.0) / s["messages_per_s"] * 1e6,
-        }
-        for key in keys:
-            total[key] += values[key] / len(SEEDS)
-    return total
+def current_factors() -> tuple[float, float, float]:
+    """``(s1, s2, s3)`` of the committed platform (one cost of each stage over the base's)."""
+    committed, base = load_platform(PLATFORM_NAME).costs, load_platform(BASE).costs
+    return (
+        committed.world_per_entity / base.world_per_entity,
+        committed.request_per_message / base.request_per_message,
+        committed.reply_per_client / base.reply_per_client,
+    )
 
 
-def fit() -> tuple[float, float, float]:
-    """The stage factors ``(s1, s2, s3)`` (method in the module docstring)."""
-    unit = measure(costs_for(1.0, 1.0, 1.0), STAGE2_CLIENTS)
-    s2 = STAGE2_US_PER_PACKET / unit["stage2_us_per_packet"]
-    s1 = s3 = s2
-    print(f"  s2 = {s2:.4f} (stage 2 {unit['stage2_us_per_packet']:.2f} us/packet at x1)")
-    for _ in range(ROUNDS):
-        stage1 = measure(costs_for(s1, s2, s3), STAGE2_CLIENTS)["stage1"]
-        s1 *= STAGE1_SHARE / stage1
-        s3 = _bisect_s3(s1, s2)
-        print(f"  round: stage 1 share {stage1:.4f} -> s1 {s1:.4f}; s3 {s3:.4f}", flush=True)
-    return s1, s2, s3
+def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
+    """``{"s1", "s2", "s3"}`` (method in the module docstring), from the committed factors
+    times ``options.start``."""
+    reference = load_reference()
+    stage2, stage1, capacity = (reference.by_id(r) for r in (STAGE2_ROW, STAGE1_ROW, CAPACITY_ROW))
+    boundary = boundary_clients(capacity.value, capacity.capacity_step)
+    s1, _, s3 = (f * options.start for f in current_factors())
+    with SeedAverage(options) as runs:
+
+        def measure(row, factors: tuple[float, float, float], *extra: str) -> dict[str, float]:
+            sets = [f"machine.costs.{n}={v!r}" for n, v in costs_for(*factors).items()]
+            return runs.means(row.scenario_path(), [*row.set, *sets, *extra])
+
+        unit = measure(stage2, (1.0, 1.0, 1.0))[stage2.quantity]
+        s2 = stage2.value / unit
+        log(f"s2 = {s2:.4f} (stage 2 {unit:.2f} us/packet at x1; {stage2.id})")
+        for _ in range(ROUNDS):
+            share = measure(stage1, (s1, s2, s3))[stage1.quantity]
+            s1 *= stage1.value / share
+            log(f"round: stage 1 share {share:.4f} -> s1 {s1:.4f} ({stage1.id})")
+
+            def reply_ratio(x: float, s1: float = s1) -> float:
+                got = measure(capacity, (s1, s2, x), f"players.count={boundary}")["reply_ratio"]
+                log(f"  s3 {x:8.4f} -> replies / offered at {boundary} clients {got:.4f}")
+                return got
+
+            s3 = solve_log(
+                reply_ratio,
+                capacity.capacity_min_reply_ratio,
+                s3,
+                rising=False,
+                lo=s2 / 20,
+                hi=s2 * 5,
+            )
+    return {"s1": round(s1, 4), "s2": round(s2, 4), "s3": round(s3, 4)}
 
 
-def _bisect_s3(s1: float, s2: float, iterations: int = 12) -> float:
-    """``s3`` at which the boundary count's reply ratio crosses the saturation ratio."""
-    lo, hi = s2 / 20, s2 * 5
-    for _ in range(iterations):
-        mid = (lo * hi) ** 0.5
-        ratio = measure(costs_for(s1, s2, mid), BOUNDARY_CLIENTS)["reply_ratio"]
-        lo, hi = (mid, hi) if ratio >= SATURATION_REPLY_RATIO else (lo, mid)
-    return (lo * hi) ** 0.5
-
-
-def write(s1: float, s2: float, s3: float) -> None:
-    """Rewrite the platform file's ``[costs]`` table."""
+def write(fitted: dict[str, float], source: Path, out: Path) -> None:
+    """``source`` with its ``[costs]`` table rewritten from the three factors."""
+    s1, s2, s3 = fitted["s1"], fitted["s2"], fitted["s3"]
     costs = costs_for(s1, s2, s3)
     lines = [f"[costs]  # {BASE} x stage factors s1 {s1:.4f}, s2 {s2:.4f}, s3 {s3:.4f} (FITTED)"]
     for name in Costs.model_fields:
@@ -156,34 +153,9 @@ def write(s1: float, s2: float, s3: float) -> None:
         elif name in HAND_SET_XEON:
             note = f"  # hand-set {HAND_SET_XEON[name]} us on the Xeon, scaled"
         lines.append(f"{name} = {costs[name]:.4f}{note}")
-    replace_costs_table(PLATFORM, lines)
+    replace_costs_table(source, out, lines)
 
 
-def check(s1: float, s2: float, s3: float) -> None:
-    """Print the fitted server against the four facts."""
-    costs = costs_for(s1, s2, s3)
-    for clients in (24, 32):
-        m = measure(costs, clients)
-        print(
-            f"  {clients} clients: replies/offered {m['reply_ratio']:.3f}, stage 1 "
-            f"{m['stage1']:.3f}, stage 2 {m['stage2']:.3f} ({m['stage2_us_per_packet']:.0f} "
-            f"us/packet), stage 3 {m['stage3']:.3f}, idle "
-            f"{1 - m['stage1'] - m['stage2'] - m['stage3']:.3f}"
-        )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simsrv.calibration.area2004")
-    parser.add_argument("--write", action="store_true", help="write the platform file")
-    args = parser.parse_args(argv)
-    s1, s2, s3 = fit()
-    print(f"s1 = {s1:.4f}, s2 = {s2:.4f}, s3 = {s3:.4f}")
-    check(s1, s2, s3)
-    if args.write:
-        write(s1, s2, s3)
-        print(f"wrote {PLATFORM}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+CALIBRATORS.register(
+    PLATFORM_NAME, Calibrator(PLATFORM_NAME, fit, write, duration="under a minute", duration_s=4.0)
+)

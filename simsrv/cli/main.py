@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from simsrv.cli import (
+    calibrate_command,
     capacity_command,
     compare_command,
     map_command,
@@ -15,7 +16,14 @@ from simsrv.cli.parser import Parser
 from simsrv.errors import InputError
 from simsrv.version import __version__
 
-SUBCOMMANDS = (run_command, compare_command, map_command, capacity_command, validate_command)
+SUBCOMMANDS = (
+    run_command,
+    compare_command,
+    map_command,
+    capacity_command,
+    validate_command,
+    calibrate_command,
+)
 """Modules that each add one subcommand (``add_parser(subparsers)``)."""
 
 

@@ -53,7 +53,7 @@ def _first_error_line(error: ValidationError, model: type[BaseModel], prefix: st
     if message.startswith("Value error, "):
         # a model-level check: its message starts with the field it is about
         name, _, rest = message.removeprefix("Value error, ").partition(": ")
-        return f"{prefix}.{name}: {rest}" if rest else f"{field}: {name}"
+        return f"{field}.{name}: {rest}" if rest else f"{field}: {name}"
     value = first.get("input")
     shown = "" if isinstance(value, dict) else f", got {value!r}"
     return f"{field}: {message}{shown}"

@@ -27,7 +27,7 @@ class RunJob:
     def execute(self) -> dict[str, float]:
         """Every registered quantity of the run (:func:`measure_all`)."""
         scenario = load_scenario(self.scenario, list(self.overrides))
-        return measure_all(run(scenario).summary, scenario.machine.cpus)
+        return measure_all(run(scenario).summary, scenario)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Quantities of one run that published figures are compared with.
 
 Each is a function of a run's summary (:func:`simsrv.metrics.summary.summarize`) and its
-scenario's CPU count, registered by name; a reference row names one.  Shares are fractions
+scenario, registered by name; a reference row names one.  Shares are fractions
 (0-1) unless the name carries a unit.
 """
 
@@ -12,9 +12,10 @@ from typing import Any
 
 from simsrv.machine.trace import is_wait
 from simsrv.registry import Registry
+from simsrv.scenario.schema import Scenario
 
 Summary = dict[str, Any]
-Quantity = Callable[[Summary, int], float]
+Quantity = Callable[[Summary, Scenario], float]
 
 QUANTITIES: Registry[Quantity] = Registry("quantity")
 
@@ -29,7 +30,7 @@ def quantity(name: str) -> Callable[[Quantity], Quantity]:
 
 
 def _plain(key: str, doc: str) -> None:
-    def read(summary: Summary, cpus: int) -> float:
+    def read(summary: Summary, scenario: Scenario) -> float:
         return float(summary[key])
 
     read.__doc__ = doc
@@ -52,57 +53,63 @@ def busy_share(summary: Summary, activities: tuple[str, ...]) -> float:
 
 
 @quantity("replies_per_frame")
-def replies_per_frame(summary: Summary, cpus: int) -> float:
+def replies_per_frame(summary: Summary, scenario: Scenario) -> float:
     """Replies sent per frame."""
     fps = summary["frames_per_s"]
     return summary["replies_per_s"] / fps if fps else 0.0
 
 
+@quantity("reply_ratio")
+def reply_ratio(summary: Summary, scenario: Scenario) -> float:
+    """Replies/s as a share of the packets/s the clients offer (the capacity rule [R §5])."""
+    return summary["replies_per_s"] / (scenario.players.count * scenario.clients.rate_hz)
+
+
 @quantity("all_cpus_busy")
-def all_cpus_busy(summary: Summary, cpus: int) -> float:
+def all_cpus_busy(summary: Summary, scenario: Scenario) -> float:
     """Share of frame time with every CPU busy: moments (1) + (3) of [T §4.4.6]."""
     moments = summary["moments"]
     return moments["overlap"] + moments["parallel"]
 
 
 @quantity("request_reply_share")
-def request_reply_share(summary: Summary, cpus: int) -> float:
+def request_reply_share(summary: Summary, scenario: Scenario) -> float:
     """Share of the busy CPU time reading, executing and answering packets [P §4.2]."""
     return busy_share(summary, ("net_recv", "request", "reply", "net_send"))
 
 
 @quantity("world_share")
-def world_share(summary: Summary, cpus: int) -> float:
+def world_share(summary: Summary, scenario: Scenario) -> float:
     """Share of the busy CPU time in world physics [P §3.1]."""
     return busy_share(summary, ("world",))
 
 
 @quantity("network_share")
-def network_share(summary: Summary, cpus: int) -> float:
+def network_share(summary: Summary, scenario: Scenario) -> float:
     """Share of the busy CPU time in the network system calls (receive and send) [P §4.1]."""
     return busy_share(summary, ("net_recv", "net_send"))
 
 
 @quantity("groups_per_frame")
-def groups_per_frame(summary: Summary, cpus: int) -> float:
+def groups_per_frame(summary: Summary, scenario: Scenario) -> float:
     """BSP groups per frame (grouping strategies only)."""
     return float(summary["groups"]["mean_count"])
 
 
 @quantity("group_size")
-def group_size(summary: Summary, cpus: int) -> float:
+def group_size(summary: Summary, scenario: Scenario) -> float:
     """Entities per BSP group (grouping strategies only)."""
     return float(summary["groups"]["mean_size"])
 
 
 @quantity("no_thread_waiting_fraction")
-def no_thread_waiting_fraction(summary: Summary, cpus: int) -> float:
+def no_thread_waiting_fraction(summary: Summary, scenario: Scenario) -> float:
     """Share of the window with no thread blocked ("full parallelism" [P §6])."""
     return 1.0 - summary["any_waiting_fraction"]
 
 
 @quantity("worker_teardown_share")
-def worker_teardown_share(summary: Summary, cpus: int) -> float:
+def worker_teardown_share(summary: Summary, scenario: Scenario) -> float:
     """A worker's destruction as a share of the workers' busy time [T §4.4.5].
 
     Busy time of every thread except the coordinator (its waits and idle left out); the
@@ -115,12 +122,13 @@ def worker_teardown_share(summary: Summary, cpus: int) -> float:
         for category, share in shares.items()
         if category != "idle" and not is_wait(category)
     )
+    cpus = scenario.machine.cpus
     teardown = summary["os_time_fraction"]["teardown"] * cpus  # share of CPU time -> of span
     return teardown / worker_busy if worker_busy else 0.0
 
 
 def _stage_share(stage: str) -> Quantity:
-    def read(summary: Summary, cpus: int) -> float:
+    def read(summary: Summary, scenario: Scenario) -> float:
         return float(summary["stage_time_fraction"].get(stage, 0.0))
 
     read.__doc__ = f"Mean share of each thread's time in {stage} [R]."
@@ -133,18 +141,18 @@ QUANTITIES.register("end_barrier_wait_share", _stage_share("end_barrier_wait"))
 
 
 @quantity("stage2_us_per_packet")
-def stage2_us_per_packet(summary: Summary, cpus: int) -> float:
+def stage2_us_per_packet(summary: Summary, scenario: Scenario) -> float:
     """Stage-2 thread time per client packet, us [R §5.2] (one thread: the sequential server)."""
     mps = summary["messages_per_s"]
     return summary["stage_time_fraction"].get("stage2", 0.0) / mps * 1e6 if mps else 0.0
 
 
-def measure_all(summary: Summary, cpus: int) -> dict[str, float]:
+def measure_all(summary: Summary, scenario: Scenario) -> dict[str, float]:
     """Every registered quantity that applies to the run (others are left out)."""
     out = {}
     for name in QUANTITIES.names():
         try:
-            out[name] = float(QUANTITIES.get(name, "quantity")(summary, cpus))
+            out[name] = float(QUANTITIES.get(name, "quantity")(summary, scenario))
         except KeyError:  # e.g. groups of a strategy that does not group
             continue
     return out

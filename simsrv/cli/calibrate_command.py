@@ -1,0 +1,105 @@
+"""``simsrv calibrate PLATFORM``: re-fit a platform's costs to its calibration targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
+from simsrv.calibration.fitting import log_to_stderr
+from simsrv.errors import InputError
+from simsrv.platforms.profile import PLATFORM_DIR
+from simsrv.sweep.local import default_workers
+from simsrv.validation.reference import load_reference
+from simsrv.validation.report import format_text
+from simsrv.validation.validate import DEFAULT_SEEDS, calibration_failures, validate
+
+
+def add_parser(subparsers) -> None:
+    """Register the ``calibrate`` subcommand."""
+    names = ", ".join(CALIBRATORS.names())
+    p = subparsers.add_parser(
+        "calibrate",
+        help="re-fit a platform's cost parameters to its calibration targets",
+        description="Fit the platform's fitted cost parameters, one at a time in a fixed order, "
+        "to the calibration rows of its paper in the reference table (Brent's method on the log "
+        "of each parameter over seed-averaged runs), write the platform file, then check every "
+        f"calibration row with the new file over {DEFAULT_SEEDS} seeds.  Platforms: {names}.  "
+        "Fit cordeiro2007-xeon first: the other two scale its costs.  Exit status 1 when a "
+        "target ends out of tolerance.  See docs/validation.md.",
+    )
+    p.add_argument("platform", metavar="PLATFORM", help=f"one of {names}")
+    p.add_argument(
+        "--start",
+        type=float,
+        default=1.0,
+        help="start every fitted parameter at its committed value times this (default 1; "
+        "e.g. 0.5 or 2 to check that the fit is stable)",
+    )
+    p.add_argument("--seeds", type=int, default=3, help="seeds per evaluation (default 3)")
+    p.add_argument(
+        "--duration-s",
+        type=float,
+        default=None,
+        help="measured simulated seconds per evaluation run (default: the platform's, 4-5 s)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="parallel runs (default: the CPUs available)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="platform file to write (default: the committed simsrv/platforms/PLATFORM.toml)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    calibrator = CALIBRATORS.get(args.platform, "PLATFORM")
+    if not args.start > 0:
+        raise InputError(f"--start: must be a number > 0, got {args.start:g}")
+    if args.seeds < 1:
+        raise InputError(f"--seeds: must be a whole number >= 1, got {args.seeds}")
+    if args.duration_s is not None and not args.duration_s > 0:
+        raise InputError(f"--duration-s: must be a number > 0, got {args.duration_s:g}")
+    workers = args.workers if args.workers is not None else default_workers()
+    if workers < 1:
+        raise InputError(f"--workers: must be a whole number >= 1, got {workers}")
+    source = PLATFORM_DIR / f"{calibrator.platform}.toml"
+    out = args.out if args.out is not None else source
+    if not out.parent.is_dir():
+        raise InputError(f"--out: directory not found: {out.parent}")
+
+    options = FitOptions(
+        seeds=args.seeds,
+        duration_s=args.duration_s or calibrator.duration_s,
+        start=args.start,
+        workers=workers,
+    )
+    try:
+        fitted = calibrator.fit(options, log_to_stderr)
+    except NoBracket as error:
+        sys.stderr.write(f"simsrv calibrate: no fit: {error}\n")
+        return 1
+    print(json.dumps(fitted, indent=1))
+    calibrator.write(fitted, source, out)
+    sys.stderr.write(f"wrote {out}\n")
+
+    reference = load_reference()
+    results = validate(
+        reference.platform_rows(calibrator.platform),
+        workers=workers,
+        platform_files={calibrator.platform: str(out.resolve())},
+    )
+    print(format_text(results, reference))
+    failures = calibration_failures(results)
+    if failures:
+        sys.stderr.write(
+            f"simsrv calibrate: {len(failures)} target(s) out of tolerance with the new fit: "
+            f"{', '.join(r.row.id for r in failures)}\n"
+        )
+        return 1
+    return 0
