@@ -241,3 +241,41 @@ def test_the_validation_page_has_every_row():
         assert BEGIN.format(paper=paper) in text, paper
     for row in load_reference().row:
         assert f"`{row.id}`" in text, f"{row.id}: regenerate with simsrv validate --doc"
+
+
+def test_ctrl_c_prints_the_rows_that_finished_and_exits_130():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "simsrv",
+            "validate",
+            "--only",
+            "cordeiro2007",
+            "--workers",
+            "1",
+            "--seeds",
+            "2",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL) and None,
+    )
+    deadline = time.monotonic() + 60
+    finished = 0
+    while finished < 2 and time.monotonic() < deadline:  # wait for two runs to finish
+        line = proc.stderr.readline()
+        finished += line.rstrip().endswith(" ok")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "not run (interrupted)" in out
+    assert " pass  calibration  cordeiro-sequential-bwcontrol-fps" in out  # both its seeds ran
+    assert err.rstrip().endswith("simsrv: interrupted")

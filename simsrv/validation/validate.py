@@ -16,10 +16,11 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from simsrv.errors import InputError
 from simsrv.result import describe_error
 from simsrv.sweep.local import run_parallel
 from simsrv.sweep.statistics import ci95_half_width
-from simsrv.validation.jobs import Job, execute, row_jobs, row_value
+from simsrv.validation.jobs import CapacityJob, Job, execute, row_jobs, row_value
 from simsrv.validation.reference import ReferenceRow, load_reference
 
 DEFAULT_SEEDS = 5
@@ -119,6 +120,13 @@ def validate(
     """
     reference = load_reference()
     platforms = platform_files or {}
+    for row in rows:
+        for name in filter(None, (row.scenario, row.baseline)):
+            if not row.scenario_path(name).is_file():
+                raise InputError(
+                    f"reference: {row.id}: scenario not found: {row.scenario_path(name)} "
+                    "(simsrv validate needs the repository's scenarios/ directory)"
+                )
     jobs: dict[Job, int] = {}
     plan: list[tuple[ReferenceRow, list[list[int]]]] = []
     for row in rows:
@@ -133,7 +141,8 @@ def validate(
             per_seed.append([jobs.setdefault(job, len(jobs)) for job in row_jobs(row, seed, extra)])
         plan.append((row, per_seed))
 
-    ordered = sorted(jobs, key=lambda job: (type(job).__name__ != "CapacityJob", jobs[job]))
+    # capacity searches are the longest jobs: start them first
+    ordered = sorted(jobs, key=lambda job: (not isinstance(job, CapacityJob), jobs[job]))
     outcomes: dict[int, dict[str, float] | str] = {}
     if on_plan is not None:
         on_plan(len(ordered))
