@@ -12,8 +12,7 @@ import tomllib
 
 import pytest
 
-from simsrv.calibration.abdelkhalek2004 import boundary_clients
-from simsrv.calibration.fitting import NoBracket, solve_log
+from simsrv.calibration.fitting import NoBracket, boundary_clients, solve_log
 from simsrv.cli.main import main
 from simsrv.platforms.profile import PLATFORM_DIR, load_platform
 

@@ -26,6 +26,7 @@ from simsrv.calibration.fitting import (
     Calibrator,
     FitOptions,
     SeedAverage,
+    boundary_clients,
     solve_log,
 )
 from simsrv.calibration.platform_file import replace_costs_table
@@ -40,11 +41,6 @@ HAND_SET = {
     # ~200 cache lines and a few TLB entries from memory at ~100 ns each
     "thread_cache_refill": 20.0,
 }
-
-
-def boundary_clients(value: float, step: int) -> int:
-    """The count half a step above the last count below ``value`` (92 for ~90 in steps of 8)."""
-    return int(step * (value // step) + step // 2)
 
 
 def costs_for(scale: float) -> dict[str, float]:

@@ -34,12 +34,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from simsrv.calibration.abdelkhalek2004 import boundary_clients
 from simsrv.calibration.fitting import (
     CALIBRATORS,
     Calibrator,
     FitOptions,
     SeedAverage,
+    boundary_clients,
     solve_log,
 )
 from simsrv.calibration.platform_file import replace_costs_table

@@ -88,6 +88,12 @@ class SeedAverage:
         self.close()
 
 
+def boundary_clients(value: float, step: int) -> int:
+    """The client count half a step above the last count below a published capacity
+    ``value`` (92 for ~90 in steps of 8): where a fitted server should just saturate."""
+    return int(step * (value // step) + step // 2)
+
+
 class NoBracket(RuntimeError):
     """The target is not reached anywhere in the parameter's allowed range; ``bound`` is the
     end of the range closest to it."""

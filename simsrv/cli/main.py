@@ -10,6 +10,7 @@ from simsrv.cli import (
     compare_command,
     map_command,
     run_command,
+    sweep_command,
     validate_command,
 )
 from simsrv.cli.parser import Parser
@@ -21,6 +22,7 @@ SUBCOMMANDS = (
     compare_command,
     map_command,
     capacity_command,
+    sweep_command,
     validate_command,
     calibrate_command,
 )

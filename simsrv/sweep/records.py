@@ -55,6 +55,7 @@ import pandas as pd
 from simsrv.metrics.summary import measured_frames
 from simsrv.metrics.timeline import clip_intervals
 from simsrv.result import RunResult, describe_error, run
+from simsrv.scenario.schema import Scenario
 from simsrv.sweep.grid import GridRun
 from simsrv.version import __version__
 
@@ -90,9 +91,9 @@ class RunRecords:
         return self.runs[0]["error"]
 
 
-def scenario_hash(grid_run: GridRun) -> str:
+def scenario_hash(scenario: Scenario) -> str:
     """A stable fingerprint of the resolved scenario (16 hex digits)."""
-    text = json.dumps(grid_run.scenario.to_dict(), sort_keys=True)
+    text = json.dumps(scenario.to_dict(), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -128,9 +129,14 @@ def records_of(grid_run: GridRun, result: RunResult) -> RunRecords:
 
 
 def _run_row(grid_run: GridRun, result: RunResult | None, error: str | None) -> dict[str, Any]:
-    sc = grid_run.scenario
+    return {**grid_run.point.to_dict(), **metrics_row(grid_run.scenario, result, error)}
+
+
+def metrics_row(scenario: Scenario, result: RunResult | None, error: str | None) -> dict[str, Any]:
+    """The columns of a ``runs`` row after the point's own (module docstring): the scenario's
+    map and platform, the metrics (NaN without a result), provenance and the error."""
+    sc = scenario
     row: dict[str, Any] = {
-        **grid_run.point.to_dict(),
         "map": sc.map.kind,
         "platform": sc.machine.platform,
         "offered_per_s": sc.players.count * sc.clients.rate_hz,
@@ -149,7 +155,7 @@ def _run_row(grid_run: GridRun, result: RunResult | None, error: str | None) -> 
         wall_time_s=result.wall_time_s if result is not None else math.nan,
         error=error,
         simsrv_version=__version__,
-        scenario_hash=scenario_hash(grid_run),
+        scenario_hash=scenario_hash(sc),
     )
     return row
 

@@ -35,46 +35,51 @@ def ci95_half_width(values: Sequence[float]) -> float:
     return float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n))
 
 
-def mean_ci(runs: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """One row per (strategy, cpus, clients, metric): ``mean``, ``ci95`` (half-width), ``n``.
+def mean_ci(
+    runs: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = GROUP_COLUMNS
+) -> pd.DataFrame:
+    """One row per point (the ``by`` columns: strategy, cpus, clients by default) and metric:
+    ``mean``, ``ci95`` (half-width), ``n``.
 
-    ``runs``: the ``runs`` table of :mod:`simsrv.sweep.records`; rows with an error are skipped.
+    ``runs``: a ``runs`` table (:mod:`simsrv.sweep.records`); rows with an error are skipped.
     Points keep the order of their first appearance.
     """
     ok = runs[runs["error"].isna()] if "error" in runs else runs
     rows = []
-    for key, group in ok.groupby(list(GROUP_COLUMNS), sort=False):
+    for key, group in ok.groupby(list(by), sort=False, dropna=False):
         for metric in metrics:
             values = group[metric].dropna()
             rows.append(
                 {
-                    **dict(zip(GROUP_COLUMNS, key, strict=True)),
+                    **dict(zip(by, key, strict=True)),
                     "metric": metric,
                     "mean": float(values.mean()) if len(values) else float("nan"),
                     "ci95": ci95_half_width(values),
                     "n": len(values),
                 }
             )
-    return pd.DataFrame(rows, columns=[*GROUP_COLUMNS, "metric", "mean", "ci95", "n"])
+    return pd.DataFrame(rows, columns=[*by, "metric", "mean", "ci95", "n"])
 
 
-def format_table(summary: pd.DataFrame) -> str:
-    """The printed comparison: one line per point, ``mean +- ci95`` per table metric."""
+def format_table(summary: pd.DataFrame, by: Sequence[str] = GROUP_COLUMNS) -> str:
+    """The printed table: one line per point (its ``by`` values), ``mean +- ci95`` per table
+    metric."""
     if summary.empty:
         return "no finished runs\n"
-    wide = summary.set_index([*GROUP_COLUMNS, "metric"])
-    points = list(dict.fromkeys(wide.index.droplevel("metric")))
+    wide = summary.set_index([*by, "metric"])
+    points = [p if isinstance(p, tuple) else (p,) for p in wide.index.droplevel("metric")]
+    points = list(dict.fromkeys(points))
     metrics = [m for m in TABLE_METRICS if m in set(summary["metric"])]
     cells = []
     for point in points:
-        row = [point[0], str(point[1]), str(point[2])]
+        row = [str(v) for v in point]
         for metric in metrics:
             _, fmt = TABLE_METRICS[metric]
             mean, ci = wide.loc[(*point, metric), ["mean", "ci95"]]
             half = "-" if np.isnan(ci) else fmt.format(ci)
             row.append(f"{fmt.format(mean)} ± {half}")
         cells.append(row)
-    header = ["strategy", "cpus", "clients", *(TABLE_METRICS[m][0] for m in metrics)]
+    header = [*by, *(TABLE_METRICS[m][0] for m in metrics)]
     widths = [max(len(r[i]) for r in [header, *cells]) for i in range(len(header))]
 
     def line(values: list[str]) -> str:
@@ -82,7 +87,8 @@ def format_table(summary: pd.DataFrame) -> str:
         rest = (v.rjust(w) for v, w in zip(values[1:], widths[1:], strict=True))
         return "  ".join([first, *rest]).rstrip()
 
-    low, high = int(summary["n"].min()), int(summary["n"].max())
+    shown = summary[summary["metric"].isin(metrics)]["n"]
+    low, high = int(shown.min()), int(shown.max())
     n = str(high) if low == high else f"{low}-{high}"
     rule = "-" * len(line(header))
     body = "\n".join(line(r) for r in cells)

@@ -1,0 +1,93 @@
+"""``simsrv sweep SWEEP.toml``: a resumable parameter sweep stored as a Parquet dataset."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from simsrv.errors import InputError
+from simsrv.sweep.local import default_workers
+from simsrv.sweep.progress import Progress
+from simsrv.sweep.spec import load_sweep
+from simsrv.sweep.statistics import format_table
+from simsrv.sweep.store import SweepStore
+from simsrv.sweep.sweep import BACKENDS, pending, run_sweep, summary
+
+
+def add_parser(subparsers) -> None:
+    """Register the ``sweep`` subcommand."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="run a parameter sweep file (cartesian and zipped parameters x seeds), resumable",
+        description="Run every point x seed of the sweep file that is not stored yet, store "
+        "one Parquet row per run as it finishes (OUT/runs/), then write OUT/summary.csv "
+        "(mean and 95%% CI per point) and print it.  Re-running the same command resumes: "
+        "stored runs are skipped.  See docs/cli.md for the file format.",
+    )
+    p.add_argument("sweep", type=Path, metavar="SWEEP.toml", help="the sweep file")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: the file's `out`, else results/sweeps/<file name>)",
+    )
+    p.add_argument("--backend", default="local", help=f"where runs execute: {', '.join(BACKENDS)}")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local backend: parallel runs (default: the CPUs available)",
+    )
+    p.add_argument(
+        "--scheduler", default=None, help="dask backend: the scheduler, e.g. tcp://HOST:8786"
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.backend not in BACKENDS:
+        raise InputError(f"--backend: unknown backend {args.backend!r}; allowed: local, dask")
+    if args.backend == "dask" and not args.scheduler:
+        raise InputError("--scheduler: required with --backend dask, e.g. tcp://127.0.0.1:8786")
+    workers = args.workers if args.workers is not None else default_workers()
+    if workers < 1:
+        raise InputError(f"--workers: must be a whole number >= 1, got {workers}")
+    if not args.sweep.is_file():
+        raise InputError(f"SWEEP.toml: file not found: {args.sweep}")
+    sweep = load_sweep(args.sweep)
+    out = args.out or sweep.out or Path("results") / "sweeps" / args.sweep.stem
+    store = SweepStore(out)
+    todo = pending(sweep, store)
+    sys.stderr.write(
+        f"{len(sweep.runs)} runs, {len(sweep.runs) - len(todo)} already stored in {out}; "
+        f"running {len(todo)} on {args.backend}\n"
+    )
+    progress = Progress(len(todo))
+    failed = 0
+
+    def done(run, row) -> None:
+        nonlocal failed
+        failed += row["error"] is not None
+        progress.update(run.label(), row["error"])
+
+    try:
+        run_sweep(
+            sweep,
+            store,
+            backend=args.backend,
+            workers=workers,
+            scheduler=args.scheduler,
+            on_done=done,
+        )
+    except KeyboardInterrupt:
+        progress.close()
+        sys.stderr.write(f"stopped: the finished runs are in {store.runs_dir}; rerun to resume\n")
+        raise
+    table = store.table(sweep)
+    stats = summary(table, sweep.varied)
+    if not stats.empty:
+        stats.to_csv(out / "summary.csv", index=False)
+        print(format_table(stats, by=list(sweep.varied) or ["point"]), end="")
+    sys.stderr.write(f"{len(table)} runs in {store.runs_dir}; summary in {out / 'summary.csv'}\n")
+    return 1 if table.empty or table["error"].notna().any() or failed else 0

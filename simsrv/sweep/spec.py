@@ -1,0 +1,142 @@
+"""A sweep file: a base scenario, the parameters to vary, and the seeds per point.
+
+Format (TOML; paths relative to the sweep file)::
+
+    base = "../scenarios/cube-160.toml"   # the scenario every run starts from
+    seeds = 3                              # seed index i runs with run.seed = base seed + i
+    out = "results/sweeps/example"         # where results go (--out overrides; cwd-relative)
+
+    [set]                                  # fixed overrides of every run
+    "run.duration_s" = 2.0
+
+    [grid]                                 # the cartesian product of these lists
+    "server.strategy" = ["sequential", "bsp-group"]
+    "machine.cpus" = [2, 4, 8]
+
+    [[zip]]                                # lists of one length, varied together; each zip
+    "players.count" = [160, 640]           # group is crossed with the grid and the others
+    "run.duration_s" = [2.0, 1.0]
+
+A point is one combination of the varied parameters; a run is a point and a seed index.
+Every run's scenario is built and validated when the sweep is loaded, before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from simsrv.errors import InputError
+from simsrv.scenario.load import apply_override, build_scenario, load_raw, read_toml
+from simsrv.scenario.schema import Scenario
+from simsrv.scenario.validation import StrictModel, validate
+
+Value = str | int | float | bool
+
+
+class SweepFile(StrictModel):
+    """The fields of a sweep file (module docstring)."""
+
+    base: str
+    seeds: int = Field(default=1, ge=1)
+    out: str = ""
+    set: dict[str, Value] = {}
+    grid: dict[str, list[Value]] = {}
+    zip: list[dict[str, list[Value]]] = []
+
+    @field_validator("zip", mode="before")
+    @classmethod
+    def _one_table_is_one_group(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run: the point's parameters (dotted name -> value), its seed and its scenario."""
+
+    params: tuple[tuple[str, Value], ...]
+    seed_index: int
+    seed: int
+    scenario: Scenario
+
+    def label(self) -> str:
+        """Short text for progress lines."""
+        return " ".join(f"{k}={v}" for k, v in self.params) + f" seed={self.seed}"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A loaded sweep: its runs (point-major, then seed), varied names and output dir."""
+
+    path: Path
+    base: Path
+    varied: tuple[str, ...]
+    runs: tuple[SweepRun, ...]
+    out: Path | None
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read, validate and expand a sweep file; errors name the field (``sweep.grid...``)."""
+    path = Path(path)
+    spec = validate(SweepFile, read_toml(path), "sweep")
+    base = (path.parent / spec.base).resolve()
+    if not base.is_file():
+        raise InputError(f"sweep.base: scenario file not found: {base}")
+    raw = load_raw(str(base), [])
+    groups = _groups(spec)
+    varied = tuple(k for g in groups for k in g[0])
+    fixed = [_item(k, v) for k, v in spec.set.items()]
+    runs = []
+    for combination in itertools.product(*[list(zip(*g[1], strict=True)) for g in groups]):
+        params = tuple(
+            (k, v)
+            for (keys, _), values in zip(groups, combination, strict=True)
+            for k, v in zip(keys, values, strict=True)
+        )
+        point_raw = copy.deepcopy(raw)
+        for item in [*fixed, *(_item(k, v) for k, v in params)]:
+            apply_override(point_raw, item)
+        base_seed = build_scenario(copy.deepcopy(point_raw)).run.seed
+        for i in range(spec.seeds):
+            seeded = copy.deepcopy(point_raw)
+            apply_override(seeded, f"run.seed={base_seed + i}")
+            runs.append(SweepRun(params, i, base_seed + i, build_scenario(seeded)))
+    out = Path(spec.out) if spec.out else None
+    return Sweep(path, base, varied, tuple(runs), out)
+
+
+def _groups(spec: SweepFile) -> list[tuple[tuple[str, ...], list[list[Value]]]]:
+    """The varied parameters as groups varied together: each grid key alone, each zip table
+    as one group; checks lengths and that no name is given twice."""
+    groups = []
+    for key, values in spec.grid.items():
+        if not values:
+            raise InputError(f"sweep.grid.{key}: needs at least one value")
+        groups.append(((key,), [values]))
+    for i, table in enumerate(spec.zip):
+        lengths = {len(v) for v in table.values()}
+        if len(lengths) > 1 or 0 in lengths:
+            raise InputError(
+                f"sweep.zip.{i}: lists varied together must have one non-zero length, got "
+                + ", ".join(f"{k}: {len(v)}" for k, v in table.items())
+            )
+        if table:
+            groups.append((tuple(table), list(table.values())))
+    seen: set[str] = set(spec.set)
+    for keys, _ in groups:
+        for key in keys:
+            if key in seen:
+                raise InputError(f"sweep: {key} is given twice (set, grid and zip must not share)")
+            seen.add(key)
+    return groups
+
+
+def _item(key: str, value: Value) -> str:
+    """A ``--set`` item for ``key`` = ``value`` (strings quoted as TOML strings)."""
+    return f"{key}={json.dumps(value)}"

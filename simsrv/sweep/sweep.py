@@ -1,0 +1,111 @@
+"""Run a sweep: the runs not yet stored, on a backend, each stored as soon as it finishes.
+
+Data flow: sweep file -> validated runs (:mod:`.spec`) -> the runs missing from the store
+(:mod:`.store`) -> a backend (``local``: :func:`simsrv.sweep.local.run_parallel`; ``dask``:
+:mod:`.dask_backend`) -> one row per run, written by this process as each finishes ->
+mean and 95 % CI per point (:func:`summary`).
+
+Every run is deterministic given its scenario, so the rows are the same whatever the backend,
+the number of workers or the order runs finish in; only ``wall_time_s`` differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from simsrv.result import describe_error, run
+from simsrv.sweep.local import run_parallel
+from simsrv.sweep.records import metrics_row
+from simsrv.sweep.spec import Sweep, SweepRun
+from simsrv.sweep.statistics import mean_ci
+from simsrv.sweep.store import SweepStore
+
+BACKENDS = ("local", "dask")
+SUMMARY_METRICS = (
+    "frames_per_s",
+    "messages_per_frame",
+    "messages_per_s",
+    "replies_per_s",
+    "dropped_fraction",
+    "parallel_fraction",
+    "lock_wait_fraction",
+    "barrier_wait_fraction",
+    "any_waiting_fraction",
+    "os_time_fraction",
+    "cpu_utilization_mean",
+    "groups_per_frame",
+    "group_size_mean",
+    "wall_time_s",
+)
+"""Metrics of the sweep summary (``summary.csv``)."""
+
+
+def sweep_row(run_: SweepRun) -> dict[str, Any]:
+    """Run one sweep run and return its row (a failed run gives NaN metrics and its error)."""
+    result = run(run_.scenario, raise_errors=False)
+    head = {**dict(run_.params), "seed_index": run_.seed_index, "seed": run_.seed}
+    if result.error is not None:
+        return {**head, **metrics_row(run_.scenario, None, result.error)}
+    try:
+        return {**head, **metrics_row(run_.scenario, result, None)}
+    except Exception as error:
+        return {**head, **metrics_row(run_.scenario, None, describe_error(error))}
+
+
+def failed_row(run_: SweepRun, error: BaseException) -> dict[str, Any]:
+    """The row of a run whose worker died or raised outside the simulation."""
+    head = {**dict(run_.params), "seed_index": run_.seed_index, "seed": run_.seed}
+    return {**head, **metrics_row(run_.scenario, None, describe_error(error))}
+
+
+def pending(sweep: Sweep, store: SweepStore) -> list[SweepRun]:
+    """The runs of ``sweep`` that are not stored (or stored with an error)."""
+    return [r for r in sweep.runs if not store.done(r)]
+
+
+def run_sweep(
+    sweep: Sweep,
+    store: SweepStore,
+    *,
+    backend: str = "local",
+    workers: int = 1,
+    scheduler: str | None = None,
+    on_done: Callable[[SweepRun, dict[str, Any]], None] | None = None,
+) -> list[SweepRun]:
+    """Run the pending runs and store each row as it finishes; returns the runs that ran.
+
+    A ``KeyboardInterrupt`` propagates after the finished runs are stored.
+    """
+    todo = pending(sweep, store)
+
+    def done(index: int, row: dict[str, Any]) -> None:
+        store.write(row, todo[index])
+        if on_done is not None:
+            on_done(todo[index], row)
+
+    def failure(index: int, error: BaseException) -> dict[str, Any]:
+        return failed_row(todo[index], error)
+
+    if not todo:
+        return todo
+    if backend == "dask":
+        from simsrv.sweep.dask_backend import run_dask
+
+        run_dask(todo, sweep_row, scheduler, done, failure)
+    else:
+        run_parallel(todo, sweep_row, workers, done, failure)
+    return todo
+
+
+def summary(table: pd.DataFrame, varied: Sequence[str]) -> pd.DataFrame:
+    """Mean and 95 % CI of :data:`SUMMARY_METRICS` per point (the varied parameters)."""
+    if table.empty:
+        return pd.DataFrame()
+    by = list(varied) if varied else ["point"]
+    if not varied:
+        table = table.assign(point="base")
+    metrics = [m for m in SUMMARY_METRICS if m in table]
+    return mean_ci(table, metrics, by=by)

@@ -1,0 +1,200 @@
+"""``simsrv sweep``: the sweep file, the Parquet store, resuming, and the Dask backend."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simsrv.cli.main import main
+from simsrv.errors import InputError
+from simsrv.sweep.spec import load_sweep
+from simsrv.sweep.store import SweepStore
+from simsrv.sweep.sweep import pending, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP = f"""
+base = "{ROOT / "scenarios" / "cube-160.toml"}"
+seeds = 2
+
+[set]
+"run.warmup_s" = 0.2
+"run.duration_s" = 0.3
+
+[grid]
+"server.strategy" = ["sequential", "bsp-group"]
+
+[zip]
+"players.count" = [40, 80]
+"machine.cpus" = [2, 4]
+"""
+NONDETERMINISTIC = ["wall_time_s"]
+
+
+def _write(tmp_path: Path, text: str = SWEEP) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+def _rows(table: pd.DataFrame) -> pd.DataFrame:
+    return table.drop(columns=NONDETERMINISTIC).reset_index(drop=True)
+
+
+def test_a_sweep_is_the_grid_times_the_zipped_lists_times_the_seeds(tmp_path):
+    sweep = load_sweep(_write(tmp_path))
+    assert sweep.varied == ("server.strategy", "players.count", "machine.cpus")
+    assert len(sweep.runs) == 2 * 2 * 2
+    points = [dict(r.params) for r in sweep.runs[::2]]
+    assert points == [
+        {"server.strategy": s, "players.count": n, "machine.cpus": c}
+        for s in ("sequential", "bsp-group")
+        for n, c in ((40, 2), (80, 4))
+    ]
+    first, second = sweep.runs[0], sweep.runs[1]
+    assert (first.seed_index, second.seed_index) == (0, 1)
+    assert second.seed == first.seed + 1 == second.scenario.run.seed
+    last = sweep.runs[-1].scenario
+    assert (last.server.strategy, last.players.count, last.machine.cpus) == ("bsp-group", 80, 4)
+    assert last.run.duration_s == 0.3
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('"machine.cpus" = [2, 4]', '"machine.cpus" = [2]'), "sweep.zip.0: lists varied"),
+        (("seeds = 2", "seeds = 0"), "sweep.seeds: Input should be greater than or equal to 1"),
+        (("seeds = 2", "seeds = 2\ncolour = 1"), "sweep.colour: unknown field; allowed"),
+        (('"run.duration_s" = 0.3', '"players.count" = 5'), "sweep: players.count is given twice"),
+        (("[2, 4]", "[2, 0]"), "machine.cpus: "),
+        (("cube-160.toml", "nope.toml"), "sweep.base: scenario file not found"),
+    ],
+)
+def test_a_bad_sweep_file_is_a_one_line_error(tmp_path, change, message):
+    with pytest.raises(InputError) as caught:
+        load_sweep(_write(tmp_path, SWEEP.replace(*change)))
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_the_command_stores_one_row_per_run_and_a_summary(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["sweep", str(_write(tmp_path)), "--out", str(out), "--workers", "2"]) == 0
+    table = pd.read_parquet(out / "runs")
+    assert len(table) == 8 and table["error"].isna().all()
+    for column in ("server.strategy", "players.count", "machine.cpus", "seed", "frames_per_s"):
+        assert column in table
+    assert {"simsrv_version", "scenario_hash", "wall_time_s"} <= set(table)
+    summary = pd.read_csv(out / "summary.csv")
+    fps = summary[summary["metric"] == "frames_per_s"]
+    assert len(fps) == 4 and (fps["n"] == 2).all()
+    assert "server.strategy" in capsys.readouterr().out
+    # a second run finds everything stored and runs nothing
+    assert main(["sweep", str(_write(tmp_path)), "--out", str(out)]) == 0
+    assert "8 already stored" in capsys.readouterr().err
+
+
+def test_a_resumed_sweep_gives_exactly_the_rows_of_an_uninterrupted_one(tmp_path):
+    sweep = load_sweep(_write(tmp_path))
+    whole = SweepStore(tmp_path / "whole")
+    run_sweep(sweep, whole)
+    parts = SweepStore(tmp_path / "parts")
+    finished = []
+
+    def stop_after_three(run, row):
+        finished.append(run)
+        if len(finished) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep, parts, on_done=stop_after_three)
+    assert len(pending(sweep, parts)) == len(sweep.runs) - 3
+    (parts.runs_dir / ".run-half-written.parquet.123.tmp").write_bytes(b"PAR1 garbage")
+    ran = run_sweep(sweep, parts)
+    assert len(ran) == len(sweep.runs) - 3
+    pd.testing.assert_frame_equal(_rows(parts.table(sweep)), _rows(whole.table(sweep)))
+
+
+def test_kill_9_loses_only_the_runs_in_flight(tmp_path):
+    path = _write(tmp_path, SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 1.0'))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "simsrv", "sweep", str(path), "--out", str(out)]
+    proc = subprocess.Popen([*command, "--workers", "1"], stderr=subprocess.PIPE, text=True)
+    deadline, finished = time.monotonic() + 120, 0
+    while finished < 3 and time.monotonic() < deadline:
+        finished += proc.stderr.readline().rstrip().endswith(" ok")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    stored = list((out / "runs").glob("run-*.parquet"))
+    assert 3 <= len(stored) < 8  # whole files only: each one reads
+    assert all(len(pd.read_parquet(p)) == 1 for p in stored)
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    sweep = load_sweep(path)
+    uninterrupted = SweepStore(tmp_path / "whole")
+    run_sweep(sweep, uninterrupted, workers=2)
+    resumed = SweepStore(out).table(sweep)
+    pd.testing.assert_frame_equal(_rows(resumed), _rows(uninterrupted.table(sweep)))
+
+
+def test_bad_sweep_flags_are_one_line_errors(tmp_path, capsys):
+    path = str(_write(tmp_path))
+    assert main(["sweep", path, "--backend", "ray"]) == 2
+    assert "--backend: unknown backend 'ray'; allowed: local, dask" in capsys.readouterr().err
+    assert main(["sweep", path, "--backend", "dask"]) == 2
+    assert "--scheduler: required with --backend dask" in capsys.readouterr().err
+    assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
+    assert "SWEEP.toml: file not found" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as local:
+        yield local
+
+
+def test_dask_gives_the_rows_of_the_local_backend(tmp_path, cluster):
+    sweep = load_sweep(_write(tmp_path))
+    local, remote = SweepStore(tmp_path / "local"), SweepStore(tmp_path / "dask")
+    run_sweep(sweep, local, workers=2)
+    run_sweep(sweep, remote, backend="dask", scheduler=cluster.scheduler_address)
+    pd.testing.assert_frame_equal(_rows(remote.table(sweep)), _rows(local.table(sweep)))
+
+
+def test_a_killed_dask_worker_loses_no_run(tmp_path, cluster):
+    import os
+
+    from dask.distributed import Client
+
+    path = _write(tmp_path, SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 1.0'))
+    sweep = load_sweep(path)
+    store = SweepStore(tmp_path / "dask")
+    with Client(cluster.scheduler_address) as client:
+        pids = client.run(os.getpid)
+    killed = []
+
+    def kill_a_worker_once(run, row):
+        if not killed:
+            victim = next(iter(pids.values()))
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+
+    run_sweep(
+        sweep,
+        store,
+        backend="dask",
+        scheduler=cluster.scheduler_address,
+        on_done=kill_a_worker_once,
+    )
+    assert killed
+    table = store.table(sweep)
+    assert len(table) == len(sweep.runs) and table["error"].isna().all()
+    local = SweepStore(tmp_path / "local")
+    run_sweep(sweep, local, workers=2)
+    pd.testing.assert_frame_equal(_rows(table), _rows(local.table(sweep)))
