@@ -9,9 +9,9 @@ from pathlib import Path
 
 from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
 from simsrv.calibration.fitting import log_to_stderr
+from simsrv.cli.parser import add_workers_argument, resolve_workers
 from simsrv.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
-from simsrv.sweep.local import default_workers
 from simsrv.validation.reference import load_reference
 from simsrv.validation.report import format_text
 from simsrv.validation.validate import DEFAULT_SEEDS, calibration_failures, validate
@@ -45,9 +45,7 @@ def add_parser(subparsers) -> None:
         default=None,
         help="measured simulated seconds per evaluation run (default: the platform's, 4-5 s)",
     )
-    p.add_argument(
-        "--workers", type=int, default=None, help="parallel runs (default: the CPUs available)"
-    )
+    add_workers_argument(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -65,9 +63,7 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError(f"--seeds: must be a whole number >= 1, got {args.seeds}")
     if args.duration_s is not None and not args.duration_s > 0:
         raise InputError(f"--duration-s: must be a number > 0, got {args.duration_s:g}")
-    workers = args.workers if args.workers is not None else default_workers()
-    if workers < 1:
-        raise InputError(f"--workers: must be a whole number >= 1, got {workers}")
+    workers = resolve_workers(args.workers)
     source = PLATFORM_DIR / f"{calibrator.platform}.toml"
     out = args.out if args.out is not None else source
     if not out.parent.is_dir():

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import add_scenario_arguments
+from simsrv.cli.parser import add_scenario_arguments, add_workers_argument, resolve_workers
 from simsrv.errors import InputError
 from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
 from simsrv.result import describe_error
@@ -14,22 +14,11 @@ from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, format_table, mean_
 from simsrv.sweep.compare import run_grid
 from simsrv.sweep.grid import base_dict, build_grid
 from simsrv.sweep.progress import Progress
-from simsrv.sweep.records import METRICS
+from simsrv.sweep.records import SUMMARY_METRICS
 from simsrv.sweep.results import META, TABLES
 from simsrv.sweep.statistics import TABLE_METRICS
 
 DEFAULT_CPUS = [2, 4]
-SUMMARY_METRICS = (
-    *METRICS,
-    "offered_per_s",
-    "os_time_fraction",
-    "cpu_utilization_mean",
-    "groups_per_frame",
-    "group_size_mean",
-    "frames",
-    "wall_time_s",
-)
-"""Metrics of ``summary.csv``: every numeric column of ``runs.parquet``."""
 
 
 def add_parser(subparsers) -> None:
@@ -68,9 +57,7 @@ def add_parser(subparsers) -> None:
         default=None,
         help="measured simulated seconds per run (default: the scenario's run.duration_s)",
     )
-    p.add_argument(
-        "--workers", type=int, default=None, help="parallel runs (default: the CPUs available)"
-    )
+    add_workers_argument(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -82,8 +69,7 @@ def add_parser(subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv compare``."""
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers: must be a whole number >= 1, got {args.workers}")
+    workers = resolve_workers(args.workers)
     base = base_dict(args.scenario, args.overrides)
     cpus = args.cpus or DEFAULT_CPUS
     grid = build_grid(base, args.strategies, cpus, args.clients, args.seeds, args.duration_s)
@@ -94,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
         progress.update(grid_run.point.label(), records.error)
 
     try:
-        results = run_grid(grid, args.workers, args.out, report)
+        results = run_grid(grid, workers, args.out, report)
     except KeyboardInterrupt:
         progress.close()
         results = CompareResults.load(args.out)  # every run that finished was saved

@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import NoReturn
 
+from simsrv.errors import InputError
+from simsrv.sweep.local import default_workers
+
 
 class Parser(argparse.ArgumentParser):
     """ArgumentParser that reports a usage error on one line (``simsrv: error: ...``)."""
@@ -31,3 +34,18 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a scenario field by dotted name, e.g. --set machine.cpus=4 (repeatable)",
     )
+
+
+def add_workers_argument(p: argparse.ArgumentParser, what: str = "parallel runs") -> None:
+    """``--workers N``: how many processes run at once (default: the CPUs available)."""
+    p.add_argument(
+        "--workers", type=int, default=None, help=f"{what} (default: the CPUs available)"
+    )
+
+
+def resolve_workers(workers: int | None) -> int:
+    """The ``--workers`` value, or the CPUs available; raises :class:`InputError` below 1."""
+    resolved = workers if workers is not None else default_workers()
+    if resolved < 1:
+        raise InputError(f"--workers: must be a whole number >= 1, got {resolved}")
+    return resolved

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from simsrv.cli.parser import add_workers_argument, resolve_workers
 from simsrv.errors import InputError
-from simsrv.sweep.local import default_workers
 from simsrv.sweep.progress import Progress
 from simsrv.sweep.spec import load_sweep
 from simsrv.sweep.statistics import format_table
@@ -33,12 +33,7 @@ def add_parser(subparsers) -> None:
         help="output directory (default: the file's `out`, else results/sweeps/<file name>)",
     )
     p.add_argument("--backend", default="local", help=f"where runs execute: {', '.join(BACKENDS)}")
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="local backend: parallel runs (default: the CPUs available)",
-    )
+    add_workers_argument(p, "local backend: parallel runs")
     p.add_argument(
         "--scheduler", default=None, help="dask backend: the scheduler, e.g. tcp://HOST:8786"
     )
@@ -50,9 +45,7 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError(f"--backend: unknown backend {args.backend!r}; allowed: local, dask")
     if args.backend == "dask" and not args.scheduler:
         raise InputError("--scheduler: required with --backend dask, e.g. tcp://127.0.0.1:8786")
-    workers = args.workers if args.workers is not None else default_workers()
-    if workers < 1:
-        raise InputError(f"--workers: must be a whole number >= 1, got {workers}")
+    workers = resolve_workers(args.workers)
     if not args.sweep.is_file():
         raise InputError(f"SWEEP.toml: file not found: {args.sweep}")
     sweep = load_sweep(args.sweep)
@@ -79,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
             workers=workers,
             scheduler=args.scheduler,
             on_done=done,
+            todo=todo,
         )
     except KeyboardInterrupt:
         progress.close()

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from simsrv.cli.parser import add_workers_argument, resolve_workers
 from simsrv.errors import InputError
-from simsrv.sweep.local import default_workers
 from simsrv.sweep.progress import Progress
 from simsrv.validation.reference import load_reference
 from simsrv.validation.report import format_text, update_doc
@@ -52,9 +52,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help=f"{QUICK_SEEDS} seeds of {QUICK_DURATION_S:g} simulated s per run (for CI)",
     )
-    p.add_argument(
-        "--workers", type=int, default=None, help="parallel runs (default: the CPUs available)"
-    )
+    add_workers_argument(p)
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     p.add_argument(
         "--doc",
@@ -73,9 +71,7 @@ def handle(args: argparse.Namespace) -> int:
     seeds = args.seeds if args.seeds is not None else QUICK_SEEDS if args.quick else DEFAULT_SEEDS
     if seeds < 1:
         raise InputError(f"--seeds: must be a whole number >= 1, got {seeds}")
-    workers = args.workers if args.workers is not None else default_workers()
-    if workers < 1:
-        raise InputError(f"--workers: must be a whole number >= 1, got {workers}")
+    workers = resolve_workers(args.workers)
     if args.doc is not None and not args.doc.is_file():
         raise InputError(f"--doc: file not found: {args.doc}")
     if args.list:

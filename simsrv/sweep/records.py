@@ -75,6 +75,18 @@ METRICS = (
 )
 """Summary metrics copied into the ``runs`` row as they are."""
 
+SUMMARY_METRICS = (
+    *METRICS,
+    "offered_per_s",
+    "os_time_fraction",
+    "cpu_utilization_mean",
+    "groups_per_frame",
+    "group_size_mean",
+    "frames",
+    "wall_time_s",
+)
+"""Every numeric column of a ``runs`` row: the metrics of a summary (mean and CI per point)."""
+
 
 @dataclass
 class RunRecords:

@@ -69,6 +69,10 @@ class SweepRun:
         """Short text for progress lines."""
         return " ".join(f"{k}={v}" for k, v in self.params) + f" seed={self.seed}"
 
+    def columns(self) -> dict[str, Value | int]:
+        """The first columns of the run's row: the parameters, ``seed_index`` and ``seed``."""
+        return {**dict(self.params), "seed_index": self.seed_index, "seed": self.seed}
+
 
 @dataclass(frozen=True)
 class Sweep:

@@ -18,35 +18,18 @@ import pandas as pd
 
 from simsrv.result import describe_error, run
 from simsrv.sweep.local import run_parallel
-from simsrv.sweep.records import metrics_row
+from simsrv.sweep.records import SUMMARY_METRICS, metrics_row
 from simsrv.sweep.spec import Sweep, SweepRun
 from simsrv.sweep.statistics import mean_ci
 from simsrv.sweep.store import SweepStore
 
 BACKENDS = ("local", "dask")
-SUMMARY_METRICS = (
-    "frames_per_s",
-    "messages_per_frame",
-    "messages_per_s",
-    "replies_per_s",
-    "dropped_fraction",
-    "parallel_fraction",
-    "lock_wait_fraction",
-    "barrier_wait_fraction",
-    "any_waiting_fraction",
-    "os_time_fraction",
-    "cpu_utilization_mean",
-    "groups_per_frame",
-    "group_size_mean",
-    "wall_time_s",
-)
-"""Metrics of the sweep summary (``summary.csv``)."""
 
 
 def sweep_row(run_: SweepRun) -> dict[str, Any]:
     """Run one sweep run and return its row (a failed run gives NaN metrics and its error)."""
     result = run(run_.scenario, raise_errors=False)
-    head = {**dict(run_.params), "seed_index": run_.seed_index, "seed": run_.seed}
+    head = run_.columns()
     if result.error is not None:
         return {**head, **metrics_row(run_.scenario, None, result.error)}
     try:
@@ -57,8 +40,7 @@ def sweep_row(run_: SweepRun) -> dict[str, Any]:
 
 def failed_row(run_: SweepRun, error: BaseException) -> dict[str, Any]:
     """The row of a run whose worker died or raised outside the simulation."""
-    head = {**dict(run_.params), "seed_index": run_.seed_index, "seed": run_.seed}
-    return {**head, **metrics_row(run_.scenario, None, describe_error(error))}
+    return {**run_.columns(), **metrics_row(run_.scenario, None, describe_error(error))}
 
 
 def pending(sweep: Sweep, store: SweepStore) -> list[SweepRun]:
@@ -74,12 +56,14 @@ def run_sweep(
     workers: int = 1,
     scheduler: str | None = None,
     on_done: Callable[[SweepRun, dict[str, Any]], None] | None = None,
-) -> list[SweepRun]:
-    """Run the pending runs and store each row as it finishes; returns the runs that ran.
+    todo: Sequence[SweepRun] | None = None,
+) -> Sequence[SweepRun]:
+    """Run the pending runs (``todo`` if the caller already listed them) and store each row as
+    it finishes; returns the runs that ran.
 
     A ``KeyboardInterrupt`` propagates after the finished runs are stored.
     """
-    todo = pending(sweep, store)
+    todo = pending(sweep, store) if todo is None else todo
 
     def done(index: int, row: dict[str, Any]) -> None:
         store.write(row, todo[index])
