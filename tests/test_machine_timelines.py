@@ -34,8 +34,8 @@ def test_two_tasks_on_one_cpu_take_the_sum():
     )
     end = m.execute(plan, frame=0, start_s=0.0)
     assert end == pytest.approx(30e-6)  # the frame ends with its coordinator (thread a)
-    m.env.run()  # let thread b finish
-    assert m.env.now == 50.0
+    m.run_until()  # let thread b finish
+    assert m.now_us == 50.0
     assert rows(m) == [(0, "a", "request", 0.0, 30.0), (0, "b", "reply", 30.0, 50.0)]
 
 
@@ -56,11 +56,11 @@ def test_two_tasks_on_two_cpus_take_the_max():
     ]
 
 
-def test_serial_fast_path_equals_simpy_path():
+def test_serial_fast_path_equals_the_event_engine():
     ops = (Compute("frame", 7.0), Compute("world", 0.0), Compute("request", 13.5))
     fast, slow = Machine(1), Machine(1)
     end_fast = fast.execute(FramePlan((Thread("main", 0, ops),)), 3, 1.0)
-    # a no-op second thread forces the simpy path with the same main-thread timeline
+    # a no-op second thread forces the event engine with the same main-thread timeline
     slow_plan = FramePlan((Thread("main", 0, ops), Thread("idle", 0, ())))
     end_slow = slow.execute(slow_plan, 3, 1.0)
     assert end_fast == end_slow == pytest.approx(1.0 + 20.5e-6)
@@ -133,8 +133,8 @@ def test_spawned_thread_starts_when_spawned_and_may_outlive_the_frame():
     assert end * 1e6 == pytest.approx(10.0)
     assert not m.idle  # the worker is still tearing down
     next_plan = FramePlan((Thread("coord", 0, (Compute("world", 5.0),)),))
-    m.execute(next_plan, 1, 20e-6)  # runs through simpy because a thread is live
-    m.env.run()  # let the worker finish its teardown
+    m.execute(next_plan, 1, 20e-6)  # not the serial fast path: a thread is live
+    m.run_until()  # let the worker finish its teardown
     assert (1, "w", "exit", 4.0, 104.0) in rows(m)
     assert (0, "coord", "world", 20.0, 25.0) in rows(m)
 
@@ -191,7 +191,7 @@ def test_smt_blocked_sibling_does_not_slow_the_core():
         barriers={"x": 2},
     )
     m.execute(plan, 0, 0.0)
-    m.env.run()
+    m.run_until()
     assert rows(m) == [
         (0, "a", "world", 0.0, 40.0),
         (1, "b", "barrier_wait", 0.0, 40.0),

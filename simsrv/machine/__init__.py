@@ -1,6 +1,6 @@
 """The modelled machine: executes frame plans on N simulated CPUs and records a trace.
 
-This is the only package that imports simpy.  Strategies describe *what* runs where
+Strategies describe *what* runs where
 (:mod:`simsrv.machine.plan`); the machine decides *when*, charging the costs on simulated CPUs,
 serialising threads that share a CPU, and making threads wait at barriers, locks and joins.
 """

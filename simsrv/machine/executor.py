@@ -1,4 +1,4 @@
-"""Execution of frame plans on simulated CPUs (simpy).
+"""Execution of frame plans on simulated CPUs: a discrete-event engine.
 
 Model
 -----
@@ -6,22 +6,41 @@ Model
   threads that share a CPU take turns at operation boundaries, in request order (FIFO), so two
   threads on one CPU take the sum of their costs and two threads on two CPUs the maximum.
 * A blocked thread (barrier, lock, join) does not hold its CPU; the time it waits is recorded as
-  a wait interval (``barrier_wait``, ``lock_wait``, ``join_wait``) that does not count as busy.
+  a wait interval (``barrier_wait``, ``lock_wait``, ``join_wait``, ``runqueue_wait``) that does
+  not count as busy.
 * Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
-* Optional SMT: logical CPUs grouped into cores run slower while a sibling computes
-  (:mod:`simsrv.machine.smt`).
+* Optional SMT: logical CPUs grouped into cores run slower while a sibling computes (see
+  :mod:`simsrv.machine.smt` for the rule).
+* **Simultaneous events.**  When several threads act at the same simulated instant, they act in
+  a fixed order: threads of earlier frames first, then by their index in the plan (the
+  coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
+  order; two threads that request a free lock at the same instant: the lower index gets it.
 * Simulated time runs in microseconds internally; the API speaks seconds.
 
-A plan that is a single thread of computations while nothing else runs is executed without
-simpy (a straight sum), which is exactly what simpy would compute; tests check the two agree.
+Engine
+------
+A heap of events keyed ``(time_us, frame, thread index, sequence)``; a thread runs its
+operations synchronously until one must wait (a busy CPU, a held lock, a barrier, a join) or
+until simulated time must pass.  Two shortcuts keep it fast; both are exact:
+
+* a plan that is one thread of computations while nothing else runs is a straight sum;
+* a thread that starts a computation on a CPU with nobody else on it runs its next
+  computations too in one step (one event for the run, not one per operation).  If another
+  thread asks for that CPU before the run ends, the run is split at that instant: the
+  operations already over are recorded, the current one keeps the CPU, and the rest queue
+  behind the newcomer as they would have one by one.
+
+The engine replaced simpy (sessions 1-7) for speed: simpy's resources cost ~4 events and
+~25 us of Python per operation, which capped the thread strategies at ~1.3x real time; the
+timelines of the hand-written tests (``tests/test_machine_timelines.py``) are unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable
-from dataclasses import dataclass
-
-import simpy
+from collections import deque
+from collections.abc import Hashable
+from heapq import heappop, heappush
+from typing import Any
 
 from simsrv.machine.plan import (
     SPAWNER_CPU,
@@ -35,40 +54,78 @@ from simsrv.machine.plan import (
     Spawn,
     Thread,
 )
-from simsrv.machine.smt import Core
 from simsrv.machine.trace import Trace, is_wait
 
 US_PER_S = 1e6
+
+# event kinds
+_RESUME = 0  # continue at the current operation (after yielding to earlier threads)
+_FINISH = 1  # the current computation ends (stale if the token changed)
+_RUN_END = 2  # a run of computations on an uncontended CPU ends (stale if the token changed)
+_WAKE = 3  # a wait ends (barrier, lock, join, run-first): record it, go to the next operation
+_TIMER = 4  # a run-first parent may migrate
 
 
 class PlanError(RuntimeError):
     """A strategy produced an inconsistent plan (a bug in the strategy, not user input)."""
 
 
-class _Barrier:
-    """A one-shot barrier for ``parties`` threads."""
+class _Run:
+    """One thread of one frame while it executes."""
 
-    def __init__(self, env: simpy.Environment, name: str, parties: int) -> None:
-        self.name = name
-        self.parties = parties
-        self.arrived = 0
-        self.event = env.event()
+    __slots__ = (
+        "began",
+        "coordinator",
+        "cpu",
+        "ctx",
+        "finished",
+        "frame",
+        "held",
+        "joiners",
+        "last",
+        "name",
+        "ops",
+        "pc",
+        "rank",
+        "remaining",
+        "run_end_pc",
+        "run_start",
+        "speed",
+        "spawned",
+        "token",
+    )
 
-    def arrive(self) -> simpy.Event:
-        self.arrived += 1
-        if self.arrived > self.parties:
-            raise PlanError(f"barrier {self.name!r}: more than {self.parties} parties arrived")
-        if self.arrived == self.parties:
-            self.event.succeed()
-        return self.event
+    def __init__(self, thread: Thread, frame: int, rank: int, ctx: _Frame) -> None:
+        self.name = thread.name
+        self.ops = thread.ops
+        self.spawned = thread.spawned
+        self.frame = frame
+        self.rank = rank
+        self.cpu = thread.cpu  # SPAWNER_CPU until spawned; changes when a parent migrates
+        self.ctx = ctx
+        self.pc = 0
+        self.began = 0.0  # start of the current computation or wait, us
+        self.held: set[Hashable] = set()
+        self.joiners: list[_Run] = []
+        self.finished = False
+        self.coordinator = rank == 0
+        self.token = 0  # invalidates scheduled _FINISH / _RUN_END / _TIMER events
+        self.run_start = 0.0  # a run of computations: its start, us, and the pc after it
+        self.run_end_pc = -1  # -1: not in a run
+        self.remaining = 0.0  # SMT: work left in the current computation, us at speed 1
+        self.speed = 1.0
+        self.last = 0.0
 
 
-@dataclass
-class _FrameContext:
-    frame: int
-    threads: dict[str, Thread]
-    barriers: dict[str, _Barrier]
-    done: dict[str, simpy.Event]
+class _Frame:
+    """A frame's plan while it executes: its threads by name and its barriers."""
+
+    __slots__ = ("barriers", "frame", "runs")
+
+    def __init__(self, plan: FramePlan, frame: int) -> None:
+        self.frame = frame
+        self.runs = {t.name: _Run(t, frame, i, self) for i, t in enumerate(plan.threads)}
+        self.barriers = {name: [parties, 0, []] for name, parties in plan.barriers.items()}
 
 
 class Machine:
@@ -86,15 +143,17 @@ class Machine:
 
     def __init__(self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0) -> None:
         self.cpus = cpus
-        self.env = simpy.Environment(initial_time=0.0)
-        self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
-        self.smt_throughput = smt_throughput
-        self._core: list[Core] | None = None
-        if smt_per_core > 1 and smt_throughput < 1.0:
-            cores = [Core(self.env) for _ in range(-(-cpus // smt_per_core))]
-            self._core = [cores[i // smt_per_core] for i in range(cpus)]
-        self._locks: dict[Hashable, simpy.Resource] = {}
+        self.now_us = 0.0
+        self._heap: list[tuple] = []
+        self._seq = 0
+        self._holder: list[_Run | None] = [None] * cpus  # thread computing on each CPU
+        self._queue: list[deque[_Run]] = [deque() for _ in range(cpus)]
+        self._locks: dict[Hashable, list] = {}  # lock -> [holder run, deque of waiters]
         self._live_threads = 0
+        self.smt_per_core = smt_per_core
+        self.smt_throughput = smt_throughput
+        self._smt = smt_per_core > 1 and smt_throughput < 1.0
+        self._core_busy = [0] * (-(-cpus // smt_per_core)) if self._smt else []
         self.trace = Trace()
 
     @property
@@ -108,24 +167,27 @@ class Machine:
         if self._live_threads == 0 and plan.is_serial():
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
         self._check(plan)
-        if self.env.now < start_us:
-            self.env.run(until=start_us)
-        env = self.env
-        ctx = _FrameContext(
-            frame=frame,
-            threads={t.name: t for t in plan.threads},
-            barriers={n: _Barrier(env, n, p) for n, p in plan.barriers.items()},
-            done={t.name: env.event() for t in plan.threads},
-        )
-        for thread in plan.threads:
-            if not thread.spawned:
-                env.process(self._run(ctx, thread))
-        coordinator = ctx.done[plan.threads[0].name]
-        try:
-            env.run(until=coordinator)
-        except RuntimeError as error:
-            raise PlanError(f"frame {frame}: plan deadlocked ({error})") from None
-        return env.now / US_PER_S
+        self.run_until(start_us)
+        ctx = _Frame(plan, frame)
+        for run in ctx.runs.values():
+            if not run.spawned:
+                self._live_threads += 1
+                self._advance(run)
+        coordinator, heap = ctx.runs[plan.threads[0].name], self._heap
+        while not coordinator.finished:
+            if not heap:
+                raise PlanError(f"frame {frame}: plan deadlocked (no event can happen)")
+            self._step(heappop(heap))
+        self.run_until(self.now_us)  # what else ends at this instant (the next frame would)
+        return self.now_us / US_PER_S
+
+    def run_until(self, time_us: float = float("inf")) -> None:
+        """Process every event up to ``time_us`` (all of them by default), then set the clock."""
+        heap = self._heap
+        while heap and heap[0][0] <= time_us:
+            self._step(heappop(heap))
+        if time_us != float("inf") and time_us > self.now_us:
+            self.now_us = time_us
 
     def _execute_serial(self, thread: Thread, frame: int, now: float) -> float:
         if not 0 <= thread.cpu < self.cpus:
@@ -139,69 +201,258 @@ class Machine:
                 now = end
         return now
 
-    def _run(
-        self, ctx: _FrameContext, thread: Thread, spawner_cpu: int = 0
-    ) -> Generator[simpy.Event, None, None]:
-        env, record, frame, name = self.env, self.trace.record, ctx.frame, thread.name
-        # the CPU changes when the thread migrates (RunFirst)
-        where = spawner_cpu if thread.cpu == SPAWNER_CPU else thread.cpu
-        held: dict[Hashable, simpy.resources.resource.Request] = {}
-        self._live_threads += 1
-        for op in thread.ops:
+    # -- events ------------------------------------------------------------------------------
+
+    def _push(self, time: float, run: _Run, kind: int) -> None:
+        self._seq += 1
+        heappush(self._heap, (time, run.frame, run.rank, self._seq, kind, run, run.token))
+
+    def _step(self, event: tuple) -> None:
+        time, _, _, _, kind, run, token = event
+        if kind != _RESUME and kind != _WAKE and token != run.token:
+            return  # superseded (an SMT speed change, a split run, a parent already woken)
+        self.now_us = time
+        if kind == _FINISH:
+            self._end_compute(run)
+        elif kind == _RUN_END:
+            self._end_run(run)
+        elif kind == _WAKE:
+            op = run.ops[run.pc]
+            activity = _WAIT_ACTIVITY.get(type(op)) or op.activity
+            if time > run.began:
+                self.trace.rows.append((run.frame, run.cpu, run.name, activity, run.began, time))
+            run.pc += 1
+        elif kind == _TIMER:
+            self._maybe_migrate(run)
+            return
+        self._advance(run)
+
+    # -- a thread's operations ---------------------------------------------------------------
+
+    def _advance(self, run: _Run) -> None:
+        """Run ``run``'s operations from ``run.pc`` until it must wait or ends."""
+        ops, heap, now = run.ops, self._heap, self.now_us
+        key = (now, run.frame, run.rank)
+        while run.pc < len(ops):
+            op = ops[run.pc]
             kind = type(op)
+            if kind is Compute and op.cost_us <= 0:
+                run.pc += 1
+                continue
+            if heap and heap[0] < key:  # an earlier thread acts at this instant first
+                self._push(now, run, _RESUME)
+                return
             if kind is Compute:
-                if op.cost_us <= 0:
-                    continue
-                core = None if self._core is None else self._core[where]
-                with self._cpu[where].request() as request:
-                    yield request
-                    began = env.now
-                    if core is None:
-                        yield env.timeout(op.cost_us)
-                    else:
-                        yield from core.compute(op.cost_us, self.smt_throughput)
-                    record(frame, where, name, op.activity, began, env.now)
-            elif kind is BarrierWait:
-                began = env.now
-                yield ctx.barriers[op.name].arrive()
-                record(frame, where, name, op.activity, began, env.now)
-            elif kind is Acquire:
-                lock = self._locks.get(op.lock)
-                if lock is None:
-                    lock = self._locks[op.lock] = simpy.Resource(env, capacity=1)
-                request = lock.request()
-                began = env.now
-                yield request
-                record(frame, where, name, "lock_wait", began, env.now)
-                held[op.lock] = request
+                self._request_cpu(run)
+                return
+            if kind is BarrierWait:
+                self._arrive(run, op)
+                return
+            if kind is Acquire:
+                if not self._acquire(run, op.lock):
+                    return
             elif kind is Release:
-                self._locks[op.lock].release(held.pop(op.lock))
+                self._release(run, op.lock)
             elif kind is Spawn:
-                env.process(self._run(ctx, ctx.threads[op.thread], where))
-            elif kind is Join:
-                began = env.now
-                yield ctx.done[op.thread]
-                record(frame, where, name, "join_wait", began, env.now)
-            elif kind is RunFirst:
-                began, done = env.now, ctx.done[op.thread]
-                yield done | env.timeout(op.migrate_after_us)
-                idle = None if done.triggered else self._idle_cpu(exclude=where)
-                if idle is None:
-                    yield done
-                record(frame, where, name, "runqueue_wait", began, env.now)
-                if idle is not None:
-                    where = idle
-        if held:
-            raise PlanError(f"thread {name!r} ended holding locks {sorted(map(str, held))}")
+                self._spawn(run, op.thread)
+            elif kind is Join or kind is RunFirst:
+                target = run.ctx.runs[op.thread]
+                if not target.finished:
+                    run.began = now
+                    target.joiners.append(run)
+                    if kind is RunFirst:
+                        self._push(now + op.migrate_after_us, run, _TIMER)
+                    return
+            run.pc += 1
+        self._end_thread(run)
+
+    def _end_thread(self, run: _Run) -> None:
+        if run.held:
+            raise PlanError(f"thread {run.name!r} ended holding locks {sorted(map(str, run.held))}")
+        run.finished = True
         self._live_threads -= 1
-        ctx.done[name].succeed()
+        for joiner in run.joiners:
+            joiner.token += 1  # a run-first parent's migration timer is void
+            self._push(self.now_us, joiner, _WAKE)
+        run.joiners.clear()
+
+    # -- CPUs --------------------------------------------------------------------------------
+
+    def _request_cpu(self, run: _Run) -> None:
+        cpu = run.cpu
+        holder = self._holder[cpu]
+        if holder is None:
+            self._begin_compute(run)
+            return
+        if holder.run_end_pc >= 0:
+            self._split_run(holder, run)
+        self._queue[cpu].append(run)
+
+    def _begin_compute(self, run: _Run) -> None:
+        """``run`` takes its (free) CPU for the computation at ``run.pc`` and the ones after."""
+        now, cpu, ops = self.now_us, run.cpu, run.ops
+        self._holder[cpu] = run
+        run.began = now
+        if self._smt:
+            self._begin_smt(run, ops[run.pc].cost_us)
+            return
+        end, pc = now, run.pc
+        while pc < len(ops):
+            op = ops[pc]
+            if type(op) is not Compute:
+                break
+            if op.cost_us > 0:
+                end = end + op.cost_us
+            pc += 1
+        run.run_start, run.run_end_pc = now, pc
+        self._push(end, run, _RUN_END)
+
+    def _end_run(self, run: _Run) -> None:
+        """A run of computations is over: record it, free the CPU, go on after it."""
+        self._record_run(run, run.run_end_pc)
+        run.pc, run.run_end_pc = run.run_end_pc, -1
+        self._free_cpu(run.cpu)
+
+    def _record_run(self, run: _Run, stop_pc: int) -> float:
+        """Record the run's computations before ``stop_pc``; return when the last ended, us."""
+        rows, t = self.trace.rows, run.run_start
+        frame, cpu, name = run.frame, run.cpu, run.name
+        for op in run.ops[run.pc : stop_pc]:
+            if op.cost_us > 0:
+                end = t + op.cost_us
+                rows.append((frame, cpu, name, op.activity, t, end))
+                t = end
+        return t
+
+    def _split_run(self, run: _Run, newcomer: _Run) -> None:
+        """Another thread asks for ``run``'s CPU: from now on ``run`` computes op by op."""
+        now = self.now_us
+        first = (now, newcomer.frame, newcomer.rank) < (now, run.frame, run.rank)
+        t, pc = run.run_start, run.pc
+        while True:
+            cost = run.ops[pc].cost_us
+            if cost > 0:
+                end = t + cost
+                if end > now or (end == now and first):
+                    break
+                t = end
+            pc += 1
+        # ops before pc are over; op pc runs from t to t + cost and keeps the CPU
+        self._record_run(run, pc)
+        run.pc, run.run_end_pc, run.began = pc, -1, t
+        run.token += 1
+        self._push(t + run.ops[pc].cost_us, run, _FINISH)
+
+    def _end_compute(self, run: _Run) -> None:
+        op = run.ops[run.pc]
+        self.trace.rows.append((run.frame, run.cpu, run.name, op.activity, run.began, self.now_us))
+        if self._smt:
+            self._smt_change(run.cpu, -1)
+        run.pc += 1
+        self._free_cpu(run.cpu)
+
+    def _free_cpu(self, cpu: int) -> None:
+        queue = self._queue[cpu]
+        self._holder[cpu] = None
+        if queue:
+            self._begin_compute(queue.popleft())
 
     def _idle_cpu(self, exclude: int) -> int | None:
         """The lowest-numbered CPU with no thread running or queued, other than ``exclude``."""
-        for index, cpu in enumerate(self._cpu):
-            if index != exclude and cpu.count == 0 and not cpu.queue:
+        for index in range(self.cpus):
+            if index != exclude and self._holder[index] is None and not self._queue[index]:
                 return index
         return None
+
+    # -- SMT ---------------------------------------------------------------------------------
+
+    def _begin_smt(self, run: _Run, cost: float) -> None:
+        run.remaining, run.last = cost, self.now_us
+        run.speed = self._smt_change(run.cpu, +1)
+        self._reschedule(run)
+
+    def _smt_change(self, cpu: int, delta: int) -> float:
+        """A logical CPU of ``cpu``'s core starts (+1) or stops (-1) computing: its siblings'
+        computations change speed now (work done so far is kept); return the new speed."""
+        per_core = self.smt_per_core
+        core = cpu // per_core
+        self._core_busy[core] += delta
+        speed = 1.0 if self._core_busy[core] <= 1 else self.smt_throughput
+        for sibling in range(core * per_core, min(self.cpus, (core + 1) * per_core)):
+            other = self._holder[sibling]
+            if sibling == cpu or other is None:
+                continue
+            other.remaining -= (self.now_us - other.last) * other.speed
+            other.last = self.now_us
+            other.speed = speed
+            self._reschedule(other)
+        return speed
+
+    def _reschedule(self, run: _Run) -> None:
+        run.token += 1
+        self._push(run.last + run.remaining / run.speed, run, _FINISH)
+
+    # -- synchronisation ---------------------------------------------------------------------
+
+    def _arrive(self, run: _Run, op: BarrierWait) -> None:
+        barrier = run.ctx.barriers[op.name]
+        barrier[1] += 1
+        if barrier[1] > barrier[0]:
+            raise PlanError(f"barrier {op.name!r}: more than {barrier[0]} parties arrived")
+        run.began = self.now_us
+        barrier[2].append(run)
+        if barrier[1] == barrier[0]:
+            for waiter in barrier[2]:
+                self._push(self.now_us, waiter, _WAKE)
+
+    def _acquire(self, run: _Run, lock: Hashable) -> bool:
+        """Take ``lock`` now (True) or queue for it (False)."""
+        state = self._locks.get(lock)
+        if state is None:
+            state = self._locks[lock] = [None, deque()]
+        if state[0] is None:
+            state[0] = run
+            run.held.add(lock)
+            return True
+        run.began = self.now_us
+        state[1].append(run)
+        return False
+
+    def _release(self, run: _Run, lock: Hashable) -> None:
+        state = self._locks.get(lock)
+        if state is None or state[0] is not run:
+            raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
+        run.held.discard(lock)
+        if state[1]:
+            waiter = state[1].popleft()
+            state[0] = waiter
+            waiter.held.add(lock)
+            self._push(self.now_us, waiter, _WAKE)
+        else:
+            state[0] = None
+
+    def _spawn(self, run: _Run, name: str) -> None:
+        child = run.ctx.runs[name]
+        if child.cpu == SPAWNER_CPU:
+            child.cpu = run.cpu
+        self._live_threads += 1
+        self._push(self.now_us, child, _RESUME)
+
+    def _maybe_migrate(self, run: _Run) -> None:
+        """A run-first parent has waited ``migrate_after_us``: move to an idle CPU if any."""
+        idle = self._idle_cpu(exclude=run.cpu)
+        if idle is None:
+            return  # it keeps waiting for the child
+        target = run.ctx.runs[run.ops[run.pc].thread]
+        target.joiners.remove(run)
+        self.trace.rows.append(
+            (run.frame, run.cpu, run.name, "runqueue_wait", run.began, self.now_us)
+        )
+        run.cpu = idle
+        run.pc += 1
+        self._advance(run)
+
+    # -- plan checks -------------------------------------------------------------------------
 
     def _check(self, plan: FramePlan) -> None:
         names = [t.name for t in plan.threads]
@@ -225,3 +476,10 @@ class Machine:
                     raise PlanError(
                         f"{t.name!r}: barrier activity {op.activity!r} must end in _wait"
                     )
+
+
+_WAIT_ACTIVITY: dict[type, Any] = {
+    Acquire: "lock_wait",
+    Join: "join_wait",
+    RunFirst: "runqueue_wait",
+}

@@ -47,7 +47,7 @@ from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.phases import reply_info_phase
-from simsrv.strategies.positions import POSITION_HISTORY_TICKS, sender_origins
+from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
 from simsrv.strategies.threads import append_barrier, place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
@@ -84,6 +84,8 @@ class Abdelkhalek(Strategy):
         self.resume_cost = resume_costs(self.cpu_of, context.cpus, self.costs)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
         self.half_range = context.scenario.players.action_range / 2
+        self.player_locks = PerTick(world, self._player_locks)
+        self._lock_ops_of: dict[tuple[int, int], tuple[tuple, tuple]] = {}
         self._record: dict[str, Any] = {}
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
@@ -103,14 +105,14 @@ class Abdelkhalek(Strategy):
         per_thread_messages = np.bincount(thread_of, minlength=self.threads)
         for t in np.flatnonzero(per_thread_messages):
             ops[t].append(Compute("net_recv", c.net_recv_us(k, int(per_thread_messages[t]))))
-        for i, t in enumerate(thread_of.tolist()):
-            if lock_ops is None:
-                ops[t].append(Compute("request", float(request[i])))
-            else:
-                nodes, cost = lock_ops[i]
-                ops[t] += [Compute("lock", cost), *(Acquire(n) for n in nodes)]
-                ops[t].append(Compute("request", float(request[i])))
-                ops[t] += [Release(n) for n in reversed(nodes)]
+        if lock_ops is None:
+            for t, cost in zip(thread_of.tolist(), request.tolist(), strict=True):
+                ops[t].append(Compute("request", cost))
+        else:
+            for t, cost, (price, acquire, release) in zip(
+                thread_of.tolist(), request.tolist(), lock_ops, strict=True
+            ):
+                ops[t] += (Compute("lock", price), *acquire, Compute("request", cost), *release)
         self._barrier(ops, "requests")
         ops[master].append(reply_info_phase(k, self.context.scenario.players.count))
         replies = np.bincount(reply_thread, minlength=self.threads)
@@ -132,25 +134,38 @@ class Abdelkhalek(Strategy):
         for t, thread_ops in enumerate(ops):
             append_barrier(thread_ops, name, self.costs.barrier, self.resume_cost[t])
 
-    def _lock_ops(self, messages: np.ndarray) -> list[tuple[list, float]]:
-        """Per packet: (lock ids in acquisition order, acquisition cost us)."""
-        k = self.costs
-        origins = sender_origins(self.context.world, messages)
+    def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
+        """For every player at one tick: its node, the node covering its action range, and
+        the nodes walked to lock that (down to its node, then up), (N,) int each."""
         own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
         reach = np.array([self.half_range, self.half_range, 0.0])
         scope, steps = self.tree.covering(own, origins - reach, origins + reach)
+        depth = AreanodeTree.node_depth(own)
+        return own, scope, depth + steps, depth
+
+    def _lock_ops(self, messages: np.ndarray) -> list[tuple[float, tuple, tuple]]:
+        """Per packet: (acquisition cost us, its Acquire ops, its Release ops)."""
+        k = self.costs
+        own, scope, walked, depth = self.player_locks.gather(messages)
         if self.options.locking == "region-optimized":
             alone = (messages["range_count"] == 0) & ~messages["shot"]
             scope = np.where(alone, own, scope)
-            steps = np.where(alone, 0, steps)
-        depth = AreanodeTree.node_depth(own)
+            walked = np.where(alone, depth, walked)
         locks = np.where(scope == own, 1, 2)
-        cost = k.lock_acquire * locks + k.lock_per_node * (depth + steps)
-        out = []
-        for node, top, price in zip(own.tolist(), scope.tolist(), cost.tolist(), strict=True):
+        cost = k.lock_acquire * locks + k.lock_per_node * walked
+        return [
+            (price, *self._ops_for(node, top))
+            for node, top, price in zip(own.tolist(), scope.tolist(), cost.tolist(), strict=True)
+        ]
+
+    def _ops_for(self, node: int, top: int) -> tuple[tuple, tuple]:
+        """The Acquire and Release operations that lock ``node`` and ``top`` (cached)."""
+        pair = self._lock_ops_of.get((node, top))
+        if pair is None:
             nodes = [("areanode", node)] if node == top else [("areanode", node), ("areanode", top)]
-            out.append((nodes, price))
-        return out
+            pair = (tuple(Acquire(n) for n in nodes), tuple(Release(n) for n in reversed(nodes)))
+            self._lock_ops_of[(node, top)] = pair
+        return pair
 
     def frame_record(self) -> dict[str, Any]:
         return self._record

@@ -70,7 +70,7 @@ from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase
-from simsrv.strategies.positions import POSITION_HISTORY_TICKS, sender_origins
+from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
 from simsrv.strategies.threads import append_barrier, place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
@@ -151,6 +151,8 @@ class AreaQuadrant(Strategy):
         self.stage2 = options.stage2 if self.parallel else "sequential"
         self.stage3 = options.stage3 if self.parallel else "sequential"
         self.locking = self.parallel and self.stage2 != "sequential" and options.locking != "none"
+        self.player_areas = PerTick(world, self._player_areas)
+        self._lock_ops_of: dict[bytes, tuple[float, tuple, tuple]] = {}
         self._record: dict[str, Any] = {}
 
     # -- planning ---------------------------------------------------------------------------
@@ -185,42 +187,51 @@ class AreaQuadrant(Strategy):
         executed above the area level."""
         k = self.costs
         m = len(messages)
-        origins = sender_origins(self.context.world, messages)
-        own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
+        own, packed = self.player_areas.gather(messages)
         schedule = request_schedule(own, self.threads, self.stage2)
         sort = (k.queue_per_message + k.lock_per_node * self.depth) * m
         ops[0].append(Compute("sort", sort))
         self._barrier(ops, "sorted", barriers)
         request = c.request_us(k, 1, messages["commands"], messages["range_count"])
-        locks = self._locks(origins) if self.locking else None
-        lock_cost = k.lock_per_node * self.depth
         order = np.lexsort((np.arange(m), schedule.step))  # by step, then arrival
         steps = schedule.step[order].tolist()
         threads = schedule.thread[order].tolist()
+        costs = request[order].tolist()
+        locks = [self._ops_for(row.tobytes()) for row in packed[order]] if self.locking else None
         position = 0
         for step in range(schedule.steps):
             while position < m and steps[position] == step:
-                i, t = int(order[position]), threads[position]
+                t, cost = threads[position], costs[position]
                 if locks is None:
-                    ops[t].append(Compute("request", float(request[i])))
+                    ops[t].append(Compute("request", cost))
                 else:
-                    held = locks[i]
-                    ops[t] += [
-                        Compute("lock", k.lock_acquire * len(held) + lock_cost),
-                        *(Acquire(lock) for lock in held),
-                        Compute("request", float(request[i])),
-                        *(Release(lock) for lock in reversed(held)),
-                    ]
+                    price, acquire, release = locks[position]
+                    ops[t] += (Compute("lock", price), *acquire, Compute("request", cost), *release)
                 position += 1
             self._barrier(ops, f"level{step}", barriers)
         return int(np.count_nonzero(schedule.step > 0))
 
-    def _locks(self, origins: np.ndarray) -> list[list[tuple[str, int]]]:
-        """Per packet: the area nodes its action range meets, in node order."""
+    def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For every player at one tick: the node it is linked to, (N,) int, and the areas its
+        action range meets, packed bits (N, ceil(areas / 8)) uint8."""
+        own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
         reach = np.array([self.half_range, self.half_range, 0.0])
         meets = self.tree.overlaps(self.areas, origins - reach, origins + reach)
-        names = [("area", int(a)) for a in self.areas]
-        return [[names[j] for j in np.flatnonzero(row)] for row in meets]
+        return own, np.packbits(meets, axis=1)
+
+    def _ops_for(self, packed: bytes) -> tuple[float, tuple, tuple]:
+        """A packet's lock cost, us, and its Acquire and Release operations: the areas it
+        meets, in node order (cached by area set)."""
+        entry = self._lock_ops_of.get(packed)
+        if entry is None:
+            bits = np.unpackbits(np.frombuffer(packed, np.uint8), count=len(self.areas))
+            held = [("area", int(a)) for a in self.areas[bits.astype(bool)]]
+            k = self.costs
+            price = k.lock_acquire * len(held) + k.lock_per_node * self.depth
+            acquire = tuple(Acquire(lock) for lock in held)
+            entry = (price, acquire, tuple(Release(lock) for lock in reversed(held)))
+            self._lock_ops_of[packed] = entry
+        return entry
 
     def _replies(self, frame: FrameWorkload, ops: list[list], barriers: list) -> int:
         """Stage 3; returns the spread (max - min) of replies per thread."""
