@@ -64,6 +64,7 @@ _FINISH = 1  # the current computation ends (stale if the token changed)
 _RUN_END = 2  # a run of computations on an uncontended CPU ends (stale if the token changed)
 _WAKE = 3  # a wait ends (barrier, lock, join, run-first): record it, go to the next operation
 _TIMER = 4  # a run-first parent may migrate
+_HANDOFF = 5  # a lock released inside a run passes to its first waiter (stale if re-armed)
 
 
 class PlanError(RuntimeError):
@@ -117,6 +118,20 @@ class _Run:
         self.last = 0.0
 
 
+class _Lock:
+    """A FIFO mutex.  ``release_at`` is set while its holder is inside a run of computations
+    that releases it at that known time (us): the release needs no event unless someone waits."""
+
+    __slots__ = ("holder", "name", "release_at", "version", "waiters")
+
+    def __init__(self, name: Hashable) -> None:
+        self.name = name
+        self.holder: _Run | None = None
+        self.release_at: float | None = None
+        self.version = 0  # invalidates a scheduled _HANDOFF
+        self.waiters: deque[_Run] = deque()
+
+
 class _Frame:
     """A frame's plan while it executes: its threads by name and its barriers."""
 
@@ -125,6 +140,8 @@ class _Frame:
     def __init__(self, plan: FramePlan, frame: int) -> None:
         self.frame = frame
         self.runs = {t.name: _Run(t, frame, i, self) for i, t in enumerate(plan.threads)}
+        if len(self.runs) != len(plan.threads):
+            raise PlanError(f"thread names are not unique: {[t.name for t in plan.threads]}")
         self.barriers = {name: [parties, 0, []] for name, parties in plan.barriers.items()}
 
 
@@ -148,7 +165,7 @@ class Machine:
         self._seq = 0
         self._holder: list[_Run | None] = [None] * cpus  # thread computing on each CPU
         self._queue: list[deque[_Run]] = [deque() for _ in range(cpus)]
-        self._locks: dict[Hashable, list] = {}  # lock -> [holder run, deque of waiters]
+        self._locks: dict[Hashable, _Lock] = {}
         self._live_threads = 0
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
@@ -209,6 +226,12 @@ class Machine:
 
     def _step(self, event: tuple) -> None:
         time, _, _, _, kind, run, token = event
+        if kind == _HANDOFF:
+            lock, version = token
+            if version == lock.version:
+                self.now_us = time
+                self._hand_over(lock)
+            return
         if kind != _RESUME and kind != _WAKE and token != run.token:
             return  # superseded (an SMT speed change, a split run, a parent already woken)
         self.now_us = time
@@ -233,13 +256,14 @@ class Machine:
         """Run ``run``'s operations from ``run.pc`` until it must wait or ends."""
         ops, heap, now = run.ops, self._heap, self.now_us
         key = (now, run.frame, run.rank)
-        while run.pc < len(ops):
+        count = len(ops)
+        while run.pc < count:
             op = ops[run.pc]
             kind = type(op)
             if kind is Compute and op.cost_us <= 0:
                 run.pc += 1
                 continue
-            if heap and heap[0] < key:  # an earlier thread acts at this instant first
+            if heap and heap[0][0] <= now and heap[0] < key:  # an earlier thread acts first
                 self._push(now, run, _RESUME)
                 return
             if kind is Compute:
@@ -256,7 +280,9 @@ class Machine:
             elif kind is Spawn:
                 self._spawn(run, op.thread)
             elif kind is Join or kind is RunFirst:
-                target = run.ctx.runs[op.thread]
+                target = run.ctx.runs.get(op.thread)
+                if target is None:
+                    raise PlanError(f"{run.name!r} joins unknown thread {op.thread!r}")
                 if not target.finished:
                     run.began = now
                     target.joiners.append(run)
@@ -299,10 +325,14 @@ class Machine:
         end, pc = now, run.pc
         while pc < len(ops):
             op = ops[pc]
-            if type(op) is not Compute:
+            kind = type(op)
+            if kind is Compute:
+                if op.cost_us > 0:
+                    end = end + op.cost_us
+            elif kind is Release:
+                self._defer_release(run, op.lock, end)
+            else:
                 break
-            if op.cost_us > 0:
-                end = end + op.cost_us
             pc += 1
         run.run_start, run.run_end_pc = now, pc
         self._push(end, run, _RUN_END)
@@ -318,7 +348,7 @@ class Machine:
         rows, t = self.trace.rows, run.run_start
         frame, cpu, name = run.frame, run.cpu, run.name
         for op in run.ops[run.pc : stop_pc]:
-            if op.cost_us > 0:
+            if type(op) is Compute and op.cost_us > 0:
                 end = t + op.cost_us
                 rows.append((frame, cpu, name, op.activity, t, end))
                 t = end
@@ -328,16 +358,20 @@ class Machine:
         """Another thread asks for ``run``'s CPU: from now on ``run`` computes op by op."""
         now = self.now_us
         first = (now, newcomer.frame, newcomer.rank) < (now, run.frame, run.rank)
-        t, pc = run.run_start, run.pc
+        t, pc, ops = run.run_start, run.pc, run.ops
         while True:
-            cost = run.ops[pc].cost_us
-            if cost > 0:
-                end = t + cost
+            op = ops[pc]
+            if type(op) is Compute and op.cost_us > 0:
+                end = t + op.cost_us
                 if end > now or (end == now and first):
                     break
                 t = end
             pc += 1
-        # ops before pc are over; op pc runs from t to t + cost and keeps the CPU
+        # ops before pc are over; op pc runs from t to t + cost and keeps the CPU; the
+        # releases after it will happen later than planned: they wait for their turn again
+        for later in ops[pc + 1 : run.run_end_pc]:
+            if type(later) is Release:
+                self._undefer_release(run, later.lock)
         self._record_run(run, pc)
         run.pc, run.run_end_pc, run.began = pc, -1, t
         run.token += 1
@@ -395,7 +429,11 @@ class Machine:
     # -- synchronisation ---------------------------------------------------------------------
 
     def _arrive(self, run: _Run, op: BarrierWait) -> None:
-        barrier = run.ctx.barriers[op.name]
+        barrier = run.ctx.barriers.get(op.name)
+        if barrier is None:
+            raise PlanError(f"{run.name!r} waits at undeclared barrier {op.name!r}")
+        if not is_wait(op.activity):
+            raise PlanError(f"{run.name!r}: barrier activity {op.activity!r} must end in _wait")
         barrier[1] += 1
         if barrier[1] > barrier[0]:
             raise PlanError(f"barrier {op.name!r}: more than {barrier[0]} parties arrived")
@@ -405,34 +443,92 @@ class Machine:
             for waiter in barrier[2]:
                 self._push(self.now_us, waiter, _WAKE)
 
-    def _acquire(self, run: _Run, lock: Hashable) -> bool:
-        """Take ``lock`` now (True) or queue for it (False)."""
+    def _lock(self, lock: Hashable) -> _Lock:
         state = self._locks.get(lock)
         if state is None:
-            state = self._locks[lock] = [None, deque()]
-        if state[0] is None:
-            state[0] = run
+            state = self._locks[lock] = _Lock(lock)
+        return state
+
+    def _acquire(self, run: _Run, lock: Hashable) -> bool:
+        """Take ``lock`` now (True) or queue for it (False)."""
+        state = self._lock(lock)
+        holder = state.holder
+        if holder is not None and state.release_at is not None:
+            # released inside a run: over if before now (at now: if the holder acts first)
+            at = state.release_at
+            if at < self.now_us or (
+                at == self.now_us and (holder.frame, holder.rank) <= (run.frame, run.rank)
+            ):
+                self._hand_over(state)  # to a waiter whose hand-over is due at this instant
+                holder = state.holder
+        if holder is None:
+            state.holder = run
             run.held.add(lock)
             return True
         run.began = self.now_us
-        state[1].append(run)
+        state.waiters.append(run)
+        if state.release_at is not None and len(state.waiters) == 1:
+            self._arm_handoff(state)
         return False
 
     def _release(self, run: _Run, lock: Hashable) -> None:
         state = self._locks.get(lock)
-        if state is None or state[0] is not run:
+        if state is None or state.holder is not run or state.release_at is not None:
             raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
         run.held.discard(lock)
-        if state[1]:
-            waiter = state[1].popleft()
-            state[0] = waiter
-            waiter.held.add(lock)
+        self._hand_over(state)
+
+    def _hand_over(self, state: _Lock) -> None:
+        """The holder gives ``state`` up now: to its first waiter, if any."""
+        state.release_at = None
+        state.version += 1  # a scheduled hand-over is done
+        if state.waiters:
+            waiter = state.waiters.popleft()
+            state.holder = waiter
+            waiter.held.add(state.name)
             self._push(self.now_us, waiter, _WAKE)
         else:
-            state[0] = None
+            state.holder = None
+
+    def _defer_release(self, run: _Run, lock: Hashable, at: float) -> None:
+        """``run`` will release ``lock`` at ``at`` (us) inside its run of computations."""
+        state = self._locks.get(lock)
+        if state is None or state.holder is not run or state.release_at is not None:
+            raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
+        run.held.discard(lock)
+        state.release_at = at
+        if state.waiters:
+            self._arm_handoff(state)
+
+    def _undefer_release(self, run: _Run, lock: Hashable) -> None:
+        """A split run: ``run`` still holds ``lock`` and will release it as a plain operation."""
+        state = self._locks[lock]
+        state.release_at = None
+        state.version += 1
+        run.held.add(lock)
+
+    def _arm_handoff(self, state: _Lock) -> None:
+        """Schedule the release inside a run, now that someone waits for the lock."""
+        holder = state.holder
+        state.version += 1
+        self._seq += 1
+        heappush(
+            self._heap,
+            (
+                state.release_at,
+                holder.frame,
+                holder.rank,
+                self._seq,
+                _HANDOFF,
+                holder,
+                (state, state.version),
+            ),
+        )
 
     def _spawn(self, run: _Run, name: str) -> None:
-        child = run.ctx.runs[name]
+        child = run.ctx.runs.get(name)
+        if child is None or not child.spawned or child.pc or child.finished:
+            raise PlanError(f"{run.name!r} spawns {name!r}, not a spawned thread of the plan")
         if child.cpu == SPAWNER_CPU:
             child.cpu = run.cpu
         self._live_threads += 1
@@ -455,27 +551,13 @@ class Machine:
     # -- plan checks -------------------------------------------------------------------------
 
     def _check(self, plan: FramePlan) -> None:
-        names = [t.name for t in plan.threads]
-        if len(set(names)) != len(names):
-            raise PlanError(f"thread names are not unique: {names}")
-        if plan.threads[0].spawned:
-            raise PlanError("the coordinator (threads[0]) cannot be a spawned thread")
-        spawned = {t.name for t in plan.threads if t.spawned}
+        """Per-frame checks of the threads; operations are checked as they execute."""
+        if len(plan.threads) == 0 or plan.threads[0].spawned:
+            raise PlanError("the coordinator (threads[0]) must exist and not be spawned")
+        cpus = self.cpus
         for t in plan.threads:
-            starts_with_spawner = t.spawned and t.cpu == SPAWNER_CPU
-            if not starts_with_spawner and not 0 <= t.cpu < self.cpus:
-                raise PlanError(f"thread {t.name!r}: cpu {t.cpu} out of range 0..{self.cpus - 1}")
-            for op in t.ops:
-                if type(op) is Spawn and op.thread not in spawned:
-                    raise PlanError(f"{t.name!r} spawns {op.thread!r}, not a spawned thread")
-                if type(op) in (Join, RunFirst) and op.thread not in names:
-                    raise PlanError(f"{t.name!r} joins unknown thread {op.thread!r}")
-                if type(op) is BarrierWait and op.name not in plan.barriers:
-                    raise PlanError(f"{t.name!r} waits at undeclared barrier {op.name!r}")
-                if type(op) is BarrierWait and not is_wait(op.activity):
-                    raise PlanError(
-                        f"{t.name!r}: barrier activity {op.activity!r} must end in _wait"
-                    )
+            if not 0 <= t.cpu < cpus and not (t.spawned and t.cpu == SPAWNER_CPU):
+                raise PlanError(f"thread {t.name!r}: cpu {t.cpu} out of range 0..{cpus - 1}")
 
 
 _WAIT_ACTIVITY: dict[type, Any] = {
