@@ -57,7 +57,7 @@ def neighbour_lists(players: np.ndarray, entities: np.ndarray, edge: float) -> N
     target = np.concatenate([pairs[:, 1], pairs[:, 0]])
     keep = source < n
     source, target = source[keep], target[keep]
-    order = np.lexsort((target, source))
+    order = np.argsort(source * (n + len(entities)) + target)  # unique keys: source, target
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(source, minlength=n), out=indptr[1:])
     return Neighbours(indptr, target[order].astype(np.int32))

@@ -1,0 +1,223 @@
+"""Speed and peak memory at the paper's scale and beyond (issue 9's targets).
+
+Cases (each run is a fresh process, so its peak resident memory is its own):
+
+``a-<strategy>``
+    The 160-client paper scenario (``scenarios/cube-160.toml``) with each strategy, 2 CPUs.
+    Target: >= 20x faster than real time.
+``b``
+    ``scenarios/scale/clients10000-cpus64.toml``: 10,000 clients, BSP-group, 64 CPUs, hotspot
+    map.  Target: >= 1x real time, peak memory < 2 GB.
+``c``
+    ``scenarios/scale/abdelkhalek-clients1000-cpus8.toml``: 1,000 clients, Abdelkhalek region
+    locks, 8 CPUs.  Target: >= 5x real time.
+``growth``
+    Wall time of the frame path (workload, plan, machine) per frame against the frame's active
+    entities (BSP-group's ``group_entities``: senders and their action ranges), BSP-group on
+    the ``clients1000-cpus16`` hotspot scenario grown from 250 to 16,000 clients at constant
+    density; the slope of log(wall) on log(entities) over frames with >= 100 active entities
+    (n log n gives ~1.1 over this range).  Target: no worse than ~n log n.
+
+Speed is simulated seconds (warm-up included) per wall second of ``simulate`` (the world
+setup included); medians over ``--runs``.  Results print as a table and go to ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+STRATEGIES = ("sequential", "bsp-group", "abdelkhalek", "area-quadrant")
+GROWTH_CLIENTS = (250, 500, 1000, 2000, 4000, 8000, 16000)
+
+CASES = {
+    **{
+        f"a-{s}": (ROOT / "scenarios/cube-160.toml", [f"server.strategy={s}"], 20.0, None)
+        for s in STRATEGIES
+    },
+    "b": (ROOT / "scenarios/scale/clients10000-cpus64.toml", [], 1.0, 2048.0),
+    "c": (ROOT / "scenarios/scale/abdelkhalek-clients1000-cpus8.toml", [], 5.0, None),
+}
+"""name -> (scenario, overrides, speed target x real time, memory target MB or None)."""
+
+CHILD = r"""
+import json, resource, sys, time
+from simsrv import load_scenario
+from simsrv.simulation import simulate
+scenario = load_scenario(sys.argv[1], sys.argv[2:])
+start = time.perf_counter()
+out = simulate(scenario)
+wall = time.perf_counter() - start
+simulated = scenario.run.warmup_s + scenario.run.duration_s
+print(json.dumps({
+    "wall_s": wall, "simulated_s": simulated, "speed": simulated / wall,
+    "frames": len(out.frames),
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+GROWTH_CHILD = r"""
+import json, sys, time
+from simsrv import load_scenario
+import simsrv.simulation as simulation
+from simsrv.machine.executor import Machine
+from simsrv.workload.frame import FrameBuilder
+
+walls = []
+def timed(function):
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            walls[-1] += time.perf_counter() - start
+    return wrapper
+
+build = FrameBuilder.build
+def build_and_start(self, *args, **kwargs):
+    walls.append(0.0)
+    return timed(build)(self, *args, **kwargs)
+FrameBuilder.build = build_and_start
+Machine.execute = timed(Machine.execute)
+import simsrv.strategies.bsp_group as bsp
+bsp.BspGroup.plan = timed(bsp.BspGroup.plan)
+scenario = load_scenario(sys.argv[1], sys.argv[2:])
+out = simulation.simulate(scenario)
+print(json.dumps({"wall_s": walls, "entities": out.frames["group_entities"].tolist()}))
+"""
+
+
+def child(code: str, scenario: Path, overrides: list[str]) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(scenario), *overrides],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark run failed: {scenario} {overrides}\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def speed_case(name: str, runs: int, duration: float | None) -> dict:
+    scenario, overrides, target, memory_mb = CASES[name]
+    if duration is not None:
+        overrides = [*overrides, f"run.duration_s={duration}"]
+    results = [child(CHILD, scenario, overrides) for _ in range(runs)]
+    speeds = [r["speed"] for r in results]
+    median = statistics.median(speeds)
+    peak = max(r["peak_rss_mb"] for r in results)
+    met = median >= target and (memory_mb is None or peak < memory_mb)
+    return {
+        "case": name,
+        "scenario": str(scenario.relative_to(ROOT)),
+        "overrides": overrides,
+        "runs": results,
+        "simulated_s": results[0]["simulated_s"],
+        "frames": results[0]["frames"],
+        "median_speed_x_realtime": median,
+        "min_speed": min(speeds),
+        "max_speed": max(speeds),
+        "peak_rss_mb": peak,
+        "target_speed": target,
+        "target_peak_rss_mb": memory_mb,
+        "met": met,
+        "short_by": None if met else target / median,
+    }
+
+
+def growth_case() -> dict:
+    scenario = ROOT / "scenarios/scale/clients1000-cpus16.toml"
+    walls, entities, points = [], [], []
+    for clients in GROWTH_CLIENTS:
+        side = 2048.0 * math.sqrt(clients / 160)
+        overrides = [
+            f"players.count={clients}",
+            f"map.base_params.size={side:.1f}",
+            f"map.count={max(1, clients // 250)}",
+            "run.duration_s=2.0",
+            "run.warmup_s=0.25",
+        ]
+        got = child(GROWTH_CHILD, scenario, overrides)
+        wall, active = np.array(got["wall_s"]), np.array(got["entities"], dtype=float)
+        walls.append(wall)
+        entities.append(active)
+        busy = active >= 100
+        points.append(
+            {
+                "clients": clients,
+                "frames": len(wall),
+                "median_active_entities": float(np.median(active)) if len(active) else 0.0,
+                "median_frame_wall_ms": float(np.median(wall[busy]) * 1e3) if busy.any() else None,
+            }
+        )
+    wall, active = np.concatenate(walls), np.concatenate(entities)
+    busy = active >= 100
+    slope = float(np.polyfit(np.log(active[busy]), np.log(wall[busy]), 1)[0])
+    low, high = np.percentile(active[busy], [10, 90])
+    nlogn = math.log(high * math.log(high) / (low * math.log(low))) / math.log(high / low)
+    return {
+        "case": "growth",
+        "points": points,
+        "frames_fitted": int(busy.sum()),
+        "slope_log_wall_per_log_entities": slope,
+        "nlogn_slope_over_range": nlogn,
+        "met": slope <= nlogn + 0.15,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per case")
+    parser.add_argument(
+        "--only", default=None, help=f"comma-separated cases: {', '.join([*CASES, 'growth'])}"
+    )
+    parser.add_argument("--duration", type=float, default=None, help="override duration_s")
+    parser.add_argument("--json", dest="json_path", default=None, help="write results here")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else [*CASES, "growth"]
+    unknown = sorted(set(names) - {*CASES, "growth"})
+    if unknown:
+        parser.error(f"--only: unknown cases {unknown}; allowed: {', '.join([*CASES, 'growth'])}")
+    results = []
+    for name in names:
+        if name == "growth":
+            r = growth_case()
+            print(
+                f"growth: wall per frame ~ entities^{r['slope_log_wall_per_log_entities']:.2f} "
+                f"over {r['frames_fitted']} frames (n log n: ^{r['nlogn_slope_over_range']:.2f}) "
+                f"{'met' if r['met'] else 'MISSED'}"
+            )
+            for p in r["points"]:
+                print(f"  {p}")
+        else:
+            r = speed_case(name, args.runs, args.duration)
+            memory = f", peak {r['peak_rss_mb']:.0f} MB"
+            verdict = "met" if r["met"] else f"MISSED (target {r['short_by']:.1f}x away)"
+            print(
+                f"{name:16s} {r['median_speed_x_realtime']:6.1f}x real time "
+                f"({r['min_speed']:.1f}-{r['max_speed']:.1f}), {r['frames']} frames{memory}; "
+                f"target >= {r['target_speed']:g}x: {verdict}"
+            )
+        results.append(r)
+    if args.json_path:
+        report = {
+            "machine": f"{platform.machine()}, python {platform.python_version()}",
+            "runs": args.runs,
+            "results": results,
+        }
+        Path(args.json_path).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
