@@ -9,8 +9,11 @@ Model
   a wait interval (``barrier_wait``, ``lock_wait``, ``join_wait``, ``runqueue_wait``) that does
   not count as busy.
 * Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
-* Optional SMT: logical CPUs grouped into cores run slower while a sibling computes (see
-  :mod:`simsrv.machine.smt` for the rule).
+* Optional SMT: logical CPU ``i`` is on core ``i // smt_per_core``.  A computation runs at
+  speed 1 (one unit of cost per us) while it is the only computing logical CPU of its core and
+  at ``smt_throughput`` while a sibling computes too; speeds change the instant a sibling starts
+  or stops and the work done is kept (cost ``c`` ends when ``t_alone + throughput * t_shared =
+  c``).  Blocked threads do not compute, so they do not slow their siblings.
 * **Simultaneous events.**  When several threads act at the same simulated instant, they act in
   a fixed order: threads of earlier frames first, then by their index in the plan (the
   coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
@@ -32,7 +35,10 @@ until simulated time must pass.  Two shortcuts keep it fast; both are exact:
 
 The engine replaced simpy (sessions 1-7) for speed: simpy's resources cost ~4 events and
 ~25 us of Python per operation, which capped the thread strategies at ~1.3x real time; the
-timelines of the hand-written tests (``tests/test_machine_timelines.py``) are unchanged.
+timelines of the hand-written tests (``tests/test_machine_timelines.py``) are unchanged, and
+``tests/test_machine_properties.py`` checks on random plans (many exact ties) that the run
+shortcut gives the op-by-op timeline, that no CPU runs two things at once, that every
+computation is charged in full and that critical sections of a lock never overlap.
 """
 
 from __future__ import annotations
@@ -64,7 +70,6 @@ _FINISH = 1  # the current computation ends (stale if the token changed)
 _RUN_END = 2  # a run of computations on an uncontended CPU ends (stale if the token changed)
 _WAKE = 3  # a wait ends (barrier, lock, join, run-first): record it, go to the next operation
 _TIMER = 4  # a run-first parent may migrate
-_HANDOFF = 5  # a lock released inside a run passes to its first waiter (stale if re-armed)
 
 
 class PlanError(RuntimeError):
@@ -90,6 +95,7 @@ class _Run:
         "rank",
         "remaining",
         "run_end_pc",
+        "run_id",
         "run_start",
         "speed",
         "spawned",
@@ -113,6 +119,7 @@ class _Run:
         self.token = 0  # invalidates scheduled _FINISH / _RUN_END / _TIMER events
         self.run_start = 0.0  # a run of computations: its start, us, and the pc after it
         self.run_end_pc = -1  # -1: not in a run
+        self.run_id = 0  # counts its runs
         self.remaining = 0.0  # SMT: work left in the current computation, us at speed 1
         self.speed = 1.0
         self.last = 0.0
@@ -122,13 +129,13 @@ class _Lock:
     """A FIFO mutex.  ``release_at`` is set while its holder is inside a run of computations
     that releases it at that known time (us): the release needs no event unless someone waits."""
 
-    __slots__ = ("holder", "name", "release_at", "version", "waiters")
+    __slots__ = ("holder", "name", "release_at", "release_run", "waiters")
 
     def __init__(self, name: Hashable) -> None:
         self.name = name
         self.holder: _Run | None = None
         self.release_at: float | None = None
-        self.version = 0  # invalidates a scheduled _HANDOFF
+        self.release_run = 0  # the holder's run_id of the run that releases it
         self.waiters: deque[_Run] = deque()
 
 
@@ -156,13 +163,22 @@ class Machine:
         Logical CPUs per physical core (CPU ``i`` is on core ``i // smt_per_core``).
     smt_throughput:
         Speed of a logical CPU while a sibling on its core computes, relative to alone (x1).
+    runs:
+        Use the run shortcut (module docstring); ``False`` schedules every computation as its
+        own event.  Both give the same trace (tests check); the shortcut is only faster.
     """
 
-    def __init__(self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0) -> None:
+    def __init__(
+        self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0, runs: bool = True
+    ) -> None:
         self.cpus = cpus
+        self._runs = runs
         self.now_us = 0.0
         self._heap: list[tuple] = []
         self._seq = 0
+        # how far the processing of simultaneous events has got: the largest key processed
+        # (an event pushed for this instant with a smaller key is processed after it)
+        self._position: tuple = (-1.0, -1, -1)
         self._holder: list[_Run | None] = [None] * cpus  # thread computing on each CPU
         self._queue: list[deque[_Run]] = [deque() for _ in range(cpus)]
         self._locks: dict[Hashable, _Lock] = {}
@@ -185,6 +201,7 @@ class Machine:
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
         self._check(plan)
         self.run_until(start_us)
+        self._position = max(self._position, (start_us, frame, -1))  # earlier frames first
         ctx = _Frame(plan, frame)
         for run in ctx.runs.values():
             if not run.spawned:
@@ -226,12 +243,8 @@ class Machine:
 
     def _step(self, event: tuple) -> None:
         time, _, _, _, kind, run, token = event
-        if kind == _HANDOFF:
-            lock, version = token
-            if version == lock.version:
-                self.now_us = time
-                self._hand_over(lock)
-            return
+        if event[:3] > self._position:
+            self._position = event[:3]
         if kind != _RESUME and kind != _WAKE and token != run.token:
             return  # superseded (an SMT speed change, a split run, a parent already woken)
         self.now_us = time
@@ -310,8 +323,9 @@ class Machine:
         if holder is None:
             self._begin_compute(run)
             return
-        if holder.run_end_pc >= 0:
-            self._split_run(holder, run)
+        if holder.run_end_pc >= 0 and self._split_run(holder):
+            self._begin_compute(run)  # the run was over at this instant: the CPU is free
+            return
         self._queue[cpu].append(run)
 
     def _begin_compute(self, run: _Run) -> None:
@@ -322,7 +336,12 @@ class Machine:
         if self._smt:
             self._begin_smt(run, ops[run.pc].cost_us)
             return
+        if not self._runs or self._queue[cpu]:  # others wait: it gives the CPU up after one
+            run.token += 1
+            self._push(now + ops[run.pc].cost_us, run, _FINISH)
+            return
         end, pc = now, run.pc
+        run.run_id += 1
         while pc < len(ops):
             op = ops[pc]
             kind = type(op)
@@ -330,7 +349,8 @@ class Machine:
                 if op.cost_us > 0:
                     end = end + op.cost_us
             elif kind is Release:
-                self._defer_release(run, op.lock, end)
+                if not self._defer_release(run, op.lock, end):
+                    break  # somebody waits for the lock: release it as an operation
             else:
                 break
             pc += 1
@@ -354,12 +374,20 @@ class Machine:
                 t = end
         return t
 
-    def _split_run(self, run: _Run, newcomer: _Run) -> None:
-        """Another thread asks for ``run``'s CPU: from now on ``run`` computes op by op."""
+    def _split_run(self, run: _Run) -> bool:
+        """Another thread asks for ``run``'s CPU: from now on ``run`` computes op by op.
+
+        Returns True when the run turns out to be over at this instant (its thread goes on
+        after it and the CPU is free)."""
         now = self.now_us
-        first = (now, newcomer.frame, newcomer.rank) < (now, run.frame, run.rank)
+        first = self._position < (now, run.frame, run.rank)  # the run's thread has not acted now
         t, pc, ops = run.run_start, run.pc, run.ops
         while True:
+            if pc == run.run_end_pc:  # every computation is over: end the run now
+                run.token += 1
+                self._end_run(run)
+                self._push(now, run, _RESUME)
+                return True
             op = ops[pc]
             if type(op) is Compute and op.cost_us > 0:
                 end = t + op.cost_us
@@ -376,6 +404,7 @@ class Machine:
         run.pc, run.run_end_pc, run.began = pc, -1, t
         run.token += 1
         self._push(t + run.ops[pc].cost_us, run, _FINISH)
+        return False
 
     def _end_compute(self, run: _Run) -> None:
         op = run.ops[run.pc]
@@ -456,19 +485,17 @@ class Machine:
         if holder is not None and state.release_at is not None:
             # released inside a run: over if before now (at now: if the holder acts first)
             at = state.release_at
-            if at < self.now_us or (
-                at == self.now_us and (holder.frame, holder.rank) <= (run.frame, run.rank)
-            ):
-                self._hand_over(state)  # to a waiter whose hand-over is due at this instant
-                holder = state.holder
+            in_run = holder.run_end_pc >= 0 and holder.run_id == state.release_run
+            if at < self.now_us or not in_run or self._position >= (at, holder.frame, holder.rank):
+                holder = state.holder = state.release_at = None
+            else:  # the holder must now release it as an operation, at its time
+                self._truncate_run(holder, lock)
         if holder is None:
             state.holder = run
             run.held.add(lock)
             return True
         run.began = self.now_us
         state.waiters.append(run)
-        if state.release_at is not None and len(state.waiters) == 1:
-            self._arm_handoff(state)
         return False
 
     def _release(self, run: _Run, lock: Hashable) -> None:
@@ -476,54 +503,47 @@ class Machine:
         if state is None or state.holder is not run or state.release_at is not None:
             raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
         run.held.discard(lock)
-        self._hand_over(state)
-
-    def _hand_over(self, state: _Lock) -> None:
-        """The holder gives ``state`` up now: to its first waiter, if any."""
-        state.release_at = None
-        state.version += 1  # a scheduled hand-over is done
         if state.waiters:
             waiter = state.waiters.popleft()
             state.holder = waiter
-            waiter.held.add(state.name)
+            waiter.held.add(lock)
             self._push(self.now_us, waiter, _WAKE)
         else:
             state.holder = None
 
-    def _defer_release(self, run: _Run, lock: Hashable, at: float) -> None:
-        """``run`` will release ``lock`` at ``at`` (us) inside its run of computations."""
+    def _defer_release(self, run: _Run, lock: Hashable, at: float) -> bool:
+        """``run`` will release ``lock`` at ``at`` (us) inside its run of computations, without
+        an event; False (nothing done) when a thread already waits for the lock."""
         state = self._locks.get(lock)
         if state is None or state.holder is not run or state.release_at is not None:
             raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
-        run.held.discard(lock)
-        state.release_at = at
         if state.waiters:
-            self._arm_handoff(state)
+            return False
+        run.held.discard(lock)
+        state.release_at, state.release_run = at, run.run_id
+        return True
 
     def _undefer_release(self, run: _Run, lock: Hashable) -> None:
-        """A split run: ``run`` still holds ``lock`` and will release it as a plain operation."""
-        state = self._locks[lock]
-        state.release_at = None
-        state.version += 1
+        """``run`` still holds ``lock`` and will release it as a plain operation."""
+        self._locks[lock].release_at = None
         run.held.add(lock)
 
-    def _arm_handoff(self, state: _Lock) -> None:
-        """Schedule the release inside a run, now that someone waits for the lock."""
-        holder = state.holder
-        state.version += 1
-        self._seq += 1
-        heappush(
-            self._heap,
-            (
-                state.release_at,
-                holder.frame,
-                holder.rank,
-                self._seq,
-                _HANDOFF,
-                holder,
-                (state, state.version),
-            ),
-        )
+    def _truncate_run(self, run: _Run, lock: Hashable) -> None:
+        """End ``run``'s run of computations where it releases ``lock`` (someone waits now):
+        the release and what follows then run as operations, as without the shortcut."""
+        ops, t = run.ops, run.run_start
+        for pc in range(run.pc, run.run_end_pc):
+            op = ops[pc]
+            if type(op) is Compute and op.cost_us > 0:
+                t = t + op.cost_us
+            elif type(op) is Release and op.lock == lock:
+                break
+        for later in ops[pc : run.run_end_pc]:
+            if type(later) is Release:
+                self._undefer_release(run, later.lock)
+        run.run_end_pc = pc
+        run.token += 1
+        self._push(t, run, _RUN_END)
 
     def _spawn(self, run: _Run, name: str) -> None:
         child = run.ctx.runs.get(name)

@@ -1,0 +1,145 @@
+"""Properties of the machine on random plans: the run shortcut changes nothing, CPUs never run
+two things at once, every computation is charged in full, locks exclude each other."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsrv.machine import (
+    SPAWNER_CPU,
+    Acquire,
+    BarrierWait,
+    Compute,
+    FramePlan,
+    Join,
+    Machine,
+    Release,
+    Spawn,
+    Thread,
+)
+
+COSTS = st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 2.5])  # small values: many exact ties
+
+
+@st.composite
+def segment(draw) -> list:
+    """Computations and critical sections (locks taken in a fixed order: no deadlock)."""
+    ops: list = []
+    for _ in range(draw(st.integers(0, 4))):
+        ops.append(Compute(draw(st.sampled_from(["a", "b"])), draw(COSTS)))
+        if draw(st.booleans()):
+            locks = draw(st.sampled_from([["L0"], ["L1"], ["L0", "L1"]]))
+            ops += [Acquire(k) for k in locks]
+            ops += [Compute("critical", draw(COSTS)) for _ in range(draw(st.integers(0, 2)))]
+            ops += [Release(k) for k in reversed(locks)]
+    return ops
+
+
+@st.composite
+def plans(draw, cpus: int) -> FramePlan:
+    threads = draw(st.integers(1, 4))
+    barriers = draw(st.integers(0, 2))
+    spawn = draw(st.booleans())
+    join = spawn and draw(st.booleans())
+    out = []
+    for t in range(threads):
+        ops: list = []
+        for b in range(barriers):
+            ops += draw(segment())
+            ops.append(BarrierWait(f"b{b}"))
+            if t == 0 and spawn and b == 0:
+                ops.append(Spawn("worker"))
+        ops += draw(segment())
+        if t == 0 and spawn and barriers == 0:
+            ops.insert(0, Spawn("worker"))
+        if t == 0 and join:
+            ops.append(Join("worker"))
+        out.append(Thread(f"t{t}", draw(st.integers(0, cpus - 1)), tuple(ops)))
+    if spawn:
+        cpu = draw(st.sampled_from([SPAWNER_CPU, *range(cpus)]))
+        out.append(Thread("worker", cpu, tuple(draw(segment())), spawned=True))
+    return FramePlan(tuple(out), {f"b{b}": threads for b in range(barriers)})
+
+
+@st.composite
+def scripts(draw):
+    cpus = draw(st.integers(1, 3))
+    frames = draw(st.lists(plans(cpus), min_size=1, max_size=3))
+    gaps = draw(st.lists(st.sampled_from([0.0, 1.0, 4.0]), min_size=3, max_size=3))
+    return cpus, frames, gaps
+
+
+def execute(cpus: int, frames: list[FramePlan], gaps: list[float], runs: bool):
+    machine = Machine(cpus, runs=runs)
+    now, ends = 0.0, []
+    for index, (plan, gap) in enumerate(zip(frames, gaps, strict=False)):
+        now = machine.execute(plan, index, now + gap * 1e-6)
+        ends.append(round(now * 1e6, 9))
+    machine.run_until()
+    return ends, machine.trace.rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(scripts())
+def test_the_run_shortcut_gives_the_op_by_op_timeline(script):
+    cpus, frames, gaps = script
+    fast_ends, fast = execute(cpus, frames, gaps, runs=True)
+    slow_ends, slow = execute(cpus, frames, gaps, runs=False)
+    assert fast_ends == slow_ends
+    assert sorted(fast) == sorted(slow)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scripts())
+def test_cpus_run_one_thing_at_a_time_and_charge_every_computation(script):
+    cpus, frames, gaps = script
+    _, rows = execute(cpus, frames, gaps, runs=True)
+    busy = sorted(
+        (cpu, start, end) for _, cpu, _, activity, start, end in rows if "wait" not in activity
+    )
+    for (cpu_a, _, end_a), (cpu_b, start_b, _) in zip(busy, busy[1:], strict=False):
+        assert cpu_a != cpu_b or end_a <= start_b + 1e-9
+    charged = defaultdict(float)
+    for frame, _, thread, activity, start, end in rows:
+        if "wait" not in activity:
+            charged[frame, thread] += end - start
+    for frame, plan in enumerate(frames):
+        for thread in plan.threads:
+            planned = sum(op.cost_us for op in thread.ops if type(op) is Compute and op.cost_us > 0)
+            assert abs(charged[frame, thread.name] - planned) < 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(scripts())
+def test_critical_sections_of_one_lock_never_overlap(script):
+    cpus, frames, gaps = script
+    # every critical section computes under both locks' names: label them by lock set
+    labelled = [
+        FramePlan(
+            tuple(Thread(t.name, t.cpu, _label_critical(t.ops), t.spawned) for t in plan.threads),
+            plan.barriers,
+        )
+        for plan in frames
+    ]
+    _, rows = execute(cpus, labelled, gaps, runs=True)
+    for lock in ("L0", "L1"):
+        spans = sorted((s, e) for *_, activity, s, e in rows if lock in activity.split("+"))
+        for (_, end_a), (start_b, _) in zip(spans, spans[1:], strict=False):
+            assert end_a <= start_b + 1e-9
+
+
+def _label_critical(ops: tuple) -> tuple:
+    held: list[str] = []
+    out = []
+    for op in ops:
+        if type(op) is Acquire:
+            held.append(op.lock)
+        elif type(op) is Release:
+            held.remove(op.lock)
+        elif type(op) is Compute and held:
+            op = Compute("+".join(held), op.cost_us)
+        out.append(op)
+    return tuple(out)
