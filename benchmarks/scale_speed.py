@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from core_speed import CHILD  # the same fresh-process run (benchmarks/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ("sequential", "bsp-group", "abdelkhalek", "area-quadrant")
@@ -48,22 +49,6 @@ CASES = {
     "c": (ROOT / "scenarios/scale/abdelkhalek-clients1000-cpus8.toml", [], 5.0, None),
 }
 """name -> (scenario, overrides, speed target x real time, memory target MB or None)."""
-
-CHILD = r"""
-import json, resource, sys, time
-from simsrv import load_scenario
-from simsrv.simulation import simulate
-scenario = load_scenario(sys.argv[1], sys.argv[2:])
-start = time.perf_counter()
-out = simulate(scenario)
-wall = time.perf_counter() - start
-simulated = scenario.run.warmup_s + scenario.run.duration_s
-print(json.dumps({
-    "wall_s": wall, "simulated_s": simulated, "speed": simulated / wall,
-    "frames": len(out.frames),
-    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-}))
-"""
 
 GROWTH_CHILD = r"""
 import json, sys, time

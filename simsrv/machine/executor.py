@@ -31,7 +31,12 @@ until simulated time must pass.  Two shortcuts keep it fast; both are exact:
   computations too in one step (one event for the run, not one per operation).  If another
   thread asks for that CPU before the run ends, the run is split at that instant: the
   operations already over are recorded, the current one keeps the CPU, and the rest queue
-  behind the newcomer as they would have one by one.
+  behind the newcomer as they would have one by one.  A run may include lock releases that
+  nobody waits for (no event either); when a thread starts waiting for such a lock, the run
+  ends at the release, which then happens as an ordinary operation.
+* "at the same instant, who acts first" follows the largest event key processed so far at
+  that instant (an event pushed for now with a smaller key comes after the one that pushed
+  it), so the shortcuts decide ties exactly as the op-by-op engine (``Machine(runs=False)``).
 
 The engine replaced simpy (sessions 1-7) for speed: simpy's resources cost ~4 events and
 ~25 us of Python per operation, which capped the thread strategies at ~1.3x real time; the
