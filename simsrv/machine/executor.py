@@ -86,7 +86,6 @@ class _Run:
 
     __slots__ = (
         "began",
-        "coordinator",
         "cpu",
         "ctx",
         "finished",
@@ -120,7 +119,6 @@ class _Run:
         self.held: set[Hashable] = set()
         self.joiners: list[_Run] = []
         self.finished = False
-        self.coordinator = rank == 0
         self.token = 0  # invalidates scheduled _FINISH / _RUN_END / _TIMER events
         self.run_start = 0.0  # a run of computations: its start, us, and the pc after it
         self.run_end_pc = -1  # -1: not in a run
@@ -402,9 +400,7 @@ class Machine:
             pc += 1
         # ops before pc are over; op pc runs from t to t + cost and keeps the CPU; the
         # releases after it will happen later than planned: they wait for their turn again
-        for later in ops[pc + 1 : run.run_end_pc]:
-            if type(later) is Release:
-                self._undefer_release(run, later.lock)
+        self._undefer_releases(run, pc + 1)
         self._record_run(run, pc)
         run.pc, run.run_end_pc, run.began = pc, -1, t
         run.token += 1
@@ -503,10 +499,15 @@ class Machine:
         state.waiters.append(run)
         return False
 
-    def _release(self, run: _Run, lock: Hashable) -> None:
+    def _held(self, run: _Run, lock: Hashable) -> _Lock:
+        """``lock``'s state, which ``run`` must hold (and not have released inside a run)."""
         state = self._locks.get(lock)
         if state is None or state.holder is not run or state.release_at is not None:
             raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
+        return state
+
+    def _release(self, run: _Run, lock: Hashable) -> None:
+        state = self._held(run, lock)
         run.held.discard(lock)
         if state.waiters:
             waiter = state.waiters.popleft()
@@ -519,19 +520,20 @@ class Machine:
     def _defer_release(self, run: _Run, lock: Hashable, at: float) -> bool:
         """``run`` will release ``lock`` at ``at`` (us) inside its run of computations, without
         an event; False (nothing done) when a thread already waits for the lock."""
-        state = self._locks.get(lock)
-        if state is None or state.holder is not run or state.release_at is not None:
-            raise PlanError(f"{run.name!r} releases {lock!r}, which it does not hold")
+        state = self._held(run, lock)
         if state.waiters:
             return False
         run.held.discard(lock)
         state.release_at, state.release_run = at, run.run_id
         return True
 
-    def _undefer_release(self, run: _Run, lock: Hashable) -> None:
-        """``run`` still holds ``lock`` and will release it as a plain operation."""
-        self._locks[lock].release_at = None
-        run.held.add(lock)
+    def _undefer_releases(self, run: _Run, start: int) -> None:
+        """The releases of ``run``'s run from op ``start`` on happen later than the run
+        planned: ``run`` still holds those locks and releases them as plain operations."""
+        for op in run.ops[start : run.run_end_pc]:
+            if type(op) is Release:
+                self._locks[op.lock].release_at = None
+                run.held.add(op.lock)
 
     def _truncate_run(self, run: _Run, lock: Hashable) -> None:
         """End ``run``'s run of computations where it releases ``lock`` (someone waits now):
@@ -543,9 +545,7 @@ class Machine:
                 t = t + op.cost_us
             elif type(op) is Release and op.lock == lock:
                 break
-        for later in ops[pc : run.run_end_pc]:
-            if type(later) is Release:
-                self._undefer_release(run, later.lock)
+        self._undefer_releases(run, pc)
         run.run_end_pc = pc
         run.token += 1
         self._push(t, run, _RUN_END)

@@ -18,16 +18,6 @@ POSITION_HISTORY_TICKS = 2048
 """Ticks of player positions to keep (packets are planned up to ~65 s after sending)."""
 
 
-def sender_origins(world, messages: np.ndarray) -> np.ndarray:
-    """(N, 3) origin of each packet's sender at the packet's tick, units."""
-    origins = np.empty((len(messages), 3))
-    ticks = messages["tick"]
-    for tick in np.unique(ticks).tolist():
-        here = ticks == tick
-        origins[here] = world.positions(tick)[messages["client"][here]]
-    return origins
-
-
 class PerTick:
     """Per-player arrays computed once per world tick, gathered per packet.
 
@@ -59,9 +49,10 @@ class PerTick:
         first = int(ticks[0]) if len(ticks) else 0
         if len(ticks) == 0 or (ticks == first).all():
             return tuple(a[clients] for a in self.at(first))
-        parts = [self.at(int(t)) for t in np.unique(ticks).tolist()]
+        unique = np.unique(ticks).tolist()
+        parts = [self.at(tick) for tick in unique]
         out = tuple(np.empty((len(messages), *a.shape[1:]), a.dtype) for a in parts[0])
-        for tick, arrays in zip(np.unique(ticks).tolist(), parts, strict=True):
+        for tick, arrays in zip(unique, parts, strict=True):
             here = ticks == tick
             for target, source in zip(out, arrays, strict=True):
                 target[here] = source[clients[here]]
