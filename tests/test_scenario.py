@@ -52,7 +52,7 @@ def test_overrides_are_coerced_to_the_field_type():
         (
             ["map.kind=moon"],
             "map.kind: unknown map kind 'moon'; "
-            "allowed: arena, cube, death32c-like, file, hotspots, rooms, two-floor",
+            "allowed: arena, bsp, cube, death32c-like, file, hotspots, rooms, two-floor",
         ),
         (["players.mobility=fly"], "players.mobility: unknown mobility model 'fly'"),
         (["clients.packet_loss=1.5"], "clients.packet_loss: Input should be less than 1"),

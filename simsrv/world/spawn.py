@@ -10,20 +10,25 @@ from simsrv.world.maps.base import GameMap
 
 
 def spawn_positions(game_map: GameMap, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Place ``count`` players uniformly at random on free floor positions (rejection sampling).
+    """Place ``count`` players at free start positions (rejection sampling).
 
-    Players start standing on the floor (origin z = floor height) at points whose bounding box
-    overlaps no solid.  Real servers spawn at spawn points; with 160 players on a map made for
-    32, uniform placement avoids stacking dozens of players on one point at t = 0.
+    Candidates come from ``GameMap.spawn_xy`` (uniform over the floor on parametric maps,
+    around the spawn points on BSP maps); players start standing on the surface there, at
+    points whose bounding box overlaps no solid.
 
     Returns
     -------
     (count, 3) float array of origins, units.
     """
-    lo = game_map.extent_min[:2] + 16.0
-    hi = game_map.extent_max[:2] - 16.0
     return free_floor_positions(
-        game_map, count, lambda n: rng.uniform(lo, hi, size=(n, 2)), "free floor positions"
+        game_map, count, lambda n: game_map.spawn_xy(n, rng), "free start positions"
+    )
+
+
+def floor_positions(game_map: GameMap, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` free standing origins spread over the whole floor (``GameMap.floor_xy``)."""
+    return free_floor_positions(
+        game_map, count, lambda n: game_map.floor_xy(n, rng), "free floor positions"
     )
 
 

@@ -110,6 +110,7 @@ class World:
         if self.combat is not None:
             self.combat.respawn(self.mobility.positions)
         actions = self.mobility.step(dt_s)
+        self.map.teleport(self.mobility.positions)
         positions = self.mobility.positions.copy()
         neighbours = neighbour_lists(positions, self.map.entities, self.action_range)
         if self.combat is not None:

@@ -2,6 +2,7 @@
 
 from simsrv.world.maps import (  # noqa: F401  (register themselves)
     arena,
+    bsp_map,
     cube,
     death32c_like,
     file,

@@ -126,6 +126,27 @@ class GameMap:
         above = np.column_stack([xy, np.full(len(xy), np.inf)])
         return np.column_stack([xy, self.ground_z(above)])
 
+    def floor_xy(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """``count`` candidate floor points (x, y), uniform over the extent (16 units in).
+
+        Callers keep the candidates where a player can stand (:func:`simsrv.world.spawn`).
+        """
+        lo = self.extent_min[:2] + 16.0
+        hi = self.extent_max[:2] - 16.0
+        return rng.uniform(lo, hi, size=(count, 2))
+
+    def spawn_xy(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """``count`` candidate start points (x, y): :meth:`floor_xy` (uniform placement).
+
+        With 160 players on a map made for 32, uniform placement avoids stacking dozens of
+        players on one spawn point at t = 0; maps with real spawn points override this.
+        """
+        return self.floor_xy(count, rng)
+
+    def teleport(self, positions: np.ndarray) -> np.ndarray:
+        """Move players standing in a teleporter (in place); returns who moved (none here)."""
+        return np.zeros(0, dtype=np.int64)
+
     @cached_property
     def has_ledges(self) -> bool:
         """Whether some solid stops below the ceiling (a floor one can stand on)."""

@@ -16,15 +16,17 @@ def fall(
     """One tick of vertical motion: returns the new vertical speeds and origin heights.
 
     A player is airborne while it moves up or stands above its ground (it jumped, or walked
-    off a ledge); it then falls under ``GRAVITY`` and lands on the ground (speed 0).
+    off a ledge); it then falls under ``GRAVITY`` and lands on the ground (speed 0).  A
+    player on the ground below its ground height (it walked onto a step, ``GameMap.ground_z``
+    looks one step up) climbs onto it.
     """
     z = positions[:, 2]
     ground = game_map.ground_z(positions)
     airborne = (vz != 0.0) | (z > ground)
     if not airborne.any():
-        return vz, z
+        return vz, np.maximum(z, ground)
     new_z = z + vz * dt_s
     new_vz = np.where(airborne, vz - GRAVITY * dt_s, 0.0)
     landed = airborne & (new_z <= ground)
     new_vz[landed] = 0.0
-    return new_vz, np.where(airborne, np.maximum(new_z, ground), z)
+    return new_vz, np.where(airborne, np.maximum(new_z, ground), np.maximum(z, ground))

@@ -21,7 +21,7 @@ from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
 from simsrv.world.mobility.registry import TickActions
-from simsrv.world.spawn import spawn_positions
+from simsrv.world.spawn import floor_positions, spawn_positions
 
 MAX_DETOUR_TICKS = 10
 """Ticks a walker slides along a wall before it gives up its destination (unreachable, e.g.
@@ -79,8 +79,8 @@ class Walker:
 
     # -- shared motion --------------------------------------------------------------------
     def uniform_points(self, count: int) -> np.ndarray:
-        """``count`` uniform free floor points (x, y)."""
-        return spawn_positions(self.map, count, self.rng)[:, :2]
+        """``count`` free floor points (x, y) spread over the map (``GameMap.floor_xy``)."""
+        return floor_positions(self.map, count, self.rng)[:, :2]
 
     def free_points_near(self, centres: np.ndarray, half_side: np.ndarray) -> np.ndarray:
         """A free floor point in the box of ``half_side`` around each centre, (n, 2).

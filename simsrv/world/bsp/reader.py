@@ -1,0 +1,210 @@
+"""Reader for Quake BSP version 29 files (plain or gzip-compressed).
+
+The file is a header (``int32`` version, then 15 lumps as ``int32`` offset and length) and
+lumps of little-endian records (id's ``bspfile.h``).  We read what the simulator needs:
+
+========  ==========  ===========================================================
+lump      record      fields kept
+========  ==========  ===========================================================
+0         text        entities (``{ "key" "value" ... }`` blocks)
+1         20 bytes    planes: normal (3 x float32), dist, type
+4         bytes       visibility: run-length compressed PVS rows
+5         24 bytes    nodes: plane, children (int16 x 2), mins, maxs (int16 x 3)
+9         8 bytes     clip nodes: plane, children (int16 x 2; negative = contents)
+10        28 bytes    leaves: contents, visofs, mins, maxs (int16 x 3)
+14        64 bytes    models: mins, maxs, origin (float32 x 3), headnode (int32 x 4),
+                      visleafs
+========  ==========  ===========================================================
+
+Every index is checked against the table it points into, so a truncated or inconsistent file
+raises :class:`BspError` (one line naming the file and the problem) here rather than an
+``IndexError`` deep inside a simulation.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simsrv.world.bsp.entities import parse_entities
+from simsrv.world.bsp.errors import BspError
+
+VERSION = 29
+"""The only BSP version read (Quake, QuakeWorld)."""
+LUMPS = 15
+HEADER_BYTES = 4 + 8 * LUMPS
+
+ENTITIES, PLANES, VISIBILITY, NODES, CLIPNODES, LEAVES, MODELS = 0, 1, 4, 5, 9, 10, 14
+
+PLANE = np.dtype([("normal", "<f4", 3), ("dist", "<f4"), ("type", "<i4")])
+NODE = np.dtype(
+    [
+        ("plane", "<i4"),
+        ("children", "<i2", 2),
+        ("mins", "<i2", 3),
+        ("maxs", "<i2", 3),
+        ("firstface", "<u2"),
+        ("numfaces", "<u2"),
+    ]
+)
+CLIPNODE = np.dtype([("plane", "<i4"), ("children", "<i2", 2)])
+LEAF = np.dtype(
+    [
+        ("contents", "<i4"),
+        ("visofs", "<i4"),
+        ("mins", "<i2", 3),
+        ("maxs", "<i2", 3),
+        ("firstmarksurface", "<u2"),
+        ("nummarksurfaces", "<u2"),
+        ("ambient", "u1", 4),
+    ]
+)
+MODEL = np.dtype(
+    [
+        ("mins", "<f4", 3),
+        ("maxs", "<f4", 3),
+        ("origin", "<f4", 3),
+        ("headnode", "<i4", 4),
+        ("visleafs", "<i4"),
+        ("firstface", "<i4"),
+        ("numfaces", "<i4"),
+    ]
+)
+
+CONTENTS_EMPTY, CONTENTS_SOLID = -1, -2
+"""Leaf contents (water -3, slime -4, lava -5 and sky -6 count as not solid to a walker)."""
+
+
+@dataclass(frozen=True)
+class BspFile:
+    """The parts of a BSP 29 file the simulator uses (arrays are numpy record arrays).
+
+    Attributes
+    ----------
+    path:
+        Where it was read from.
+    entities:
+        Entity key/value dictionaries in file order (``entities[0]`` is ``worldspawn``).
+    planes, nodes, clipnodes, leaves, models:
+        Record arrays with the fields of the module table (units: Quake units).
+    visibility:
+        The compressed PVS lump (decompress with :func:`simsrv.world.bsp.vis.pvs_matrix`).
+    """
+
+    path: str
+    entities: list[dict[str, str]]
+    planes: np.ndarray
+    nodes: np.ndarray
+    clipnodes: np.ndarray
+    leaves: np.ndarray
+    models: np.ndarray
+    visibility: bytes
+
+    @property
+    def world_mins(self) -> np.ndarray:
+        """Lower corner of the world model's bounding box, (3,) float, units."""
+        return self.models[0]["mins"].astype(float)
+
+    @property
+    def world_maxs(self) -> np.ndarray:
+        """Upper corner of the world model's bounding box, (3,) float, units."""
+        return self.models[0]["maxs"].astype(float)
+
+    def entities_of(self, classname: str) -> list[dict[str, str]]:
+        """The entities whose ``classname`` is ``classname``, in file order."""
+        return [e for e in self.entities if e.get("classname") == classname]
+
+
+def read_bsp(path: str | Path) -> BspFile:
+    """Read a BSP 29 file (``.bsp`` or gzip-compressed ``.bsp.gz``) and check its indices."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise BspError(f"map.file: cannot read {path}: {err.strerror or err}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as err:
+            raise BspError(f"map.file: {path}: broken gzip data ({err})") from None
+    return parse_bsp(raw, str(path))
+
+
+def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
+    """Parse the bytes of a BSP 29 file (see :func:`read_bsp`)."""
+    if len(data) < HEADER_BYTES:
+        raise BspError(f"map.file: {name}: {len(data)} bytes, too short for a BSP header")
+    version = int(np.frombuffer(data, "<i4", 1)[0])
+    if version != VERSION:
+        raise BspError(f"map.file: {name}: BSP version {version}, only version {VERSION} is read")
+    lumps = np.frombuffer(data, "<i4", 2 * LUMPS, offset=4).reshape(LUMPS, 2)
+
+    def lump(index: int, record: np.dtype | None = None):
+        offset, length = (int(v) for v in lumps[index])
+        if offset < 0 or length < 0 or offset + length > len(data):
+            raise BspError(
+                f"map.file: {name}: lump {index} ({offset}+{length} bytes) runs past the end "
+                f"of the file ({len(data)} bytes): truncated?"
+            )
+        if record is None:
+            return data[offset : offset + length]
+        if length % record.itemsize:
+            raise BspError(
+                f"map.file: {name}: lump {index} is {length} bytes, not a multiple of its "
+                f"{record.itemsize}-byte records"
+            )
+        return np.frombuffer(data, record, length // record.itemsize, offset=offset).copy()
+
+    text = lump(ENTITIES).split(b"\0", 1)[0].decode("latin-1")
+    bsp = BspFile(
+        path=name,
+        entities=parse_entities(text, name),
+        planes=lump(PLANES, PLANE),
+        nodes=lump(NODES, NODE),
+        clipnodes=lump(CLIPNODES, CLIPNODE),
+        leaves=lump(LEAVES, LEAF),
+        models=lump(MODELS, MODEL),
+        visibility=lump(VISIBILITY),
+    )
+    _check(bsp, name)
+    return bsp
+
+
+def _check(bsp: BspFile, name: str) -> None:
+    """Raise :class:`BspError` on the first index that points outside its table."""
+
+    def fail(what: str) -> None:
+        raise BspError(f"map.file: {name}: inconsistent BSP: {what}")
+
+    if len(bsp.models) == 0:
+        fail("no world model")
+    if len(bsp.leaves) == 0:
+        fail("no leaves")
+    n_planes, n_nodes, n_leaves = len(bsp.planes), len(bsp.nodes), len(bsp.leaves)
+    if len(bsp.nodes) and not np.all((bsp.nodes["plane"] >= 0) & (bsp.nodes["plane"] < n_planes)):
+        fail(f"a node's plane is outside the {n_planes} planes")
+    children = bsp.nodes["children"].astype(np.int64)
+    bad_node = (children >= n_nodes) | ((children < 0) & (-1 - children >= n_leaves))
+    if np.any(bad_node):
+        fail(f"a node's child is outside the {n_nodes} nodes / {n_leaves} leaves")
+    clip = bsp.clipnodes
+    if len(clip) and not np.all((clip["plane"] >= 0) & (clip["plane"] < n_planes)):
+        fail(f"a clip node's plane is outside the {n_planes} planes")
+    clip_children = clip["children"].astype(np.int64)
+    if np.any(clip_children >= len(clip)) or np.any(clip_children < -15):
+        fail(f"a clip node's child is outside the {len(clip)} clip nodes or the contents codes")
+    world = bsp.models[0]
+    if not 0 <= world["headnode"][0] < max(n_nodes, 1):
+        fail(f"the world's hull 0 head node {world['headnode'][0]} is outside the {n_nodes} nodes")
+    if len(clip) and not 0 <= world["headnode"][1] < len(clip):
+        fail(f"the world's hull 1 head node is outside the {len(clip)} clip nodes")
+    if not 0 <= world["visleafs"] < n_leaves:
+        fail(f"the world's {world['visleafs']} visible leaves exceed the {n_leaves} leaves")
+    visofs = bsp.leaves["visofs"]
+    if np.any(visofs >= len(bsp.visibility)) or np.any(visofs < -1):
+        fail(f"a leaf's PVS offset is outside the {len(bsp.visibility)}-byte visibility lump")
+    if np.any(bsp.models["mins"] > bsp.models["maxs"]):
+        fail("a model's bounding box has mins above maxs")

@@ -1,0 +1,62 @@
+"""The potentially visible set (PVS): decompressing the visibility lump into a matrix.
+
+Each leaf ``i >= 1`` with ``visofs >= 0`` has a row of ``(visleafs + 7) // 8`` bytes at that
+offset, run-length compressed (``Mod_DecompressVis``): a nonzero byte is copied; a zero byte is
+followed by the number of zero bytes it stands for.  Bit ``k`` of the row says leaf ``k + 1``
+is potentially visible.  A leaf without a row (``visofs = -1``, e.g. a map compiled without
+vis) sees every leaf, as in Quake; leaf 0 (the solid outside) sees nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsrv.world.bsp.errors import BspError
+from simsrv.world.bsp.reader import BspFile
+
+
+def decompress_row(data: bytes, offset: int, row_bytes: int) -> np.ndarray:
+    """One decompressed row, (row_bytes,) uint8.  Raises :class:`BspError` past the data."""
+    out = np.zeros(row_bytes, dtype=np.uint8)
+    filled = 0
+    i = offset
+    while filled < row_bytes:
+        if i >= len(data):
+            raise BspError(f"map.file: PVS row at offset {offset} runs past the visibility lump")
+        byte = data[i]
+        if byte:
+            out[filled] = byte
+            filled += 1
+            i += 1
+        else:
+            if i + 1 >= len(data):
+                raise BspError(f"map.file: PVS row at offset {offset} ends inside a zero run")
+            filled += data[i + 1]
+            i += 2
+    return out
+
+
+def pvs_matrix(bsp: BspFile) -> np.ndarray:
+    """(L, L) bool over all leaves: ``[i, j]`` leaf ``j`` is potentially visible from ``i``.
+
+    Only the world's ``visleafs`` leaves (1 .. visleafs) have bits; brush-model leaves beyond
+    them see and are seen by nothing.  The diagonal of a leaf with a row is whatever the row
+    says (vis always marks a leaf visible from itself).
+    """
+    leaves = len(bsp.leaves)
+    visleafs = int(bsp.models[0]["visleafs"])
+    row_bytes = (visleafs + 7) // 8
+    matrix = np.zeros((leaves, leaves), dtype=bool)
+    rows: dict[int, np.ndarray] = {}
+    for leaf in range(1, visleafs + 1):
+        offset = int(bsp.leaves[leaf]["visofs"])
+        if offset < 0:
+            matrix[leaf, 1 : visleafs + 1] = True
+            continue
+        if offset not in rows:  # leaves often share a row
+            bits = np.unpackbits(
+                decompress_row(bsp.visibility, offset, row_bytes), bitorder="little"
+            )
+            rows[offset] = bits[:visleafs].astype(bool)
+        matrix[leaf, 1 : visleafs + 1] = rows[offset]
+    return matrix
