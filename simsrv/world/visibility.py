@@ -42,8 +42,11 @@ def visibility(game_map: GameMap, players: np.ndarray, visibility_range: float =
     if len(game_map.entities):
         ent_rooms = game_map.entity_rooms
         per_room = per_room + np.bincount(ent_rooms[ent_rooms >= 0], minlength=n_rooms)
-    seen = game_map.room_visible.astype(np.int64) @ per_room
-    return Visibility(np.where(rooms >= 0, seen[rooms] - 1, 0), row_size)
+    occupied = np.flatnonzero(per_room)
+    viewer_rooms, viewer = np.unique(rooms, return_inverse=True)
+    rows = game_map.room_visible[np.maximum(viewer_rooms, 0)][:, occupied]
+    seen = rows.astype(np.int64) @ per_room[occupied]  # only rooms with a viewer or an entity
+    return Visibility(np.where(rooms >= 0, seen[viewer] - 1, 0), row_size)
 
 
 def _seen_within(

@@ -1,14 +1,16 @@
 """Point tests in a BSP tree, vectorised over many points.
 
 Quake answers "what is at this point?" by walking a tree of planes from a head node: at each
-node the point goes to child 0 when it is on or in front of the plane (``dot(n, p) - d >= 0``)
-and to child 1 otherwise (``SV_HullPointContents``).  Two trees matter here:
+node the point goes to child 0 when it is in front of the plane and to child 1 otherwise.  Two
+trees matter here:
 
 * hull 0, the drawing/visibility tree (``nodes``): its leaves are the BSP leaves that carry the
-  PVS rows, so :meth:`HullTree.leaf_of` gives the leaf a client sees from;
-* hull 1, the clipping tree for the player box (``clipnodes``, mins (-16, -16, -24), maxs
-  (16, 16, 32)): the map's solids grown by the player box, so a player's box overlaps a solid
-  exactly when its origin is in solid in hull 1 (:meth:`HullTree.contents`).
+  PVS rows, so :meth:`HullTree.leaf_of` gives the leaf a client sees from (``Mod_PointInLeaf``:
+  front is ``dot(n, p) - d > 0``);
+* hulls 1 and 2, the clipping trees (``clipnodes``) for the player box (hull 1: mins
+  (-16, -16, -24), maxs (16, 16, 32)) and the large monster box (hull 2): the map's solids
+  grown by the box, so a player's box overlaps a solid exactly when its origin is in solid in
+  hull 1 (:meth:`HullTree.contents`, ``SV_HullPointContents``: front is ``>= 0``).
 
 All points advance one tree level per numpy step; a map's trees are 15-40 levels deep.
 """
@@ -35,32 +37,39 @@ class HullTree:
         clip hulls, ``-1 - leaf`` for hull 0).
     head:
         The root node.
+    front_on_plane:
+        Whether a point on a plane goes to the front child (clip hulls) or not (hull 0).
     """
 
     normal: np.ndarray
     dist: np.ndarray
     children: np.ndarray
     head: int
+    front_on_plane: bool = True
 
     @classmethod
-    def hull0(cls, bsp: BspFile, model: int = 0) -> HullTree:
-        """The visibility tree of ``model`` (leaves as ``-1 - leaf``)."""
-        return cls._of(bsp, bsp.nodes, int(bsp.models[model]["headnode"][0]))
-
-    @classmethod
-    def hull1(cls, bsp: BspFile, model: int = 0) -> HullTree:
-        """The player-box clipping tree of ``model`` (terminal codes are contents)."""
-        return cls._of(bsp, bsp.clipnodes, int(bsp.models[model]["headnode"][1]))
-
-    @classmethod
-    def _of(cls, bsp: BspFile, nodes: np.ndarray, head: int) -> HullTree:
+    def of(cls, bsp: BspFile, hull: int, model: int = 0) -> HullTree:
+        """Hull ``hull`` (0: visibility tree, 1: player box, 2: large box) of ``model``."""
+        head = int(bsp.models[model]["headnode"][hull])
+        nodes = bsp.nodes if hull == 0 else bsp.clipnodes
         planes = bsp.planes[nodes["plane"]]
         return cls(
             normal=planes["normal"].astype(float),
             dist=planes["dist"].astype(float),
             children=nodes["children"].astype(np.int64),
             head=head,
+            front_on_plane=hull != 0,
         )
+
+    @classmethod
+    def hull0(cls, bsp: BspFile, model: int = 0) -> HullTree:
+        """The visibility tree of ``model`` (leaves as ``-1 - leaf``)."""
+        return cls.of(bsp, 0, model)
+
+    @classmethod
+    def hull1(cls, bsp: BspFile, model: int = 0) -> HullTree:
+        """The player-box clipping tree of ``model`` (terminal codes are contents)."""
+        return cls.of(bsp, 1, model)
 
     def terminal(self, points: np.ndarray) -> np.ndarray:
         """The negative terminal code each point reaches, (N,) int64."""
@@ -72,7 +81,8 @@ class HullTree:
         while len(active):
             node = code[active]
             side = np.einsum("ij,ij->i", points[active], self.normal[node]) - self.dist[node]
-            code[active] = self.children[node, (side < 0).astype(np.int64)]
+            back = side < 0 if self.front_on_plane else side <= 0
+            code[active] = self.children[node, back.astype(np.int64)]
             active = active[code[active] >= 0]
         return code
 

@@ -140,15 +140,16 @@ def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
     version = int(np.frombuffer(data, "<i4", 1)[0])
     if version != VERSION:
         raise BspError(f"map.file: {name}: BSP version {version}, only version {VERSION} is read")
-    lumps = np.frombuffer(data, "<i4", 2 * LUMPS, offset=4).reshape(LUMPS, 2)
-
-    def lump(index: int, record: np.dtype | None = None):
-        offset, length = (int(v) for v in lumps[index])
+    lumps = np.frombuffer(data, "<i4", 2 * LUMPS, offset=4).reshape(LUMPS, 2).astype(np.int64)
+    for index, (offset, length) in enumerate(lumps):  # every lump, read or not
         if offset < 0 or length < 0 or offset + length > len(data):
             raise BspError(
                 f"map.file: {name}: lump {index} ({offset}+{length} bytes) runs past the end "
                 f"of the file ({len(data)} bytes): truncated?"
             )
+
+    def lump(index: int, record: np.dtype | None = None):
+        offset, length = (int(v) for v in lumps[index])
         if record is None:
             return data[offset : offset + length]
         if length % record.itemsize:

@@ -72,6 +72,11 @@ class GameMap:
         return float(self.extent_min[2] - PLAYER_MINS[2])
 
     def blocked(self, origins: np.ndarray) -> np.ndarray:
+        """Whether a walking player cannot move to each origin: :meth:`in_solid` here (maps
+        with stairs also let a player climb a step), (N,) bool."""
+        return self.in_solid(origins)
+
+    def in_solid(self, origins: np.ndarray) -> np.ndarray:
         """Whether a player box at each origin is outside the extent or overlaps a solid.
 
         Parameters
