@@ -145,3 +145,9 @@ def test_a_corrupt_map_file_exits_2_with_one_line(tmp_path, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "BSP version 30" in err
+
+
+def test_a_bsp_map_is_not_exported_as_a_box_map(box_file, tmp_path, capsys):
+    args = ["map", "--set", "map.kind=bsp", "--set", f'map.file="{box_file}"']
+    assert main([*args, "--export", str(tmp_path / "x.toml")]) == 2
+    assert "--export: a bsp map is its BSP file" in capsys.readouterr().err

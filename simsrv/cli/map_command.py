@@ -69,6 +69,8 @@ def map_command(args: argparse.Namespace) -> int:
     from simsrv.world.snapshot import snapshots
 
     scenario = load_scenario(args.scenario, args.overrides)
+    if args.export is not None and scenario.map.kind == "bsp":
+        raise InputError("--export: a bsp map is its BSP file (map.file); export box maps only")
     if args.out is None:
         game_map = build_map(scenario, spawn_streams(scenario.run.seed))
     else:
