@@ -1,57 +1,390 @@
-"""A sweep's results on disk: a Parquet dataset with one file per finished run.
+"""A sweep's results on disk: a Parquet dataset under ``OUT/runs/``, one row per run.
 
-``OUT/runs/run-<scenario_hash>.parquet`` holds one row (columns: the varied parameters by
-dotted name, ``seed_index``, ``seed``, then :func:`simsrv.sweep.records.metrics_row`).  Each
-file is written to a temporary name and renamed, so a process killed at any moment (even
-``kill -9``) leaves only whole files: the store loses at most the runs in flight and is never
-corrupt.  A run is identified by the hash of its resolved scenario (every parameter and the
-seed), so a resumed sweep skips exactly the runs already stored; failed runs (a row with an
-``error``) are run again.  ``pandas.read_parquet(OUT / "runs")`` reads the whole dataset.
+Every row has the columns of a sweep row (the varied parameters by dotted name, ``seed_index``,
+``seed``, then :func:`simsrv.sweep.records.metrics_row`); a run is identified by its
+``scenario_hash`` (the hash of its resolved scenario: every parameter and the seed).
+
+**Reading.**  ``SweepStore(OUT).read()`` returns every stored run once (its newest row), at any
+time: after a ``kill -9``, during a sweep (a read that meets a file a running sweep has just
+merged away scans again) or after it; ``SweepStore(OUT).table(sweep)`` returns the rows of one
+sweep's runs in the sweep's order.  ``pandas.read_parquet(OUT / "runs")`` reads the files as
+they are: it sees each run once after a sweep that ended normally or by Ctrl-C, but after a
+``kill -9`` during a merge (below) or while a failed run's new row waits for the next merge, a
+run can be there twice; and pyarrow takes the column types of the first file it opens, so a
+store whose failed rows (``error`` text, NaN ``frames``) and successful rows are in separate
+files may not read that way at all.  Use ``read()``.
+
+**Files.**  ``run-<hash>.parquet`` holds one finished run's row.  It is the write-ahead unit:
+written to a hidden temporary name (``.<name>.<pid>.tmp``; pyarrow and pandas skip names that
+start with ``.``) and renamed, as soon as the run finishes, so a process killed at any moment
+loses at most the runs in flight and leaves only whole files.  Reading one small file per run is
+what made resuming and summarising slow at 10,000+ runs, so the store also *compacts*:
+``part-<seq>-<token>.parquet`` holds many runs' rows (``seq`` increases with every part
+written; ``token`` is random, so two processes never pick the same name).  ``compact()`` runs
+every ``compact_every`` (:data:`COMPACT_EVERY`) new run files and at the end of a sweep
+(:func:`simsrv.sweep.sweep.run_sweep`, also when it is interrupted).  It
+
+1. reads the run files, the parts that hold a row a newer file replaced ("stale": a failed run
+   that ran again) and the parts smaller than ``compact_every`` rows that can be merged;
+2. keeps each run's newest row, groups the rows by their Parquet schema (types included) and
+   writes one new part per group (temporary name, ``fsync``, rename, ``fsync`` of the
+   directory);
+3. only then deletes the files it read (a run file that changed since it was read is kept).
+
+A crash after 2, before or during 3, leaves some runs' rows in two files.  That is harmless
+because every reader applies one precedence rule, "newest wins": a run file beats every part,
+a part beats the parts with a smaller ``seq``.  The rule gives the newest row: a part is only
+written from rows already on disk, so a run file is newer than any part's row of its run
+(or the same row), and a part written in step 2 holds exactly the rows that won among its
+inputs, which no file it did not read beats; so the two copies are the same row, and the next
+``compact()`` deletes the extra one.  No step ever deletes the only copy of a winning row, so
+a crash never loses a stored run; no step rewrites a file in place, so none is ever
+half-written where a reader looks.
+
+Why parts keep one schema each: a failed row has ``frames`` NaN (float) where a successful
+row has an integer, and ``error`` text where the others have nulls.  Reading files of one
+schema each and concatenating them with pandas gives every column the type it had before
+compaction existed (one file per run, concatenated): ``frames`` is ``int64`` unless one of the
+rows read failed.  Failed rows also end up in their own small parts, so re-running them
+rewrites only those.
+
+**Resuming.**  ``done(run)`` answers from an index of the stored runs (hash -> newest file,
+whether its row has an ``error``), built once per :class:`SweepStore` by reading only the
+``scenario_hash`` and ``error`` columns of the parts, plus the ``error`` column of the run files
+(at most ``compact_every`` of them, unless several crashes left more), and kept up to date by
+``write`` and ``compact``.  A resumed sweep therefore skips exactly the runs stored without an
+error; failed runs run again and their new row replaces the old one.
+
+The index assumes one writer per ``OUT`` (one sweep at a time; any number of readers).  Two
+sweeps writing one ``OUT`` at once are not supported: no file is ever corrupted, but one can
+stop with an error when the other merged a file away, or a run can keep an older row.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from simsrv.sweep.records import scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun
 
 RUNS_DIR = "runs"
+COMPACT_EVERY = 1000
+"""Run files written between two compactions (also the size below which parts are merged)."""
+
+HASH = "scenario_hash"
+_RUN_FILE = re.compile(r"run-([0-9a-f]+)\.parquet")
+_PART_FILE = re.compile(r"part-(\d+)-([0-9a-f]+)\.parquet")
+_READ_ATTEMPTS = 5
+"""Scans a reader makes when files vanish under it (a concurrent compaction merged them)."""
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Part:
+    """A part file as the index knows it."""
+
+    path: Path
+    key: tuple[int, str]
+    """(seq, token): the newest-wins order of parts."""
+    rows: int
+    schema: pa.Schema
+
+
+@dataclass
+class _Index:
+    """The writer's view of the store: for each run, its newest file and whether it failed."""
+
+    parts: dict[Path, _Part] = field(default_factory=dict)
+    loose: dict[str, Path] = field(default_factory=dict)
+    """Run files, by hash."""
+    where: dict[str, Path] = field(default_factory=dict)
+    ok: dict[str, bool] = field(default_factory=dict)
+    stale: set[Path] = field(default_factory=set)
+    """Parts holding a row that a newer file replaced."""
+    written: dict[str, tuple[pa.Table, os.stat_result]] = field(default_factory=dict)
+    """The run files this store wrote since the last compaction: their table and file status
+    (compaction merges the table instead of reading the file back)."""
+    next_seq: int = 1
+
+    def put(self, run_hash: str, path: Path, ok: bool) -> None:
+        """``path`` holds the newest row of ``run_hash``."""
+        previous = self.where.get(run_hash)
+        if previous is not None and previous != path and previous in self.parts:
+            self.stale.add(previous)
+        self.where[run_hash] = path
+        self.ok[run_hash] = ok
 
 
 class SweepStore:
-    """The run files under ``out``."""
+    """The run and part files under ``out / "runs"`` (module docstring)."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, compact_every: int = COMPACT_EVERY) -> None:
         self.out = out
         self.runs_dir = out / RUNS_DIR
+        self.compact_every = compact_every
+        """Compact after this many new run files (0: only when :meth:`compact` is called)."""
+        self._index: _Index | None = None
+        self._hashes: dict[int, tuple[SweepRun, str]] = {}
+
+    def run_hash(self, run: SweepRun) -> str:
+        """The hash that identifies ``run`` (its row's ``scenario_hash``); cached per run."""
+        cached = self._hashes.get(id(run))
+        if cached is None or cached[0] is not run:
+            cached = (run, scenario_hash(run.scenario))
+            self._hashes[id(run)] = cached
+        return cached[1]
 
     def path(self, run: SweepRun) -> Path:
-        """The file of ``run``."""
-        return self.runs_dir / f"run-{scenario_hash(run.scenario)}.parquet"
+        """The run file of ``run`` (its row lives there until a compaction merges it)."""
+        return self.runs_dir / f"run-{self.run_hash(run)}.parquet"
 
     def write(self, row: dict[str, Any], run: SweepRun) -> None:
-        """Store one finished run's row (atomically)."""
+        """Store one finished run's row (atomically), replacing any older row of the run;
+        compact when ``compact_every`` run files have accumulated."""
+        run_hash = self.run_hash(run)
+        if row.get(HASH) != run_hash:
+            raise ValueError(f"row's {HASH} {row.get(HASH)!r} is not the run's {run_hash!r}")
+        index = self._loaded()
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         target = self.path(run)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        pd.DataFrame([row]).to_parquet(tmp, index=False)
-        os.replace(tmp, target)
+        # what DataFrame.to_parquet(index=False) does, keeping the table for the next compaction
+        table = pa.Table.from_pandas(pd.DataFrame([row]), preserve_index=False)
+        _write_atomically(target, lambda tmp: pq.write_table(table, tmp, compression="snappy"))
+        index.loose[run_hash] = target
+        index.written[run_hash] = (table, os.stat(target))
+        index.put(run_hash, target, ok=_is_missing(row.get("error")))
+        if self.compact_every > 0 and len(index.loose) >= self.compact_every:
+            self.compact()
 
     def done(self, run: SweepRun) -> bool:
-        """Whether ``run`` is stored without an error."""
-        path = self.path(run)
-        if not path.exists():
-            return False
-        return pd.read_parquet(path, columns=["error"])["error"].isna().all()
+        """Whether ``run`` is stored without an error (from the index: no file is read)."""
+        return self._loaded().ok.get(self.run_hash(run), False)
+
+    def read(self) -> pd.DataFrame:
+        """Every stored run once (its newest row): parts in ``seq`` order, then run files."""
+        return _retrying(lambda: self._read(None))
 
     def table(self, sweep: Sweep) -> pd.DataFrame:
         """The stored rows of ``sweep``'s runs, in the sweep's order (point, then seed)."""
-        frames = [pd.read_parquet(self.path(r)) for r in sweep.runs if self.path(r).exists()]
-        if not frames:
+        hashes = [self.run_hash(r) for r in sweep.runs]
+        rows = _retrying(lambda: self._read(set(hashes)))
+        if rows.empty:
+            return rows
+        position = {h: i for i, h in enumerate(rows[HASH].tolist())}
+        order = [position[h] for h in hashes if h in position]
+        return rows.iloc[order].reset_index(drop=True)
+
+    def compact(self) -> None:
+        """Merge the run files, stale parts and small parts into new parts, then delete them
+        (module docstring: a crash at any point leaves a readable, complete store)."""
+        index = self._loaded()
+        groups: list[tuple[pa.Schema, list[pa.Table]]] = []
+        loose: list[tuple[str, Path, os.stat_result]] = []
+        for run_hash, path in sorted(index.loose.items()):
+            table, status = index.written.pop(run_hash, (None, None))
+            if status is None:  # a run file this store did not write (e.g. before a crash)
+                status = os.stat(path)
+                table = _read_table(path)
+            _add(groups, table)
+            loose.append((run_hash, path, status))
+        consumed = [index.parts[p] for p in index.stale]
+        for part in consumed:
+            table = _read_table(part.path)
+            keep = [index.where.get(h) == part.path for h in table.column(HASH).to_pylist()]
+            _add(groups, table.filter(pa.array(keep, pa.bool_())))
+        small_rows = self.compact_every if self.compact_every > 0 else COMPACT_EVERY
+        small = [p for p in index.parts.values() if p.rows < small_rows]
+        small = [p for p in small if p.path not in index.stale]
+        for part in small:
+            siblings = sum(_same(part.schema, other.schema) for other in small)
+            if siblings > 1 or any(_same(part.schema, s) for s, _ in groups):
+                _add(groups, _read_table(part.path))
+                consumed.append(part)
+        if not loose and not consumed:
+            return
+        written = []
+        for _, tables in groups:
+            table = pa.concat_tables(tables)
+            if table.num_rows:
+                written.append(self._write_part(index, table))
+        _fsync_directory(self.runs_dir)
+        for part, hashes in written:
+            index.parts[part.path] = part
+            for run_hash in hashes:
+                index.where[run_hash] = part.path
+        for part in consumed:
+            _delete(part.path)
+            del index.parts[part.path]
+            index.stale.discard(part.path)
+        for run_hash, path, status in loose:
+            now = _status(path)
+            if now is not None and not _same_file(now, status):
+                # rewritten since it was read (by another writer): the newest row, keep it
+                error = _read_table(path, ["error"]).column(0)
+                index.put(run_hash, path, error.null_count == len(error))
+                continue
+            if now is not None:
+                _delete(path)
+            del index.loose[run_hash]
+
+    def _write_part(self, index: _Index, table: pa.Table) -> tuple[_Part, list[str]]:
+        """Write ``table`` as the next part (durably); the part and the hashes it holds."""
+        key = (index.next_seq, secrets.token_hex(4))
+        index.next_seq += 1
+        path = self.runs_dir / f"part-{key[0]:06d}-{key[1]}.parquet"
+
+        def write(tmp: Path) -> None:
+            pq.write_table(table, tmp)
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+
+        _write_atomically(path, write)
+        return _Part(path, key, table.num_rows, table.schema), table.column(HASH).to_pylist()
+
+    def _loaded(self) -> _Index:
+        """The index, built on first use."""
+        if self._index is None:
+            self._index = _retrying(self._build_index)
+        return self._index
+
+    def _build_index(self) -> _Index:
+        index = _Index()
+        parts, loose = self._scan()
+        for key, path in parts:
+            with pq.ParquetFile(path) as file:
+                schema = file.schema_arrow
+                columns = file.read(columns=[HASH, "error"])
+            index.parts[path] = _Part(path, key, columns.num_rows, schema)
+            index.next_seq = max(index.next_seq, key[0] + 1)
+            failed = columns.column("error").is_valid().to_pylist()
+            for run_hash, bad in zip(columns.column(HASH).to_pylist(), failed, strict=True):
+                index.put(run_hash, path, not bad)
+        for run_hash, path in loose.items():
+            index.loose[run_hash] = path
+            error = _read_table(path, ["error"]).column(0)
+            index.put(run_hash, path, error.null_count == len(error))
+        return index
+
+    def _scan(self) -> tuple[list[tuple[tuple[int, str], Path]], dict[str, Path]]:
+        """The parts in newest-wins order and the run files by hash (other names ignored)."""
+        try:
+            names = os.listdir(self.runs_dir)
+        except FileNotFoundError:
+            return [], {}
+        parts, loose = [], {}
+        for name in names:
+            if match := _RUN_FILE.fullmatch(name):
+                loose[match[1]] = self.runs_dir / name
+            elif match := _PART_FILE.fullmatch(name):
+                parts.append(((int(match[1]), match[2]), self.runs_dir / name))
+        parts.sort()
+        return parts, loose
+
+    def _read(self, wanted: set[str] | None) -> pd.DataFrame:
+        """Each run's newest row (of the runs in ``wanted``, or every run), each file's rows
+        kept with their own types until the final concatenation."""
+        parts, loose = self._scan()
+        paths = [p for _, p in parts] + [loose[h] for h in sorted(loose)]
+        frames = [pd.read_parquet(p) for p in paths]
+        winner: dict[str, int] = {}
+        for i, frame in enumerate(frames):
+            winner.update(dict.fromkeys(frame[HASH].tolist(), i))
+        kept = []
+        for i, frame in enumerate(frames):
+            hashes = frame[HASH].tolist()
+            keep = [winner[h] == i and (wanted is None or h in wanted) for h in hashes]
+            if all(keep):
+                kept.append(frame)
+            elif any(keep):
+                kept.append(frame[keep])
+        if not kept:
             return pd.DataFrame()
-        return pd.concat(frames, ignore_index=True)
+        return pd.concat(kept, ignore_index=True)
+
+
+def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """``write`` a hidden temporary file beside ``target``, then rename it to ``target``."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    write(tmp)
+    _replace(tmp, target)
+
+
+def _replace(source: Path, target: Path) -> None:
+    """Rename (atomic); a seam for the crash tests."""
+    os.replace(source, target)
+
+
+def _delete(path: Path) -> None:
+    """Delete a file merged into a part; a seam for the crash tests."""
+    path.unlink(missing_ok=True)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the renames in ``directory`` durable before anything they replace is deleted."""
+    if os.name != "posix":
+        return
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def _read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
+    with pq.ParquetFile(path) as file:
+        return file.read(columns=columns)
+
+
+def _add(groups: list[tuple[pa.Schema, list[pa.Table]]], table: pa.Table) -> None:
+    """Put ``table`` in the group of its schema (types and metadata); skip it if empty."""
+    if table.num_rows == 0:
+        return
+    for schema, tables in groups:
+        if _same(schema, table.schema):
+            tables.append(table)
+            return
+    groups.append((table.schema, [table]))
+
+
+def _same(a: pa.Schema, b: pa.Schema) -> bool:
+    return a.equals(b, check_metadata=True)
+
+
+def _status(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    """Whether two stats are of one unchanged file."""
+    return (a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_size, b.st_mtime_ns)
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _retrying(function: Callable[[], T]) -> T:
+    """``function()``, scanning again if a file it listed vanished (merged by a writer)."""
+    for attempt in range(_READ_ATTEMPTS):
+        try:
+            return function()
+        except FileNotFoundError:
+            if attempt == _READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")

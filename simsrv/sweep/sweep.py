@@ -2,8 +2,9 @@
 
 Data flow: sweep file -> validated runs (:mod:`.spec`) -> the runs missing from the store
 (:mod:`.store`) -> a backend (``local``: :func:`simsrv.sweep.local.run_parallel`; ``dask``:
-:mod:`.dask_backend`) -> one row per run, written by this process as each finishes ->
-mean and 95 % CI per point (:func:`summary`).
+:mod:`.dask_backend`) -> one row per run, written by this process as each finishes (and merged
+into larger files every so often and at the end) -> mean and 95 % CI per point
+(:func:`summary`).
 
 Every run is deterministic given its scenario, so the rows are the same whatever the backend,
 the number of workers or the order runs finish in; only ``wall_time_s`` differs.
@@ -11,6 +12,7 @@ the number of workers or the order runs finish in; only ``wall_time_s`` differs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,9 +61,9 @@ def run_sweep(
     todo: Sequence[SweepRun] | None = None,
 ) -> Sequence[SweepRun]:
     """Run the pending runs (``todo`` if the caller already listed them) and store each row as
-    it finishes; returns the runs that ran.
+    it finishes, then compact the store (:meth:`SweepStore.compact`); returns the runs that ran.
 
-    A ``KeyboardInterrupt`` propagates after the finished runs are stored.
+    A ``KeyboardInterrupt`` propagates after the finished runs are stored and compacted.
     """
     todo = pending(sweep, store) if todo is None else todo
 
@@ -73,14 +75,20 @@ def run_sweep(
     def failure(index: int, error: BaseException) -> dict[str, Any]:
         return failed_row(todo[index], error)
 
-    if not todo:
-        return todo
-    if backend == "dask":
-        from simsrv.sweep.dask_backend import run_dask
+    try:
+        if todo and backend == "dask":
+            from simsrv.sweep.dask_backend import run_dask
 
-        run_dask(todo, sweep_row, scheduler, done, failure)
-    else:
-        run_parallel(todo, sweep_row, workers, done, failure)
+            run_dask(todo, sweep_row, scheduler, done, failure)
+        elif todo:
+            run_parallel(todo, sweep_row, workers, done, failure)
+    except BaseException:
+        # merge what finished, so the store is compact after Ctrl-C too; if this fails (or is
+        # interrupted) the store is still whole and the next sweep compacts it
+        with contextlib.suppress(Exception):
+            store.compact()
+        raise
+    store.compact()
     return todo
 
 

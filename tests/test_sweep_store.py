@@ -1,0 +1,312 @@
+"""The sweep store's compaction: each run read once, column types kept, crash safety at every
+step of a compaction, failed runs replaced, and ``done`` answered without reading files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from simsrv import result as result_module
+from simsrv.sweep import store as store_module
+from simsrv.sweep.records import metrics_row, scenario_hash
+from simsrv.sweep.spec import Sweep, SweepRun, load_sweep
+from simsrv.sweep.store import SweepStore
+from simsrv.sweep.sweep import pending, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP = f"""
+base = "{ROOT / "scenarios" / "cube-160.toml"}"
+seeds = 2
+
+[set]
+"run.warmup_s" = 0.2
+"run.duration_s" = 0.3
+
+[grid]
+"server.strategy" = ["sequential", "bsp-group"]
+
+[zip]
+"players.count" = [40, 80]
+"machine.cpus" = [2, 4]
+"""
+
+
+class Crash(BaseException):
+    """Stands for ``kill -9``: nothing after it runs, not even ``except Exception``."""
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Sweep:
+    path = tmp_path_factory.mktemp("sweep") / "sweep.toml"
+    path.write_text(SWEEP)
+    return load_sweep(path)
+
+
+def _row(run: SweepRun, error: str | None = None, version: int = 0) -> dict:
+    """A synthetic row of ``run`` (a real row's columns and types; no simulation)."""
+    row = {**run.columns(), **metrics_row(run.scenario, None, error)}
+    if error is None:
+        row.update(frames=100 + run.seed_index, frames_per_s=10.0 * run.seed + version)
+        row.update(wall_time_s=0.5)
+    return row
+
+
+def _files(store: SweepStore) -> tuple[list[Path], list[Path]]:
+    """(part files, run files)."""
+    return (
+        sorted(store.runs_dir.glob("part-*.parquet")),
+        sorted(store.runs_dir.glob("run-*.parquet")),
+    )
+
+
+def _rows_in_files(store: SweepStore) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in store.runs_dir.glob("*.parquet"))
+
+
+def _one_file_per_run(rows: list[dict], tmp_path: Path) -> pd.DataFrame:
+    """The table the store gave before compaction existed: one file per row, concatenated."""
+    frames = []
+    for i, row in enumerate(rows):
+        path = tmp_path / f"row-{i}.parquet"
+        pd.DataFrame([row]).to_parquet(path, index=False)
+        frames.append(pd.read_parquet(path))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_compaction_merges_run_files_and_every_reader_sees_each_run_once(sweep, tmp_path):
+    store = SweepStore(tmp_path / "out", compact_every=5)
+    runs = sweep.runs
+    for run in runs[:3]:
+        store.write(_row(run), run)
+    assert _files(store) == ([], [store.path(r) for r in sorted(runs[:3], key=store.run_hash)])
+    store.compact()  # as at the end of a sweep: a part smaller than compact_every
+    assert [len(pd.read_parquet(p)) for p in _files(store)[0]] == [3]
+    for run in runs[3:]:
+        store.write(_row(run), run)  # the fifth run file triggers a compaction
+    parts, loose = _files(store)
+    assert [len(pd.read_parquet(p)) for p in parts] == [8] and loose == []
+    raw = pd.read_parquet(store.runs_dir)
+    assert sorted(raw["scenario_hash"]) == sorted(store.run_hash(r) for r in runs)
+    assert len(SweepStore(store.out).read()) == len(runs)
+    table = SweepStore(store.out).table(sweep)
+    assert table["seed"].tolist() == [r.seed for r in runs]  # the sweep's order
+    pd.testing.assert_frame_equal(table, _one_file_per_run([_row(r) for r in runs], tmp_path))
+
+
+@pytest.mark.parametrize("compact_every", [0, 1, 3, 100])
+def test_the_table_has_the_types_of_one_file_per_run(sweep, tmp_path, compact_every):
+    runs = sweep.runs
+    rows = [_row(r, "RuntimeError: boom" if i in (2, 5) else None) for i, r in enumerate(runs)]
+    store = SweepStore(tmp_path / "out", compact_every=compact_every)
+    for row, run in zip(rows, runs, strict=True):
+        store.write(row, run)
+    expected = _one_file_per_run(rows, tmp_path)
+    pd.testing.assert_frame_equal(store.table(sweep), expected)
+    store.compact()
+    pd.testing.assert_frame_equal(SweepStore(store.out).table(sweep), expected)
+    # only successful runs asked for: `frames` stays an integer, as with one file per run
+    ok = Sweep(sweep.path, sweep.base, sweep.varied, runs[:2], None)
+    assert SweepStore(store.out).table(ok)["frames"].dtype == "int64"
+
+
+def _store_to_compact(out: Path, sweep: Sweep) -> tuple[SweepStore, dict[str, dict]]:
+    """A store with parts (one holding a failed row) and run files (the failed run's new row,
+    two new runs) waiting for a compaction; and the newest row of every run, by hash."""
+    runs = sweep.runs
+    store = SweepStore(out, compact_every=0)
+    newest = {}
+    for i, run in enumerate(runs[:6]):
+        row = _row(run, "RuntimeError: boom" if i == 2 else None)
+        store.write(row, run)
+        newest[store.run_hash(run)] = row
+    store.compact()
+    for run in (runs[2], runs[6], runs[7]):
+        row = _row(run, version=1)
+        store.write(row, run)
+        newest[store.run_hash(run)] = row
+    return store, newest
+
+
+def _check_store(store: SweepStore, sweep: Sweep, newest: dict[str, dict]) -> None:
+    """A fresh store (a new process) reads each run once, with its newest row."""
+    fresh = SweepStore(store.out)
+    rows = fresh.read()
+    assert sorted(rows["scenario_hash"]) == sorted(newest)
+    for _, row in rows.iterrows():
+        expected = newest[row["scenario_hash"]]
+        assert pd.isna(row["error"]) == (expected["error"] is None)
+        assert row["frames_per_s"] == expected["frames_per_s"]
+    assert pending(sweep, fresh) == []
+
+
+def test_a_crash_at_any_step_of_a_compaction_loses_and_duplicates_nothing(
+    sweep, tmp_path, monkeypatch
+):
+    """Crash before each rename and each deletion a compaction makes (and after the last)."""
+    steps = []
+    real_replace, real_delete = store_module._replace, store_module._delete
+
+    def counting(real):
+        def step(*args):
+            steps.append(args)
+            return real(*args)
+
+        return step
+
+    store, _ = _store_to_compact(tmp_path / "count", sweep)
+    monkeypatch.setattr(store_module, "_replace", counting(real_replace))
+    monkeypatch.setattr(store_module, "_delete", counting(real_delete))
+    store.compact()
+    total = len(steps)
+    assert total >= 5  # parts written, a stale part and the run files deleted
+
+    for crash_at in range(total + 1):
+        monkeypatch.setattr(store_module, "_replace", real_replace)
+        monkeypatch.setattr(store_module, "_delete", real_delete)
+        store, newest = _store_to_compact(tmp_path / f"crash-{crash_at}", sweep)
+        done: list = []
+
+        def crashing(real, done=done, crash_at=crash_at):
+            def step(*args):
+                if len(done) == crash_at:
+                    raise Crash
+                done.append(args)
+                return real(*args)
+
+            return step
+
+        monkeypatch.setattr(store_module, "_replace", crashing(real_replace))
+        monkeypatch.setattr(store_module, "_delete", crashing(real_delete))
+        if crash_at < total:
+            with pytest.raises(Crash):
+                store.compact()
+        else:
+            store.compact()
+        monkeypatch.setattr(store_module, "_replace", real_replace)
+        monkeypatch.setattr(store_module, "_delete", real_delete)
+        _check_store(store, sweep, newest)
+        # the next compaction (a resumed sweep's) leaves each run in exactly one file
+        resumed = SweepStore(store.out)
+        resumed.compact()
+        _check_store(resumed, sweep, newest)
+        assert _files(resumed)[1] == []
+        assert _rows_in_files(resumed) == len(newest)
+        raw = pd.read_parquet(resumed.runs_dir)  # every row succeeded: one schema
+        assert sorted(raw["scenario_hash"]) == sorted(newest)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(sweep, tmp_path_factory) -> pd.DataFrame:
+    store = SweepStore(tmp_path_factory.mktemp("whole"))
+    run_sweep(sweep, store)
+    return store.table(sweep).drop(columns="wall_time_s")
+
+
+def test_a_sweep_killed_between_the_merged_file_and_the_deletions_resumes_exactly(
+    sweep, tmp_path, monkeypatch, uninterrupted
+):
+    store = SweepStore(tmp_path / "out", compact_every=3)
+    real_replace, dead = store_module._replace, []
+
+    def crash(*args):
+        dead.append(True)
+        raise Crash
+
+    def replace(*args):  # the process is dead: nothing more reaches the disk
+        return crash() if dead else real_replace(*args)
+
+    monkeypatch.setattr(store_module, "_delete", crash)
+    monkeypatch.setattr(store_module, "_replace", replace)
+    with pytest.raises(Crash):
+        run_sweep(sweep, store)
+    monkeypatch.undo()
+    parts, loose = _files(store)
+    assert len(parts) == 1 and len(loose) == 3  # the merged file and the files it merged
+    assert _rows_in_files(store) == 6
+    resumed = SweepStore(store.out)
+    assert len(resumed.read()) == 3
+    assert len(pending(sweep, resumed)) == len(sweep.runs) - 3
+    ran = run_sweep(sweep, resumed)
+    assert len(ran) == len(sweep.runs) - 3
+    table = SweepStore(store.out).table(sweep).drop(columns="wall_time_s")
+    pd.testing.assert_frame_equal(table, uninterrupted)
+    assert _files(resumed)[1] == [] and _rows_in_files(resumed) == len(sweep.runs)
+    raw = pd.read_parquet(resumed.runs_dir)
+    assert raw["scenario_hash"].is_unique and len(raw) == len(sweep.runs)
+
+
+def test_a_failed_run_runs_again_and_its_new_row_replaces_the_merged_one(
+    sweep, tmp_path, monkeypatch, uninterrupted
+):
+    real_simulate = result_module.simulate
+    unlucky = scenario_hash(sweep.runs[5].scenario)
+
+    def flaky(scenario):
+        if scenario_hash(scenario) == unlucky:
+            raise ZeroDivisionError("boom")
+        return real_simulate(scenario)
+
+    monkeypatch.setattr(result_module, "simulate", flaky)
+    store = SweepStore(tmp_path / "out", compact_every=3)
+    run_sweep(sweep, store)
+    failed = store.table(sweep)
+    assert failed["error"].notna().tolist() == [i == 5 for i in range(len(sweep.runs))]
+    assert _files(store)[1] == []  # the failed row is in a part
+    monkeypatch.undo()
+    resumed = SweepStore(store.out, compact_every=3)
+    assert pending(sweep, resumed) == [sweep.runs[5]]
+    assert run_sweep(sweep, resumed) == [sweep.runs[5]]
+    table = SweepStore(store.out).table(sweep).drop(columns="wall_time_s")
+    pd.testing.assert_frame_equal(table, uninterrupted)
+    assert _files(resumed)[1] == [] and _rows_in_files(resumed) == len(sweep.runs)
+    raw = pd.read_parquet(resumed.runs_dir)
+    assert raw["scenario_hash"].is_unique and raw["error"].isna().all()
+
+
+def test_done_reads_only_the_hash_and_error_columns_once(sweep, tmp_path, monkeypatch):
+    store = SweepStore(tmp_path / "out", compact_every=3)
+    for i, run in enumerate(sweep.runs[:7]):
+        store.write(_row(run, "RuntimeError: boom" if i == 1 else None), run)
+    columns = []
+    real_read = pq.ParquetFile.read
+
+    def spy(self, *args, **kwargs):
+        columns.append(kwargs.get("columns", args[0] if args else None))
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    fresh = SweepStore(store.out)
+    expected = [r for i, r in enumerate(sweep.runs) if i == 1 or i >= 7]
+    assert pending(sweep, fresh) == expected
+    assert columns and all(c and set(c) <= {"scenario_hash", "error"} for c in columns)
+    columns.clear()
+    assert pending(sweep, fresh) == expected
+    assert columns == []  # the index is kept: no file read again
+
+
+def test_a_row_of_another_run_is_refused(sweep, tmp_path):
+    store = SweepStore(tmp_path / "out")
+    with pytest.raises(ValueError, match="scenario_hash"):
+        store.write(_row(sweep.runs[0]), sweep.runs[1])
+
+
+def test_a_reader_scans_again_when_a_compaction_merges_files_under_it(sweep, tmp_path, monkeypatch):
+    writer = SweepStore(tmp_path / "out", compact_every=0)
+    for run in sweep.runs[:4]:
+        writer.write(_row(run), run)
+    real_read = pd.read_parquet
+    calls = []
+
+    def read_during_a_compaction(path, *args, **kwargs):
+        if not calls:
+            writer.compact()  # after the reader listed the run files, before it reads them
+        calls.append(path)
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_parquet", read_during_a_compaction)
+    rows = SweepStore(writer.out).table(sweep)
+    assert rows["seed"].tolist() == [r.seed for r in sweep.runs[:4]]
+    assert any(Path(p).name.startswith("part-") for p in calls)
