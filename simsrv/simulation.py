@@ -123,6 +123,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         processed += len(batch)
         now = end
 
+    stream.close()  # the accounting below needs packets, not world states
     counts = stream.count_sent_before(now)
     arrived = stream.release_until(now)
     socket.deliver(arrived)

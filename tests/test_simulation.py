@@ -135,3 +135,30 @@ def test_lost_packets_replay_their_commands(short_scenario):
     messages = result.frames["messages"].sum()
     # each delivered packet executes 1 + the lost ones before it (max 3): mean 1/(1-p) ~ 1.4
     assert 1.3 < commands / messages < 1.45
+
+
+def test_a_closed_stream_sends_the_same_packets_without_the_world(short_scenario):
+    """After the server stops, packets for the accounting come from the same draws (send
+    times, losses) without advancing the world; only their world state is left empty."""
+    from simsrv.seeding import spawn_streams
+    from simsrv.simulation import build_world
+    from simsrv.workload.clients import ClientStream
+
+    scenario = short_scenario("clients.packet_loss=0.2", "players.count=40")
+    streams = []
+    for close in (False, True):
+        rng = spawn_streams(7)
+        stream = ClientStream(scenario.clients, build_world(scenario, rng), rng["clients"])
+        stream.release_until(0.5)
+        if close:
+            stream.close()
+        ticks_before = stream.world.tick
+        streams.append((stream, stream.release_until(3.0), ticks_before))
+    (open_stream, open_packets, _), (closed, closed_packets, ticks_before) = streams
+    for field in ("sent_s", "arrival_s", "client", "tick"):
+        np.testing.assert_array_equal(open_packets[field], closed_packets[field])
+    assert closed.world.tick == ticks_before < open_stream.world.tick
+    assert closed.count_sent_before(3.0) == open_stream.count_sent_before(3.0)
+    after = closed_packets["tick"] >= ticks_before  # generated after the close
+    assert after.any() and (closed_packets["range_count"][after] == 0).all()
+    assert open_packets["range_count"][after].any()

@@ -7,7 +7,11 @@ uniform in one period and the jitter uniform in ``[0, jitter_s)`` (both seeded);
 ``latency_s``; it is lost with probability ``packet_loss``.  The packet carries the world state of
 that tick (action-range and visible counts).
 
-The stream is generated lazily in chunks of ticks, and released in arrival order.
+The stream is generated lazily in chunks of ticks, and released in arrival order.  Once the
+server has stopped (:meth:`ClientStream.close`), packets are still generated for the end-of-run
+accounting (sent, lost, in flight, queued: the last frame can end seconds after the run's end
+when a frame is long), with the same send times and losses, but the world is no longer advanced:
+those packets are never processed, so they carry no world state (zero counts).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class ClientStream:
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
         self._released_s: list[np.ndarray] = []
+        self._closed = False
 
     horizon_s: float = 0.0
     """Every packet arriving before this time has been generated (updated per chunk)."""
@@ -83,8 +88,18 @@ class ClientStream:
             "in_flight": in_flight,
         }
 
+    def close(self) -> None:
+        """The server has stopped: later ticks are generated without advancing the world."""
+        self._closed = True
+
     def _generate_chunk(self) -> None:
-        parts = [self._tick_messages(self.world.advance(self.dt_s)) for _ in range(CHUNK_TICKS)]
+        if self._closed:
+            parts = [self._tick_messages(self.next_tick, None) for _ in range(CHUNK_TICKS)]
+        else:
+            parts = [
+                self._tick_messages(state.tick, state)
+                for state in (self.world.advance(self.dt_s) for _ in range(CHUNK_TICKS))
+            ]
         self._set_pending(sort_by_arrival(np.concatenate([self.pending, *parts])))
         self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
@@ -96,20 +111,22 @@ class ClientStream:
         self._head = 0
         self._arrivals: list[float] = pending["arrival_s"].tolist()
 
-    def _tick_messages(self, state: TickState) -> np.ndarray:
+    def _tick_messages(self, tick: int, state: TickState | None) -> np.ndarray:
+        """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""
         cfg, n = self.cfg, self.world.players
-        self.next_tick = state.tick + 1
-        sent = state.tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, cfg.jitter_s, n)
+        self.next_tick = tick + 1
+        sent = tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, cfg.jitter_s, n)
         msgs = np.zeros(n, dtype=MESSAGE_DTYPE)
         msgs["sent_s"] = sent
         msgs["arrival_s"] = sent + cfg.latency_s
         msgs["client"] = np.arange(n)
-        msgs["tick"] = state.tick
+        msgs["tick"] = tick
         msgs["commands"] = 1
-        msgs["range_count"] = state.range_count
-        msgs["visible_count"] = state.visible_count
-        msgs["pvs_rooms"] = state.pvs_rooms
-        msgs["shot"] = state.actions.shot
+        if state is not None:
+            msgs["range_count"] = state.range_count
+            msgs["visible_count"] = state.visible_count
+            msgs["pvs_rooms"] = state.pvs_rooms
+            msgs["shot"] = state.actions.shot
         self.sent += n
         if cfg.packet_loss > 0:
             lost = self.rng.random(n) < cfg.packet_loss
