@@ -15,23 +15,7 @@ from simsrv.sweep.records import metrics_row, scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun, load_sweep
 from simsrv.sweep.store import SweepStore
 from simsrv.sweep.sweep import pending, run_sweep
-
-ROOT = Path(__file__).resolve().parents[1]
-SWEEP = f"""
-base = "{ROOT / "scenarios" / "cube-160.toml"}"
-seeds = 2
-
-[set]
-"run.warmup_s" = 0.2
-"run.duration_s" = 0.3
-
-[grid]
-"server.strategy" = ["sequential", "bsp-group"]
-
-[zip]
-"players.count" = [40, 80]
-"machine.cpus" = [2, 4]
-"""
+from tests.test_sweep_file import SWEEP  # the same small sweep: 2 x 2 points x 2 seeds
 
 
 class Crash(BaseException):
