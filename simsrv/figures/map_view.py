@@ -80,7 +80,7 @@ def _bsp_floors(ax, game_map: BspMap) -> None:
 
     The view is limited to the floors: a map's world box often reaches far beyond them.
     """
-    floors = game_map.floor_heights()
+    floors = game_map.floor_heights
     image = ax.imshow(
         floors.image, origin="lower", extent=floors.extent, cmap="viridis", alpha=0.45
     )

@@ -68,7 +68,7 @@ def _row(job: tuple[str, str, int, str, int, float]) -> dict:
     s, frames = result.summary, result.frames
     groups = s.get("groups", {})  # only grouping strategies report groups
     grouped = frames[frames["groups"] > 0] if "groups" in frames else frames.iloc[:0]
-    game_map = build_map(build_scenario(raw), spawn_streams(seed))
+    game_map = build_map(result.scenario, spawn_streams(seed))
     extent = game_map.extent_max - game_map.extent_min
     row = {
         "map": name,

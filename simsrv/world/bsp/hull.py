@@ -74,9 +74,9 @@ class HullTree:
     def terminal(self, points: np.ndarray) -> np.ndarray:
         """The negative terminal code each point reaches, (N,) int64."""
         points = np.asarray(points, dtype=float).reshape(-1, 3)
-        code = np.full(len(points), self.head, dtype=np.int64)
         if len(self.children) == 0:
             return np.full(len(points), CONTENTS_SOLID, dtype=np.int64)
+        code = np.full(len(points), self.head, dtype=np.int64)
         active = np.arange(len(points))
         while len(active):
             node = code[active]

@@ -47,16 +47,11 @@ def pvs_matrix(bsp: BspFile) -> np.ndarray:
     visleafs = int(bsp.models[0]["visleafs"])
     row_bytes = (visleafs + 7) // 8
     matrix = np.zeros((leaves, leaves), dtype=bool)
-    rows: dict[int, np.ndarray] = {}
     for leaf in range(1, visleafs + 1):
         offset = int(bsp.leaves[leaf]["visofs"])
         if offset < 0:
             matrix[leaf, 1 : visleafs + 1] = True
             continue
-        if offset not in rows:  # leaves often share a row
-            bits = np.unpackbits(
-                decompress_row(bsp.visibility, offset, row_bytes), bitorder="little"
-            )
-            rows[offset] = bits[:visleafs].astype(bool)
-        matrix[leaf, 1 : visleafs + 1] = rows[offset]
+        row = decompress_row(bsp.visibility, offset, row_bytes)
+        matrix[leaf, 1 : visleafs + 1] = np.unpackbits(row, bitorder="little")[:visleafs]
     return matrix

@@ -38,7 +38,7 @@ along a wall too long picks another destination.  The ``quake-bot`` model is the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
@@ -66,6 +66,8 @@ BISECTIONS = 6
 """Bisections refining the ground height between two probes (16 / 2**6 = 1/4 unit)."""
 STANDING_TOLERANCE = 0.5
 """A player this close above its ground stands on it, units."""
+FLOOR_CELL, FLOOR_Z_STEP = 16.0, 24.0
+"""Resolution of :attr:`BspMap.floor_heights` (the picture), units."""
 TELEPORT_RISE = 27.0
 """Height above ``info_teleport_destination`` where a teleported player appears (T_Teleport)."""
 ENTITY_PREFIXES = ("weapon_", "item_", "func_door", "func_plat", "func_button", "func_train")
@@ -167,7 +169,9 @@ class BspMap(GameMap):
             solid_z = np.where(inside, mid, solid_z)
             empty_z = np.where(inside, empty_z, mid)
         ground = np.where(hit, empty_z, start[:, 2] - PROBE_DEPTH)
-        ground = np.where(self.in_solid(start), z, ground)
+        trapped = low_ceiling.copy()  # start is the origin there: is the origin itself solid?
+        trapped[low_ceiling] = self.in_solid(origins[low_ceiling])
+        ground = np.where(trapped, z, ground)
         ground = np.maximum(ground, self._lift_ground(origins))
         standing = (z >= ground) & (z - ground < STANDING_TOLERANCE)
         return np.where(standing, z, ground)
@@ -221,13 +225,16 @@ class BspMap(GameMap):
         offset = np.column_stack([radius * np.cos(angle), radius * np.sin(angle)])
         return self.spawn_points[pick, :2] + offset
 
-    def floor_heights(self, cell: float = 16.0, z_step: float = 24.0) -> FloorHeights:
+    @cached_property
+    def floor_heights(self) -> FloorHeights:
         """Top view of the walkable floors over the free-floor samples' box (+ 64 units).
 
-        Each ``cell`` x ``cell`` column holds its highest standing height, NaN where it has no
-        floor (solid, or outside the map); floors are found by testing hull 1 every ``z_step``
-        units (below 56, the thinnest hull-1 floor).
+        Each ``FLOOR_CELL`` x ``FLOOR_CELL`` column holds its highest standing height, NaN where
+        it has no floor (solid, or outside the map); floors are found by testing hull 1 every
+        ``FLOOR_Z_STEP`` units (below 56, the thinnest hull-1 floor).  Computed once per map
+        (~2 s on dm4): every frame of an animation draws the same floors.
         """
+        cell, z_step = FLOOR_CELL, FLOOR_Z_STEP
         lo = np.maximum(self.nav_points.min(axis=0) - 64.0, self.extent_min)
         hi = np.minimum(self.nav_points.max(axis=0) + 64.0, self.extent_max)
         xs = np.arange(lo[0] + cell / 2, hi[0], cell)
@@ -284,17 +291,9 @@ def build_bsp(params: BspParams, rng: np.random.Generator) -> BspMap:
         source=str(path),
         spawn_spread=params.spawn_spread,
     )
-    nav = np.vstack([spawns, _free_floor_samples(game_map, bsp, params.nav_samples, rng)])
-    game_map = _replace(game_map, nav_points=nav)
+    floor = _free_floor_samples(game_map, bsp, params.nav_samples, rng)  # hulls only
     items, attractors = _items(game_map, entities, classes, params)
-    return _replace(game_map, attractors=attractors, nav_points=np.vstack([nav, items]))
-
-
-def _replace(game_map: BspMap, **changes) -> BspMap:
-    """A copy with ``changes`` (cached properties are not carried over)."""
-    values = {name: getattr(game_map, name) for name in game_map.__dataclass_fields__}
-    values.update(changes)
-    return BspMap(**values)
+    return replace(game_map, attractors=attractors, nav_points=np.vstack([spawns, floor, items]))
 
 
 def _spawn_points(bsp: BspFile) -> np.ndarray:
