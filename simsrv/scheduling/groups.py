@@ -74,7 +74,7 @@ def frame_groups(
             targets.append(in_range.astype(np.int64))
     source, target = np.concatenate(sources), np.concatenate(targets)
     edges = len(source) - len(clients)
-    entities, compact = np.unique(np.concatenate([source, target]), return_inverse=True)
+    entities, compact = _compact(np.concatenate([source, target]))
     roots = component_roots(compact[: len(source)], compact[len(source) :], len(entities))
     # roots are the smallest vertex of their component and entities ascend: rank the roots
     leaders = np.flatnonzero(roots == np.arange(len(roots)))
@@ -82,6 +82,15 @@ def frame_groups(
     sizes = np.bincount(entity_group, minlength=len(leaders))
     message_group = entity_group[compact[: len(clients)]]  # the self loops come first
     return FrameGroups(entities, entity_group, message_group, sizes, edges)
+
+
+def _compact(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for non-negative ids, by a presence mask
+    over ``0 .. max(ids)`` (entity ids are dense: ~4x faster than sorting at a frame's sizes)."""
+    present = np.zeros(int(ids.max()) + 1, dtype=bool)
+    present[ids] = True
+    index = np.cumsum(present) - 1
+    return np.flatnonzero(present), index[ids]
 
 
 def component_roots(source: np.ndarray, target: np.ndarray, vertices: int) -> np.ndarray:

@@ -244,7 +244,9 @@ def _shares(
     proc_of_reply = assignment[reply_group]
     proc_of_entity = assignment[groups.entity_group]
     # distinct (process, page) pairs: entity e lives on page e // page_entities
-    pages = np.unique(proc_of_entity * (1 << 40) + groups.entities // page_entities) >> 40
+    page = groups.entities // page_entities
+    touched = np.zeros((processes, int(page[-1]) + 1), dtype=bool)  # entities ascend
+    touched[proc_of_entity, page] = True
 
     def per_process(index: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
         return np.bincount(index, values, minlength=processes).astype(float)
@@ -257,7 +259,7 @@ def _shares(
         visible=per_process(proc_of_reply, frame.reply_visible),
         pvs_rooms=per_process(proc_of_reply, frame.reply_pvs_rooms),
         entities=per_process(proc_of_entity),
-        pages=per_process(pages) + base_pages,
+        pages=touched.sum(axis=1, dtype=float) + base_pages,
     )
 
 
