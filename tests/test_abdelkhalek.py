@@ -157,14 +157,14 @@ def test_threads_spread_over_cores_and_extra_threads_pay_switches():
         StrategyContext(scenario, plat, 8, FakeWorld(positions), np.random.default_rng(0)),
     )
     assert four.cpu_of.tolist() == [0, 2, 4, 6]  # one per physical core first
-    assert not four.resume_cost.any()
+    assert not any(four.barriers.resume_us)
     per_client = kind.create(
         kind.options(threads="per-client"),
         StrategyContext(scenario, plat, 1, FakeWorld(positions), np.random.default_rng(0)),
     )
     k = plat.costs
     assert per_client.threads == 2
-    assert per_client.resume_cost.tolist() == [k.context_switch + k.thread_cache_refill] * 2
+    assert per_client.barriers.resume_us == [k.context_switch + k.thread_cache_refill] * 2
 
 
 def test_capacity_cli_reports_the_last_count_that_kept_up(capsys):

@@ -1,10 +1,12 @@
-"""Properties of the machine on random plans: the run shortcut changes nothing, CPUs never run
-two things at once, every computation is charged in full, locks exclude each other."""
+"""Properties of the machine on random plans: the run and phased shortcuts change nothing,
+CPUs never run two things at once, every computation is charged in full, locks exclude each
+other."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from simsrv.machine import (
     Spawn,
     Thread,
 )
+from simsrv.machine.phased import phased_timeline
 
 COSTS = st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 2.5])  # small values: many exact ties
 
@@ -143,3 +146,91 @@ def _label_critical(ops: tuple) -> tuple:
             op = Compute("+".join(held), op.cost_us)
         out.append(op)
     return tuple(out)
+
+
+@st.composite
+def phased_plans(draw, cpus: int) -> FramePlan:
+    """One thread per CPU, all passing the same barriers; locks private to a thread (``P<t>``)
+    or wanted by several (``S``): the shapes of the thread strategies' frames."""
+    threads = draw(st.integers(1, cpus))
+    placed = draw(st.permutations(range(cpus)))[:threads]
+    barriers = draw(st.integers(0, 3))
+    out = []
+    for t in range(threads):
+        ops: list = []
+        for b in range(barriers + 1):
+            for _ in range(draw(st.integers(0, 3))):
+                ops.append(Compute(draw(st.sampled_from(["a", "b"])), draw(COSTS)))
+                if draw(st.booleans()):
+                    lock = draw(st.sampled_from([f"P{t}", f"P{t}", "S"]))
+                    ops += [Acquire(lock), Compute("critical", draw(COSTS)), Release(lock)]
+            if b < barriers:
+                ops.append(BarrierWait(f"b{b}", draw(st.sampled_from(WAITS))))
+        out.append(Thread(f"t{t}", placed[t], tuple(ops)))
+    return FramePlan(tuple(out), {f"b{b}": threads for b in range(barriers)})
+
+
+WAITS = ["barrier_wait", "end_barrier_wait"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_phased_shortcut_gives_the_op_by_op_timeline(data):
+    cpus = data.draw(st.integers(1, 4))
+    frames = data.draw(st.lists(phased_plans(cpus), min_size=1, max_size=3))
+    gaps = data.draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=3, max_size=3))
+    fast_ends, fast = execute(cpus, frames, gaps, runs=True)
+    slow_ends, slow = execute(cpus, frames, gaps, runs=False)
+    assert fast_ends == slow_ends
+    assert sorted(fast) == sorted(slow)
+
+
+def test_the_phased_shortcut_takes_only_uncontended_barrier_phased_plans():
+    def plan(*threads: Thread, barriers=("b",)) -> FramePlan:
+        return FramePlan(threads, dict.fromkeys(barriers, len(threads)))
+
+    def thread(name: str, cpu: int, *ops) -> Thread:
+        return Thread(name, cpu, ops)
+
+    a, b = Compute("a", 2.0), Compute("b", 3.0)
+    wait = BarrierWait("b")
+    private = plan(
+        thread("t0", 0, a, Acquire("P0"), b, Release("P0"), wait, a),
+        thread("t1", 1, b, b, wait, Acquire("P1"), a, Release("P1")),
+    )
+    rows, end = phased_timeline(private, 7, 10.0, cpus=2)
+    assert end == 18.0  # t1 arrives last at 16, then a
+    assert sorted(rows) == [
+        (7, 0, "t0", "a", 10.0, 12.0),
+        (7, 0, "t0", "a", 16.0, 18.0),
+        (7, 0, "t0", "b", 12.0, 15.0),
+        (7, 0, "t0", "barrier_wait", 15.0, 16.0),
+        (7, 1, "t1", "a", 16.0, 18.0),
+        (7, 1, "t1", "b", 10.0, 13.0),
+        (7, 1, "t1", "b", 13.0, 16.0),
+    ]
+    shared = plan(
+        thread("t0", 0, Acquire("L"), a, Release("L"), wait),
+        thread("t1", 1, Acquire("L"), b, Release("L"), wait),
+    )
+    same_cpu = plan(thread("t0", 0, a, wait), thread("t1", 0, b, wait))
+    other_order = plan(
+        thread("t0", 0, BarrierWait("x"), wait),
+        thread("t1", 1, wait, BarrierWait("x")),
+        barriers=("b", "x"),
+    )
+    outlives = plan(thread("t0", 0, wait), thread("t1", 1, wait, a))
+    held_over = plan(thread("t0", 0, Acquire("L"), wait, Release("L")), thread("t1", 1, wait))
+    for refused in (shared, same_cpu, other_order, outlives, held_over):
+        assert phased_timeline(refused, 0, 0.0, cpus=2) is None
+    # the machine uses it and leaves nothing running
+    machine = Machine(2)
+    assert machine.execute(private, 0, 10e-6) == pytest.approx(18e-6)
+    assert machine.idle and sorted(machine.trace.rows) == sorted(rows_at(private, 0, 10.0))
+
+
+def rows_at(plan: FramePlan, frame: int, start_us: float) -> list:
+    machine = Machine(2, runs=False)
+    machine.execute(plan, frame, start_us * 1e-6)
+    machine.run_until()
+    return machine.trace.rows

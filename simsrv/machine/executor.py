@@ -24,9 +24,12 @@ Engine
 ------
 A heap of events keyed ``(time_us, frame, thread index, sequence)``; a thread runs its
 operations synchronously until one must wait (a busy CPU, a held lock, a barrier, a join) or
-until simulated time must pass.  Two shortcuts keep it fast; both are exact:
+until simulated time must pass.  Three shortcuts keep it fast; all are exact:
 
 * a plan that is one thread of computations while nothing else runs is a straight sum;
+* a plan of one thread per CPU passing the same barriers, whose threads never want the same
+  lock between two barriers, while nothing else runs: barrier by barrier in closed form
+  (:mod:`simsrv.machine.phased`);
 * a thread that starts a computation on a CPU with nobody else on it runs its next
   computations too in one step (one event for the run, not one per operation).  If another
   thread asks for that CPU before the run ends, the run is split at that instant: the
@@ -53,6 +56,7 @@ from collections.abc import Hashable
 from heapq import heappop, heappush
 from typing import Any
 
+from simsrv.machine.phased import phased_timeline
 from simsrv.machine.plan import (
     SPAWNER_CPU,
     Acquire,
@@ -202,6 +206,14 @@ class Machine:
         start_us = start_s * US_PER_S
         if self._live_threads == 0 and plan.is_serial():
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
+        if self._runs and not self._live_threads and not self._heap and not self._smt:
+            timeline = phased_timeline(plan, frame, max(start_us, self.now_us), self.cpus)
+            if timeline is not None:
+                rows, end_us = timeline
+                self.trace.rows += rows
+                self.now_us = end_us
+                self._position = max(self._position, (end_us, frame, len(plan.threads)))
+                return end_us / US_PER_S
         self._check(plan)
         self.run_until(start_us)
         self._position = max(self._position, (start_us, frame, -1))  # earlier frames first

@@ -48,7 +48,7 @@ from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.phases import reply_info_phase
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
-from simsrv.strategies.threads import append_barrier, place_threads, resume_costs
+from simsrv.strategies.threads import BarrierPassages, place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
@@ -81,7 +81,8 @@ class Abdelkhalek(Strategy):
         else:
             self.threads = options.threads or context.cpus
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
-        self.resume_cost = resume_costs(self.cpu_of, context.cpus, self.costs)
+        resume = resume_costs(self.cpu_of, context.cpus, self.costs)
+        self.barriers = BarrierPassages(self.costs.barrier, resume)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
         self.half_range = context.scenario.players.action_range / 2
         self.player_locks = PerTick(world, self._player_locks)
@@ -101,7 +102,7 @@ class Abdelkhalek(Strategy):
             Compute("frame", k.frame_overhead),
             Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
         ]
-        self._barrier(ops, "world")
+        self.barriers.append(ops, "world")
         per_thread_messages = np.bincount(thread_of, minlength=self.threads)
         for t in np.flatnonzero(per_thread_messages):
             ops[t].append(Compute("net_recv", c.net_recv_us(k, int(per_thread_messages[t]))))
@@ -113,7 +114,7 @@ class Abdelkhalek(Strategy):
                 thread_of.tolist(), request.tolist(), lock_ops, strict=True
             ):
                 ops[t] += (Compute("lock", price), *acquire, Compute("request", cost), *release)
-        self._barrier(ops, "requests")
+        self.barriers.append(ops, "requests")
         ops[master].append(reply_info_phase(k, self.context.scenario.players.count))
         replies = np.bincount(reply_thread, minlength=self.threads)
         visible = np.bincount(reply_thread, frame.reply_visible, minlength=self.threads)
@@ -123,16 +124,12 @@ class Abdelkhalek(Strategy):
                 Compute("reply", c.reply_us(k, replies[t], visible[t], pvs[t])),
                 Compute("net_send", c.net_send_us(k, replies[t])),
             ]
-        self._barrier(ops, "replies")
+        self.barriers.append(ops, "replies")
         threads = tuple(
             Thread(f"thread{t}", int(self.cpu_of[t]), tuple(ops[t])) for t in range(self.threads)
         )
         self._record = {"threads": self.threads, "master_thread": master}
         return FramePlan(threads, dict.fromkeys(BARRIERS, self.threads))
-
-    def _barrier(self, ops: list[list], name: str) -> None:
-        for t, thread_ops in enumerate(ops):
-            append_barrier(thread_ops, name, self.costs.barrier, self.resume_cost[t])
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick: its node, the node covering its action range, and

@@ -71,7 +71,7 @@ from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
-from simsrv.strategies.threads import append_barrier, place_threads, resume_costs
+from simsrv.strategies.threads import BarrierPassages, place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
@@ -142,7 +142,8 @@ class AreaQuadrant(Strategy):
         self.parallel = self.threads > 1
         self.depth = area_depth(self.threads)
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
-        self.resume_cost = resume_costs(self.cpu_of, context.cpus, self.costs)
+        resume = resume_costs(self.cpu_of, context.cpus, self.costs)
+        self.barriers = BarrierPassages(self.costs.barrier, resume)
         self.tree = AreanodeTree.build(
             world.map.extent_min, world.map.extent_max, max(AREA_DEPTH, self.depth)
         )
@@ -265,8 +266,7 @@ class AreaQuadrant(Strategy):
         self, ops: list[list], name: str, barriers: list, activity: str = "barrier_wait"
     ) -> None:
         barriers.append(name)
-        for t, thread_ops in enumerate(ops):
-            append_barrier(thread_ops, name, self.costs.barrier, self.resume_cost[t], activity)
+        self.barriers.append(ops, name, activity)
 
     def frame_record(self) -> dict[str, Any]:
         return self._record

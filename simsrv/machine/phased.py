@@ -1,0 +1,120 @@
+"""A closed-form timeline for barrier-phased plans without contention (an exact shortcut).
+
+The thread strategies (``abdelkhalek``, ``area-quadrant``) build frames of one thread per CPU
+that all pass the same barriers in the same order, with locks taken and given back between
+two barriers.  When no lock is wanted by two threads between the same two barriers, nothing in
+such a frame can wait except at the barriers, so the discrete-event engine is not needed: each
+thread starts a phase at the instant the previous barrier opened, runs its computations back
+to back on its own CPU, and arrives at the next barrier; the barrier opens at the last
+arrival.  :func:`phased_timeline` computes that timeline with the same floating-point additions
+and the same trace rows as the engine (``tests/test_machine_properties.py`` compares the two
+on random plans), and returns ``None`` for any plan it does not cover, which the engine then
+executes.
+
+Preconditions the caller checks (machine state, not the plan): no thread of an earlier frame
+is alive and no event is pending, and SMT does not slow computations down.
+"""
+
+from __future__ import annotations
+
+from simsrv.machine.plan import Acquire, BarrierWait, Compute, FramePlan, Release
+from simsrv.machine.trace import is_wait
+
+Row = tuple[int, int, str, str, float, float]
+
+
+def phased_timeline(
+    plan: FramePlan, frame: int, start_us: float, cpus: int
+) -> tuple[list[Row], float] | None:
+    """The trace rows and the coordinator's end (us) of ``plan`` started at ``start_us``, or
+    ``None`` when the plan is not barrier-phased and free of contention (see module doc)."""
+    threads = plan.threads
+    parties = len(threads)
+    phases_of: list[list[list[Compute]]] = []  # per thread, per phase: its computations
+    waits_of: list[list[BarrierWait]] = []  # per thread: its barrier passages, in order
+    lock_owner: dict = {}  # (phase, lock) -> thread index
+    used_cpus = set()
+    for index, thread in enumerate(threads):
+        cpu = thread.cpu
+        if thread.spawned or not 0 <= cpu < cpus or cpu in used_cpus:
+            return None
+        used_cpus.add(cpu)
+        segment: list[Compute] = []
+        phases = [segment]
+        waits = []
+        held: set = set()
+        for op in thread.ops:
+            kind = type(op)
+            if kind is Compute:
+                if op.cost_us > 0:
+                    segment.append(op)
+            elif kind is BarrierWait:
+                if held:
+                    return None
+                waits.append(op)
+                segment = []
+                phases.append(segment)
+            elif kind is Acquire or kind is Release:
+                lock = op.lock
+                if kind is Acquire:
+                    if lock in held or lock_owner.setdefault((len(phases), lock), index) != index:
+                        return None
+                    held.add(lock)
+                elif lock in held:
+                    held.discard(lock)
+                else:
+                    return None
+            else:
+                return None
+        if held:
+            return None
+        phases_of.append(phases)
+        waits_of.append(waits)
+    if not _well_formed(waits_of, plan.barriers, parties):
+        return None
+    return _timeline(plan, frame, start_us, phases_of, waits_of)
+
+
+def _well_formed(waits_of: list[list[BarrierWait]], barriers, parties: int) -> bool:
+    """Every thread passes the same declared barriers, each once, in the same order."""
+    names = [w.name for w in waits_of[0]]
+    return (
+        len(set(names)) == len(names)
+        and all(barriers.get(name) == parties for name in names)
+        and all([w.name for w in waits] == names for waits in waits_of)
+        and all(is_wait(w.activity) for waits in waits_of for w in waits)
+    )
+
+
+def _timeline(
+    plan: FramePlan,
+    frame: int,
+    start_us: float,
+    phases_of: list[list[list[Compute]]],
+    waits_of: list[list[BarrierWait]],
+) -> tuple[list[Row], float] | None:
+    threads = plan.threads
+    barriers = len(waits_of[0])
+    rows: list[Row] = []
+    opened = start_us  # the instant the current phase began (the last barrier opened)
+    ends = [0.0] * len(threads)
+    for phase in range(barriers + 1):
+        for index, thread in enumerate(threads):
+            t, cpu, name = opened, thread.cpu, thread.name
+            for activity, cost in phases_of[index][phase]:
+                end = t + cost
+                rows.append((frame, cpu, name, activity, t, end))
+                t = end
+            ends[index] = t
+        if phase == barriers:
+            break
+        opens = max(ends)
+        for index, thread in enumerate(threads):
+            arrived = ends[index]
+            if arrived < opens:
+                activity = waits_of[index][phase].activity
+                rows.append((frame, thread.cpu, thread.name, activity, arrived, opens))
+        opened = opens
+    if max(ends) > ends[0]:
+        return None  # a thread outlives the coordinator: the engine keeps it running
+    return rows, ends[0]
