@@ -190,6 +190,8 @@ class Machine:
         self._queue: list[deque[_Run]] = [deque() for _ in range(cpus)]
         self._locks: dict[Hashable, _Lock] = {}
         self._live_threads = 0
+        self._phased_refusals = 0  # phased-shortcut refusals in a row (see _execute_phased)
+        self._phased_skip = 0  # frames left that skip the attempt
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -207,12 +209,8 @@ class Machine:
         if self._live_threads == 0 and plan.is_serial():
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
         if self._runs and not self._live_threads and not self._heap and not self._smt:
-            timeline = phased_timeline(plan, frame, max(start_us, self.now_us), self.cpus)
-            if timeline is not None:
-                rows, end_us = timeline
-                self.trace.rows += rows
-                self.now_us = end_us
-                self._position = max(self._position, (end_us, frame, len(plan.threads)))
+            end_us = self._execute_phased(plan, frame, max(start_us, self.now_us))
+            if end_us is not None:
                 return end_us / US_PER_S
         self._check(plan)
         self.run_until(start_us)
@@ -229,6 +227,26 @@ class Machine:
             self._step(heappop(heap))
         self.run_until(self.now_us)  # what else ends at this instant (the next frame would)
         return self.now_us / US_PER_S
+
+    def _execute_phased(self, plan: FramePlan, frame: int, start_us: float) -> float | None:
+        """The phased shortcut (:mod:`simsrv.machine.phased`): the frame's end, us, or None
+        when it does not apply.  After ``n`` refusals in a row the next ``2**(n-1) - 1`` frames
+        skip the attempt (at most 63), so strategies whose frames never qualify (contended
+        locks, spawned workers) pay ~1/64 of a scan; the result is the same either way."""
+        if self._phased_skip:
+            self._phased_skip -= 1
+            return None
+        timeline = phased_timeline(plan, frame, start_us, self.cpus)
+        if timeline is None:
+            self._phased_refusals = min(self._phased_refusals + 1, 7)
+            self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
+            return None
+        self._phased_refusals = 0
+        rows, end_us = timeline
+        self.trace.rows += rows
+        self.now_us = end_us
+        self._position = max(self._position, (end_us, frame, len(plan.threads)))
+        return end_us
 
     def run_until(self, time_us: float = float("inf")) -> None:
         """Process every event up to ``time_us`` (all of them by default), then set the clock."""

@@ -32,6 +32,7 @@ def phased_timeline(
     parties = len(threads)
     phases_of: list[list[list[Compute]]] = []  # per thread, per phase: its computations
     waits_of: list[list[BarrierWait]] = []  # per thread: its barrier passages, in order
+    names: list = []  # the barriers every thread passes, in order (thread 0's)
     lock_owner: dict = {}  # (phase, lock) -> thread index
     used_cpus = set()
     for index, thread in enumerate(threads):
@@ -41,7 +42,7 @@ def phased_timeline(
         used_cpus.add(cpu)
         segment: list[Compute] = []
         phases = [segment]
-        waits = []
+        waits: list[BarrierWait] = []
         held: set = set()
         for op in thread.ops:
             kind = type(op)
@@ -49,41 +50,35 @@ def phased_timeline(
                 if op.cost_us > 0:
                     segment.append(op)
             elif kind is BarrierWait:
-                if held:
+                passed = len(waits)
+                if held or not is_wait(op.activity):
+                    return None
+                if index and (passed >= len(names) or names[passed] != op.name):
                     return None
                 waits.append(op)
                 segment = []
                 phases.append(segment)
-            elif kind is Acquire or kind is Release:
+            elif kind is Acquire:
                 lock = op.lock
-                if kind is Acquire:
-                    if lock in held or lock_owner.setdefault((len(phases), lock), index) != index:
-                        return None
-                    held.add(lock)
-                elif lock in held:
-                    held.discard(lock)
-                else:
+                if lock in held or lock_owner.setdefault((len(phases), lock), index) != index:
                     return None
+                held.add(lock)
+            elif kind is Release and op.lock in held:
+                held.discard(op.lock)
             else:
                 return None
         if held:
             return None
+        if index == 0:
+            names = [w.name for w in waits]
+            declared = plan.barriers
+            if len(set(names)) != len(names) or any(declared.get(n) != parties for n in names):
+                return None
+        elif len(waits) != len(names):
+            return None
         phases_of.append(phases)
         waits_of.append(waits)
-    if not _well_formed(waits_of, plan.barriers, parties):
-        return None
     return _timeline(plan, frame, start_us, phases_of, waits_of)
-
-
-def _well_formed(waits_of: list[list[BarrierWait]], barriers, parties: int) -> bool:
-    """Every thread passes the same declared barriers, each once, in the same order."""
-    names = [w.name for w in waits_of[0]]
-    return (
-        len(set(names)) == len(names)
-        and all(barriers.get(name) == parties for name in names)
-        and all([w.name for w in waits] == names for waits in waits_of)
-        and all(is_wait(w.activity) for waits in waits_of for w in waits)
-    )
 
 
 def _timeline(

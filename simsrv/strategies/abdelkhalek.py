@@ -83,6 +83,7 @@ class Abdelkhalek(Strategy):
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
         resume = resume_costs(self.cpu_of, context.cpus, self.costs)
         self.barriers = BarrierPassages(self.costs.barrier, resume)
+        self.barrier_parties = dict.fromkeys(BARRIERS, self.threads)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
         self.half_range = context.scenario.players.action_range / 2
         self.player_locks = PerTick(world, self._player_locks)
@@ -129,7 +130,7 @@ class Abdelkhalek(Strategy):
             Thread(f"thread{t}", int(self.cpu_of[t]), tuple(ops[t])) for t in range(self.threads)
         )
         self._record = {"threads": self.threads, "master_thread": master}
-        return FramePlan(threads, dict.fromkeys(BARRIERS, self.threads))
+        return FramePlan(threads, self.barrier_parties)
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick: its node, the node covering its action range, and
