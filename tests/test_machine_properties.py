@@ -148,6 +148,9 @@ def _label_critical(ops: tuple) -> tuple:
     return tuple(out)
 
 
+WAITS = ["barrier_wait", "end_barrier_wait"]
+
+
 @st.composite
 def phased_plans(draw, cpus: int) -> FramePlan:
     """One thread per CPU, all passing the same barriers; locks private to a thread (``P<t>``)
@@ -168,9 +171,6 @@ def phased_plans(draw, cpus: int) -> FramePlan:
                 ops.append(BarrierWait(f"b{b}", draw(st.sampled_from(WAITS))))
         out.append(Thread(f"t{t}", placed[t], tuple(ops)))
     return FramePlan(tuple(out), {f"b{b}": threads for b in range(barriers)})
-
-
-WAITS = ["barrier_wait", "end_barrier_wait"]
 
 
 @settings(max_examples=300, deadline=None)
