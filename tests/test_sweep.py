@@ -69,27 +69,25 @@ def test_a_bad_base_scenario_fails_before_any_run():
         base_dict(None, ["players.count=-3"])
 
 
-@pytest.fixture(scope="module")
-def small() -> CompareResults:
+def compare_small(workers: int) -> CompareResults:
+    """Three strategies x 2 CPU counts x 2 seeds of the tiny clone-nowait run."""
     return compare(
         "scenarios/cordeiro2007/clone-nowait.toml",
         TINY,
         strategies=["sequential", "bsp-group", "area-quadrant"],
         cpus=[2, 4],
         seeds=2,
-        workers=1,
+        workers=workers,
     )
+
+
+@pytest.fixture(scope="module")
+def small() -> CompareResults:
+    return compare_small(workers=1)
 
 
 def test_results_are_identical_on_one_worker_and_on_a_process_pool(small):
-    pooled = compare(
-        "scenarios/cordeiro2007/clone-nowait.toml",
-        TINY,
-        strategies=["sequential", "bsp-group", "area-quadrant"],
-        cpus=[2, 4],
-        seeds=2,
-        workers=2,
-    )
+    pooled = compare_small(workers=2)
     for name in ("runs", "breakdown", "cpu_load", "group_sizes", "gantt"):
         a, b = getattr(small, name), getattr(pooled, name)
         if name == "runs":
