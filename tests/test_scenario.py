@@ -62,6 +62,23 @@ def test_overrides_are_coerced_to_the_field_type():
         (["server.options.x=1"], "server.options.x: unknown field"),
         (["machine.cpus"], "expected dotted.name=value"),
         (["map.door_width=1500"], "map.door_width: must be smaller than half the size"),
+        (["machine.costs.fork=nan"], "machine.costs.fork: Input should be a finite number"),
+        (["map.size=inf"], "map.size: Input should be a finite number"),
+        (["run.duration_s=nan"], "run.duration_s: Input should be a finite number"),
+        (
+            ["server.strategy=abdelkhalek", "server.options.threads=-1"],
+            "server.options.threads: Input should be greater than or equal to 0; "
+            "or Input should be 'per-client', got -1",
+        ),
+        (
+            ["server.strategy=bsp-group", "server.options.balancer=magic"],
+            "server.options.balancer: unknown balancer 'magic'; allowed:",
+        ),
+        (["server.options.x=1"], "server.options.x: unknown field; allowed fields: none"),
+        (
+            ["server.reply_max_bytes=30"],
+            "server.reply_header_bytes: must be smaller than reply_max_bytes = 30, got 40",
+        ),
     ],
 )
 def test_bad_values_name_the_field(overrides, message):
@@ -73,12 +90,19 @@ def test_bad_values_name_the_field(overrides, message):
 
 
 def test_malformed_and_missing_files(tmp_path):
+    (tmp_path / "dir.toml").mkdir()
     bad = tmp_path / "bad.toml"
     bad.write_text("[run\nseed = 1\n")
     with pytest.raises(InputError, match="is not valid TOML"):
         load_scenario(bad)
     with pytest.raises(InputError, match="file not found"):
         load_scenario(tmp_path / "missing.toml")
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(InputError, match="^scenario: .* is not UTF-8 text"):
+        load_scenario(binary)
+    with pytest.raises(InputError, match="^machine.platform: cannot read .*: Is a directory"):
+        load_scenario(None, [f"machine.platform={tmp_path}/dir.toml"])
     wrong = tmp_path / "wrong.toml"
     wrong.write_text("run = 3\n")
     with pytest.raises(InputError, match=r"run: must be a table"):

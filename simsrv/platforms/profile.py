@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from pydantic import Field
 
 from simsrv.errors import InputError
 from simsrv.scenario.validation import StrictModel, validate
+from simsrv.toml_file import read_toml
 
 PLATFORM_DIR = Path(__file__).parent
 
@@ -114,13 +114,7 @@ def load_platform(name_or_path: str) -> Platform:
                 f"machine.platform: unknown platform {name_or_path!r}; allowed: "
                 f"{', '.join(platform_names())} or a path to a .toml file"
             )
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"machine.platform: file not found: {path}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(f"machine.platform: {path} is not valid TOML: {error}") from None
-    return validate(Platform, data, f"platform[{path.name}]")
+    return validate(Platform, read_toml(path, "machine.platform"), f"platform[{path.name}]")
 
 
 def resolve_platform(name_or_path: str, cost_overrides: dict[str, float]) -> Platform:

@@ -24,25 +24,11 @@ from simsrv.scenario.schema import (
 )
 from simsrv.scenario.validation import validate
 from simsrv.strategies import STRATEGIES
+from simsrv.toml_file import read_toml
 from simsrv.world.maps import MAP_KINDS
 from simsrv.world.mobility import MOBILITY_MODELS
 
 SECTIONS = ("run", "map", "players", "clients", "server", "machine")
-
-
-def read_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file; a missing or malformed file is an :class:`InputError`."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"scenario: file not found: {path}") from None
-    except OSError as error:
-        raise InputError(f"scenario: cannot read {path}: {error.strerror}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(f"scenario: {path} is not valid TOML: {error}") from None
 
 
 def load_scenario(

@@ -97,6 +97,15 @@ class ServerSection(StrictModel):
     reply_max_entities: int = Field(64, ge=1, description="entities per reply (QW: 64)")
     reply_max_bytes: int = Field(1450, ge=1, description="largest datagram, bytes")
 
+    @model_validator(mode="after")
+    def _header_fits_a_datagram(self) -> ServerSection:
+        if self.reply_header_bytes >= self.reply_max_bytes:
+            raise ValueError(
+                f"reply_header_bytes: must be smaller than reply_max_bytes = "
+                f"{self.reply_max_bytes}, got {self.reply_header_bytes}"
+            )
+        return self
+
 
 class MachineSection(StrictModel):
     """The modelled machine: a platform profile and how many of its CPUs the server uses."""

@@ -37,7 +37,7 @@ Every barrier costs ``barrier`` per thread.  Options (``[server.options]``):
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -59,8 +59,8 @@ BARRIERS = ("world", "requests", "replies")
 class AbdelkhalekOptions(StrictModel):
     """Options of ``abdelkhalek`` (``[server.options]``)."""
 
-    threads: int | Literal["per-client"] = Field(
-        0, description="server threads (0 = one per CPU), or 'per-client'"
+    threads: Annotated[int, Field(ge=0, le=1024)] | Literal["per-client"] = Field(
+        0, description="server threads (0 = one per CPU, at most 1024), or 'per-client'"
     )
     locking: Literal["region", "region-optimized", "none"] = Field(
         "region", description="areanode locks per packet ('none': no locks)"

@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 
 from simsrv.result import run
-from simsrv.scenario.load import apply_override, build_scenario, read_toml
+from simsrv.scenario.load import apply_override, build_scenario
 from simsrv.scheduling.balancers import lpt, makespan
 from simsrv.seeding import spawn_streams
 from simsrv.simulation import build_map
+from simsrv.toml_file import read_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "bsp" / "dm4-160.toml"

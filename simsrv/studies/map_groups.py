@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from simsrv.result import run
-from simsrv.scenario.load import apply_override, build_scenario, load_scenario, read_toml
+from simsrv.scenario.load import apply_override, build_scenario, load_scenario
+from simsrv.toml_file import read_toml
 from simsrv.world.snapshot import snapshots
 
 ROOT = Path(__file__).resolve().parents[2]

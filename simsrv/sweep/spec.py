@@ -33,9 +33,10 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from simsrv.errors import InputError
-from simsrv.scenario.load import apply_override, build_scenario, load_raw, read_toml
+from simsrv.scenario.load import apply_override, build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
 from simsrv.scenario.validation import StrictModel, validate
+from simsrv.toml_file import read_toml
 
 Value = str | int | float | bool
 
@@ -88,7 +89,7 @@ class Sweep:
 def load_sweep(path: str | Path) -> Sweep:
     """Read, validate and expand a sweep file; errors name the field (``sweep.grid...``)."""
     path = Path(path)
-    spec = validate(SweepFile, read_toml(path), "sweep")
+    spec = validate(SweepFile, read_toml(path, "sweep"), "sweep")
     base = (path.parent / spec.base).resolve()
     if not base.is_file():
         raise InputError(f"sweep.base: scenario file not found: {base}")

@@ -9,7 +9,6 @@ directory.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from pydantic import Field
 
 from simsrv.errors import InputError
 from simsrv.scenario.validation import StrictModel
+from simsrv.toml_file import read_toml
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind
@@ -64,12 +64,7 @@ def _value(array: np.ndarray) -> str:
 
 def load_map(path: str | Path) -> GameMap:
     """Read a map file; a missing file or a malformed array is an :class:`InputError`."""
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except OSError as error:
-        raise InputError(f"map.path: cannot read {str(path)!r} ({error.strerror})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(f"map.path: {str(path)!r} is not valid TOML ({error})") from None
+    data = read_toml(path, "map.path")
     arrays = {name: _array(data, name, *spec, "map file") for name, spec in ARRAYS.items()}
     areas = data.get("attractors", {})
     attractors = Attractors(
