@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +70,43 @@ def test_bad_input_exits_2_with_one_line(argv, capsys):
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("simsrv")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--trace", "{blocker}/t.csv"], "--trace: {blocker} exists and is not a directory"),
+        (["compare", "--out", "{blocker}/x"], "--out: cannot create directory {blocker}/x"),
+        (["sweep", "{sweep}", "--out", "{blocker}"], "--out: {blocker} exists and is not"),
+        (["map", "--out", "{blocker}/m.png"], "--out: {blocker} exists and is not a directory"),
+        (["map", "--export", "{tmp}"], "--export: {tmp} is a directory, not a file"),
+        (["calibrate", "cordeiro2007-xeon", "--out", "{tmp}"], "--out: {tmp} is a directory"),
+        (["map", "--out", "m.png", "--time", "nan"], "--time: must be a finite number"),
+        (["compare", "--duration-s", "inf"], "--duration-s: must be a finite number"),
+        (["capacity", "--start", "100", "--max", "10"], "--start: must be <= --max (10)"),
+        (["map", "--out", "m.png", "--frames", "2"], "--frames: must be 1 for a .png picture"),
+    ],
+)
+def test_unusable_outputs_and_flags_are_refused_before_any_run(
+    argv, message, tmp_path, capsys, monkeypatch
+):
+    import simsrv.result
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a run started before the output path was checked")
+
+    monkeypatch.setattr(simsrv.result, "simulate", must_not_run)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory is needed\n")
+    sweep = tmp_path / "sweep.toml"
+    base = Path(__file__).parents[1] / "scenarios" / "cube-160.toml"
+    sweep.write_text(f'base = "{base}"\nseeds = 1\n[grid]\n"machine.cpus" = [1]\n')
+    names = {"blocker": blocker, "sweep": sweep, "tmp": tmp_path}
+    with pytest.raises(SystemExit) as exited:  # argparse's own errors exit, ours return 2
+        raise SystemExit(main([arg.format(**names) for arg in argv]))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.format(**names) in err
 
 
 def test_malformed_toml_exits_2_without_traceback(tmp_path):

@@ -9,7 +9,12 @@ from pathlib import Path
 
 from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
 from simsrv.calibration.fitting import log_to_stderr
-from simsrv.cli.parser import add_workers_argument, resolve_workers
+from simsrv.cli.parser import (
+    add_workers_argument,
+    finite_float,
+    prepare_output_file,
+    resolve_workers,
+)
 from simsrv.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
 from simsrv.validation.reference import load_reference
@@ -33,7 +38,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("platform", metavar="PLATFORM", help=f"one of {names}")
     p.add_argument(
         "--start",
-        type=float,
+        type=finite_float,
         default=1.0,
         help="start every fitted parameter at its committed value times this (default 1; "
         "e.g. 0.5 or 2 to check that the fit is stable)",
@@ -41,7 +46,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=3, help="seeds per evaluation (default 3)")
     p.add_argument(
         "--duration-s",
-        type=float,
+        type=finite_float,
         default=None,
         help="measured simulated seconds per evaluation run (default: the platform's, 4-5 s)",
     )
@@ -66,8 +71,7 @@ def handle(args: argparse.Namespace) -> int:
     workers = resolve_workers(args.workers)
     source = PLATFORM_DIR / f"{calibrator.platform}.toml"
     out = args.out if args.out is not None else source
-    if not out.parent.is_dir():
-        raise InputError(f"--out: directory not found: {out.parent}")
+    prepare_output_file(out, "--out")
 
     options = FitOptions(
         seeds=args.seeds,

@@ -7,7 +7,7 @@ import json
 import sys
 
 from simsrv.capacity import MAX_DROPPED, MIN_REPLY_RATIO, Capacity, find_capacity
-from simsrv.cli.parser import add_scenario_arguments
+from simsrv.cli.parser import add_scenario_arguments, finite_float
 from simsrv.errors import InputError
 
 
@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--max", dest="max_clients", type=int, default=1024, help="last count tried")
     p.add_argument(
         "--min-reply-ratio",
-        type=float,
+        type=finite_float,
         default=MIN_REPLY_RATIO,
         help=f"replies/s a met count needs, as a share of the offered packets/s "
         f"(default {MIN_REPLY_RATIO:g}; 0 < ratio <= 1)",
@@ -41,6 +41,8 @@ def handle(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             flag = "--max" if name == "max_clients" else f"--{name}"
             raise InputError(f"{flag}: must be a whole number >= 1, got {getattr(args, name)}")
+    if args.start > args.max_clients:
+        raise InputError(f"--start: must be <= --max ({args.max_clients}), got {args.start}")
     if not 0 < args.min_reply_ratio <= 1:
         raise InputError(
             f"--min-reply-ratio: must be a number in (0, 1], got {args.min_reply_ratio:g}"

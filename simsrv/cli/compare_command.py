@@ -6,8 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import add_scenario_arguments, add_workers_argument, resolve_workers
-from simsrv.errors import InputError
+from simsrv.cli.parser import (
+    add_scenario_arguments,
+    add_workers_argument,
+    finite_float,
+    prepare_output_dir,
+    resolve_workers,
+)
 from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
 from simsrv.result import describe_error
 from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, format_table, mean_ci
@@ -53,7 +58,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
     p.add_argument(
         "--duration-s",
-        type=float,
+        type=finite_float,
         default=None,
         help="measured simulated seconds per run (default: the scenario's run.duration_s)",
     )
@@ -122,8 +127,7 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
 def _clear_out(out: Path) -> None:
     """``out`` must be a directory (or not exist); a new comparison replaces the tables, the
     summary and the figures an older one left there (nothing else is touched)."""
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: {out} exists and is not a directory")
+    prepare_output_dir(out, "--out")
     stale = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.csv", out / META]
     stale += [out / f".{name}.parquet.tmp" for name in TABLES]
     stale += [out / "figures" / f"{stem}.{suffix}" for stem in STEMS for suffix in FORMATS]

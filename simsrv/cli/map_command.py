@@ -7,7 +7,7 @@ from pathlib import Path
 
 import matplotlib
 
-from simsrv.cli.parser import add_scenario_arguments
+from simsrv.cli.parser import add_scenario_arguments, finite_float, prepare_output_file
 from simsrv.errors import InputError
 from simsrv.scenario.load import load_scenario
 
@@ -32,12 +32,14 @@ def add_parser(subparsers) -> None:
         metavar="FILE",
         help='also write the built map as a TOML data file (load it with map.kind = "file")',
     )
-    p.add_argument("--time", type=float, default=5.0, help="simulated time of the snapshot, s")
+    p.add_argument(
+        "--time", type=finite_float, default=5.0, help="simulated time of the snapshot, s"
+    )
     p.add_argument("--frames", type=int, default=1, help="snapshots in a .gif (>= 1)")
-    p.add_argument("--step", type=float, default=0.5, help="time between .gif frames, s")
+    p.add_argument("--step", type=finite_float, default=0.5, help="time between .gif frames, s")
     p.add_argument(
         "--active",
-        type=float,
+        type=finite_float,
         default=0.2,
         help="share of players that sent a packet in the frame drawn (0-1; 0.2 is the "
         "fork-wait run's 33 of 160)",
@@ -55,12 +57,19 @@ def map_command(args: argparse.Namespace) -> int:
         raise InputError(f"--out: unsupported file type {suffix!r}; allowed: {', '.join(allowed)}")
     if args.time < 0:
         raise InputError(f"--time: must be >= 0 s, got {args.time:g}")
-    if args.frames < 1 or (args.frames > 1 and suffix != ".gif"):
-        raise InputError(f"--frames: must be 1 for {suffix} and >= 1 for .gif, got {args.frames}")
+    if args.frames < 1:
+        raise InputError(f"--frames: must be a whole number >= 1, got {args.frames}")
+    if args.frames > 1 and suffix != ".gif":
+        raise InputError(
+            f"--frames: must be 1 for a {suffix} picture (use .gif), got {args.frames}"
+        )
     if not 0.0 <= args.active <= 1.0:
         raise InputError(f"--active: must be between 0 and 1, got {args.active:g}")
     if args.step <= 0:
         raise InputError(f"--step: must be > 0 s, got {args.step:g}")
+    for path, flag in ((args.out, "--out"), (args.export, "--export")):
+        if path is not None:
+            prepare_output_file(path, flag)
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure, save_animation
     from simsrv.seeding import spawn_streams

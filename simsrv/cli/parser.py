@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from simsrv.errors import InputError
@@ -49,3 +52,35 @@ def resolve_workers(workers: int | None) -> int:
     if resolved < 1:
         raise InputError(f"--workers: must be a whole number >= 1, got {resolved}")
     return resolved
+
+
+def finite_float(text: str) -> float:
+    """argparse type of every numeric flag: a finite number (NaN and infinity are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def prepare_output_dir(path: Path, flag: str) -> None:
+    """Create the output directory ``path`` (given by ``flag``) before anything is computed,
+    so that an unusable path is a one-line input error and not a loss of finished work."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag}: {path} exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"{flag}: cannot create directory {path}: {error.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise InputError(f"{flag}: cannot write in {path}: permission denied")
+
+
+def prepare_output_file(path: Path, flag: str) -> None:
+    """Check that the output file ``path`` can be written (its directory is created) before
+    anything is computed."""
+    if path.is_dir():
+        raise InputError(f"{flag}: {path} is a directory, not a file")
+    prepare_output_dir(path.parent, flag)

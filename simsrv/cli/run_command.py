@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import add_scenario_arguments
+from simsrv.cli.parser import add_scenario_arguments, prepare_output_file
 from simsrv.machine.trace_export import check_trace_path, write_trace
 from simsrv.result import RunResult, run
 from simsrv.scenario.load import load_scenario
@@ -37,6 +37,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv run``."""
     if args.trace is not None:
         check_trace_path(args.trace)
+        prepare_output_file(args.trace, "--trace")
     scenario = load_scenario(args.scenario, args.overrides)
     result = run(scenario)
     if args.trace is not None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import add_workers_argument, resolve_workers
+from simsrv.cli.parser import add_workers_argument, prepare_output_dir, resolve_workers
 from simsrv.errors import InputError
 from simsrv.sweep.progress import Progress
 from simsrv.sweep.spec import load_sweep
@@ -50,6 +50,7 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError(f"SWEEP.toml: file not found: {args.sweep}")
     sweep = load_sweep(args.sweep)
     out = args.out or sweep.out or Path("results") / "sweeps" / args.sweep.stem
+    prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
     store = SweepStore(out)
     todo = pending(sweep, store)
     sys.stderr.write(
