@@ -8,11 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
+from simsrv.errors import InputError
 from simsrv.scenario.validation import validate
 from simsrv.world.maps import MAP_KINDS
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.grid import grid_layout
 from simsrv.world.mobility import MOBILITY_MODELS
+from simsrv.world.spawn import floor_positions, free_floor_positions
 
 
 def build(kind: str, rng_seed: int = 1, **params):
@@ -191,3 +193,31 @@ def test_a_broken_map_file_is_a_one_line_error(tmp_path, capsys):
     code = main(["run", "--set", "map.kind=file", "--set", f"map.path={bad}"])
     assert code == 2
     assert "map file: missing array 'extent_max'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"radius": 100000.0}, "map.radius: area 0's radius must be at most the map's longer side"),
+        ({"layout": "random", "radius": 1500.0}, "map.radius: the random layout needs 2 x radius"),
+        (
+            {"layout": "explicit", "areas": [[1e9, 1e9, 10.0, 1.0]]},
+            "map.areas: area 0's centre (1e+09, 1e+09) is outside the map",
+        ),
+    ],
+)
+def test_concentration_areas_must_lie_on_the_map(params, message):
+    kind = MAP_KINDS.get("hotspots", "map.kind")
+    with pytest.raises(InputError) as error:
+        kind.build(validate(kind.params, params, "map"), np.random.default_rng(1))
+    assert message in str(error.value)
+
+
+def test_a_map_too_small_for_its_players_is_an_input_error():
+    kind = MAP_KINDS.get("two-floor", "map.kind")
+    game_map = kind.build(validate(kind.params, {}, "map"), np.random.default_rng(1))
+    off_map = (game_map.extent_max + 1e6)[:2]  # every candidate stands outside the map
+
+    with pytest.raises(InputError, match=r"^players.count: could not find spots for all 3 "):
+        free_floor_positions(game_map, 3, lambda n: np.tile(off_map, (n, 1)), "spots")
+    assert floor_positions(game_map, 3, np.random.default_rng(1)).shape == (3, 3)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from simsrv.errors import InputError
 from simsrv.world.maps.base import GameMap
 
 
@@ -54,5 +55,8 @@ def free_floor_positions(
         out[filled : filled + len(free)] = free
         filled += len(free)
     if filled < count:
-        raise RuntimeError(f"could not find {what} for all players")
+        raise InputError(
+            f"players.count: could not find {what} for all {count} players (the map's free "
+            f"floor is too small or walled in)"
+        )
     return out

@@ -85,6 +85,11 @@ def _areas(params: HotspotsParams, base: GameMap, rng: np.random.Generator) -> A
     lo, hi = base.extent_min[:2], base.extent_max[:2]
     size = hi - lo
     r = params.radius
+    if params.layout == "random" and 2 * r >= size.min():
+        raise InputError(
+            f"map.radius: the random layout needs 2 x radius < the map's shorter side "
+            f"({size.min():g}), got {r:g}"
+        )
     velocity = None
     if params.layout == "explicit":
         table = np.array(params.areas, dtype=float)
@@ -105,12 +110,34 @@ def _areas(params: HotspotsParams, base: GameMap, rng: np.random.Generator) -> A
             velocity = diagonal * np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]], dtype=float)
     if params.weights:
         weight = np.array(params.weights, dtype=float)
+    _check_on_map(params, xy, radius, lo, hi)
     return Attractors(
         centres=base.standing_at(xy),
         radius=radius,
         weight=weight,
         velocity=np.zeros((len(xy), 2)) if velocity is None else velocity,
     )
+
+
+def _check_on_map(
+    params: HotspotsParams, xy: np.ndarray, radius: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> None:
+    """Every area must lie on the base map: its centre inside the map's horizontal extent and
+    its radius at most the map's longer side (players are drawn inside the areas and kept
+    only where they stand on the floor)."""
+    field = "map.areas" if params.layout == "explicit" else "map.radius"
+    longest = float((hi - lo).max())
+    for k, ((x, y), r) in enumerate(zip(xy.tolist(), radius.tolist(), strict=True)):
+        if not (lo[0] <= x <= hi[0] and lo[1] <= y <= hi[1]):
+            raise InputError(
+                f"{field}: area {k}'s centre ({x:g}, {y:g}) is outside the map "
+                f"(x {lo[0]:g} to {hi[0]:g}, y {lo[1]:g} to {hi[1]:g})"
+            )
+        if r > longest:
+            raise InputError(
+                f"{field}: area {k}'s radius must be at most the map's longer side "
+                f"({longest:g}), got {r:g}"
+            )
 
 
 MAP_KINDS.register("hotspots", MapKind("hotspots", HotspotsParams, build_hotspots))
