@@ -73,12 +73,23 @@ def test_a_sweep_is_the_grid_times_the_zipped_lists_times_the_seeds(tmp_path):
         (('"run.duration_s" = 0.3', '"players.count" = 5'), "sweep: players.count is given twice"),
         (("[2, 4]", "[2, 0]"), "machine.cpus: "),
         (("cube-160.toml", "nope.toml"), "sweep.base: scenario file not found"),
+        (('"bsp-group"]', '"sequential"]'), "sweep.grid.server.strategy: a point is listed twice"),
+        (
+            ('"machine.cpus" = [2, 4]\n', '"machine.cpus" = [2, 4]\n"machine.platform" = []\n'),
+            "sweep.zip.0: lists varied together",
+        ),
     ],
 )
 def test_a_bad_sweep_file_is_a_one_line_error(tmp_path, change, message):
     with pytest.raises(InputError) as caught:
         load_sweep(_write(tmp_path, SWEEP.replace(*change)))
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_a_zipped_point_listed_twice_is_an_error(tmp_path):
+    text = SWEEP.replace("[40, 80]", "[40, 40]").replace("[2, 4]", "[2, 2]")
+    with pytest.raises(InputError, match=r"^sweep.zip \(players.count, machine.cpus\): a point"):
+        load_sweep(_write(tmp_path, text))
 
 
 def test_the_command_stores_one_row_per_run_and_a_summary(tmp_path, capsys):

@@ -133,6 +133,13 @@ def _groups(spec: SweepFile) -> list[tuple[tuple[str, ...], list[list[Value]]]]:
             )
         if table:
             groups.append((tuple(table), list(table.values())))
+    for keys, lists in groups:
+        points = list(zip(*lists, strict=True))
+        if len(set(map(repr, points))) != len(points):
+            where = f"grid.{keys[0]}" if keys[0] in spec.grid else f"zip ({', '.join(keys)})"
+            raise InputError(
+                f"sweep.{where}: a point is listed twice; list each once (repetitions are seeds)"
+            )
     seen: set[str] = set(spec.set)
     for keys, _ in groups:
         for key in keys:
