@@ -221,3 +221,32 @@ def test_a_map_too_small_for_its_players_is_an_input_error():
     with pytest.raises(InputError, match=r"^players.count: could not find spots for all 3 "):
         free_floor_positions(game_map, 3, lambda n: np.tile(off_map, (n, 1)), "spots")
     assert floor_positions(game_map, 3, np.random.default_rng(1)).shape == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "message"),
+    [
+        (r"extent_max = \[[^\]]*\]", "extent_max = [0.0, 0.0, 0.0]", "extent_max [0.0, 0.0, 0.0]"),
+        (r"extent_min = \[[^\]]*\]", "extent_min = [nan, 0.0, 0.0]", "'extent_min' holds NaN"),
+        (r"extent_min = \[[^\]]*\]", "extent_min = [0.0, 0.0]", "must be [x, y, z] each"),
+        (r"room_visible = .*", "room_visible = [[true]]", "room_visible must be 4 x 4"),
+        (
+            r"^doors = .*\ndoor_rooms = .*",
+            "doors = [[1.0, 1.0, 1.0]]\ndoor_rooms = [[0, 9]]",
+            "room 9",
+        ),
+        (r"^door_rooms = .*", "door_rooms = [[0, 1]]", "one [room, room] pair per door"),
+        (r"^radius = .*", "radius = [0.0, 1.0, 1.0, 1.0]", "radius > 0 and a weight > 0"),
+    ],
+)
+def test_an_inconsistent_map_file_is_a_one_line_error(tmp_path, pattern, replacement, message):
+    import re
+
+    from simsrv.world.maps.file import load_map, map_to_toml
+
+    text = map_to_toml(build("hotspots", 7, base="cube"))
+    path = tmp_path / "map.toml"
+    path.write_text(re.sub(pattern, replacement, text, count=1, flags=re.M))
+    with pytest.raises(InputError) as error:
+        load_map(path)
+    assert str(error.value).startswith("map file: ") and message in str(error.value)

@@ -73,7 +73,43 @@ def load_map(path: str | Path) -> GameMap:
             for n, shape in ATTRACTOR_ARRAYS.items()
         }
     )
+    _check_consistent(arrays, attractors)
     return GameMap(kind="file", attractors=attractors, **arrays)
+
+
+def _check_consistent(arrays: dict[str, np.ndarray], attractors: Attractors) -> None:
+    """The arrays must describe one map: finite numbers, a 3-D extent with max > min, boxes
+    with max >= min, one visibility row and column per room, doors joining existing rooms, and
+    one row per attractor in every attractor array."""
+
+    def fail(message: str) -> None:
+        raise InputError(f"map file: {message}")
+
+    areas = {name: getattr(attractors, name) for name in ATTRACTOR_ARRAYS}
+    for name, array in [*arrays.items(), *areas.items()]:
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            fail(f"array {name!r} holds NaN or infinity")
+    low, high = arrays["extent_min"], arrays["extent_max"]
+    if low.shape != (3,) or high.shape != (3,):
+        fail("extent_min and extent_max must be [x, y, z] each")
+    if not (high > low).all():
+        fail(f"extent_max {high.tolist()} must exceed extent_min {low.tolist()} on every axis")
+    for box in ("solid", "room"):
+        lo, hi = arrays[f"{box}_min"], arrays[f"{box}_max"]
+        if len(lo) != len(hi) or not (hi >= lo).all():
+            fail(f"{box}_min and {box}_max must pair up, with max >= min")
+    rooms = len(arrays["room_min"])
+    if arrays["room_visible"].shape != (rooms, rooms):
+        fail(f"room_visible must be {rooms} x {rooms} (one row and column per room)")
+    doors = arrays["door_rooms"]
+    if len(doors) != len(arrays["doors"]) or (doors.size and not (doors >= 0).all()):
+        fail("door_rooms must hold one [room, room] pair per door")
+    if doors.size and doors.max() >= rooms:
+        fail(f"door_rooms names room {int(doors.max())}; the map has {rooms} rooms")
+    if len({len(a) for a in areas.values()}) > 1:
+        fail("attractor arrays must have one row per attractor")
+    if not ((attractors.radius > 0).all() and (attractors.weight > 0).all()):
+        fail("every attractor needs a radius > 0 and a weight > 0")
 
 
 def _array(data: dict, name: str, row: tuple, dtype, where: str) -> np.ndarray:
