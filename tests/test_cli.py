@@ -109,6 +109,29 @@ def test_unusable_outputs_and_flags_are_refused_before_any_run(
     assert err.count("\n") == 1 and message.format(**names) in err
 
 
+def test_capacity_keeps_the_measured_points_when_a_later_count_fails(capsys, monkeypatch):
+    import simsrv.cli.capacity_command as command
+    from simsrv.errors import InputError
+
+    point = {"clients": 8, "replies_per_s": 250.0, "offered_per_s": 250.0}
+    point |= {"dropped_fraction": 0.0, "met": True}
+
+    def fails_at_the_second_count(*args, result, on_point, **kwargs):
+        result.points.append(point)
+        result.capacity_clients = 8
+        on_point(point)
+        raise InputError("players.count: could not find positions for all 16 players")
+
+    monkeypatch.setattr(command, "find_capacity", fails_at_the_second_count)
+    assert main(["capacity", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["points"] == [point]
+    assert (
+        captured.err
+        == "simsrv: error: players.count: could not find positions for all 16 players\n"
+    )
+
+
 def test_malformed_toml_exits_2_without_traceback(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[machine]\ncpus = = 2\n")

@@ -70,8 +70,9 @@ def handle(args: argparse.Namespace) -> int:
             on_point=show,
             result=result,
         )
-    except KeyboardInterrupt:
-        _report(args, result)  # keep what was measured
+    except (Exception, KeyboardInterrupt):  # an interrupt, or a count the scenario refuses
+        if result.points:
+            _report(args, result)  # keep what was measured
         raise
     _report(args, result)
     return 0
