@@ -218,7 +218,9 @@ def test_a_map_too_small_for_its_players_is_an_input_error():
     game_map = kind.build(validate(kind.params, {}, "map"), np.random.default_rng(1))
     off_map = (game_map.extent_max + 1e6)[:2]  # every candidate stands outside the map
 
-    with pytest.raises(InputError, match=r"^players.count: could not find spots for all 3 "):
+    with pytest.raises(
+        InputError, match=r"^players.count: could not find 3 spots \(the map's free floor"
+    ):
         free_floor_positions(game_map, 3, lambda n: np.tile(off_map, (n, 1)), "spots")
     assert floor_positions(game_map, 3, np.random.default_rng(1)).shape == (3, 3)
 

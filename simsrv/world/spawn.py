@@ -34,14 +34,19 @@ def floor_positions(game_map: GameMap, count: int, rng: np.random.Generator) -> 
 
 
 def free_floor_positions(
-    game_map: GameMap, count: int, sample_xy: Callable[[int], np.ndarray], what: str
+    game_map: GameMap,
+    count: int,
+    sample_xy: Callable[[int], np.ndarray],
+    what: str,
+    field: str = "players.count",
 ) -> np.ndarray:
     """``count`` standing origins whose box overlaps no solid, by rejection sampling.
 
     A candidate stands on the highest surface under it (the floor, or the top of a solid such
     as an upper floor); one that stands on a wall pokes out of the map and is rejected.
 
-    ``sample_xy(n)`` draws ``n`` candidate (x, y) points; ``what`` names them in the error.
+    ``sample_xy(n)`` draws ``n`` candidate (x, y) points; ``what`` names them in the error,
+    which is an input error of ``field`` (the scenario field that asked for them).
     """
     out = np.empty((count, 3))
     filled = 0
@@ -56,7 +61,7 @@ def free_floor_positions(
         filled += len(free)
     if filled < count:
         raise InputError(
-            f"players.count: could not find {what} for all {count} players (the map's free "
-            f"floor is too small or walled in)"
+            f"{field}: could not find {count} {what} (the map's free floor is too small or "
+            f"walled in)"
         )
     return out

@@ -14,5 +14,9 @@ def place_entities(game_map: GameMap, count: int, rng: np.random.Generator) -> n
         return np.zeros((0, 3))
     lo, hi = game_map.extent_min[:2] + 16.0, game_map.extent_max[:2] - 16.0
     return free_floor_positions(
-        game_map, count, lambda n: rng.uniform(lo, hi, size=(n, 2)), "map entity positions"
+        game_map,
+        count,
+        lambda n: rng.uniform(lo, hi, size=(n, 2)),
+        "map entity positions",
+        field="map.map_entities",
     )

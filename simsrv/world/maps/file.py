@@ -10,6 +10,7 @@ directory.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 from pydantic import Field
@@ -82,7 +83,7 @@ def _check_consistent(arrays: dict[str, np.ndarray], attractors: Attractors) -> 
     with max >= min, one visibility row and column per room, doors joining existing rooms, and
     one row per attractor in every attractor array."""
 
-    def fail(message: str) -> None:
+    def fail(message: str) -> NoReturn:
         raise InputError(f"map file: {message}")
 
     areas = {name: getattr(attractors, name) for name in ATTRACTOR_ARRAYS}

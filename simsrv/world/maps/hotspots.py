@@ -110,7 +110,7 @@ def _areas(params: HotspotsParams, base: GameMap, rng: np.random.Generator) -> A
             velocity = diagonal * np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]], dtype=float)
     if params.weights:
         weight = np.array(params.weights, dtype=float)
-    _check_on_map(params, xy, radius, lo, hi)
+    _check_on_map("map.areas" if params.layout == "explicit" else "map.radius", xy, radius, lo, hi)
     return Attractors(
         centres=base.standing_at(xy),
         radius=radius,
@@ -120,12 +120,11 @@ def _areas(params: HotspotsParams, base: GameMap, rng: np.random.Generator) -> A
 
 
 def _check_on_map(
-    params: HotspotsParams, xy: np.ndarray, radius: np.ndarray, lo: np.ndarray, hi: np.ndarray
+    field: str, xy: np.ndarray, radius: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> None:
     """Every area must lie on the base map: its centre inside the map's horizontal extent and
     its radius at most the map's longer side (players are drawn inside the areas and kept
-    only where they stand on the floor)."""
-    field = "map.areas" if params.layout == "explicit" else "map.radius"
+    only where they stand on the floor); ``field`` names the areas' scenario field."""
     longest = float((hi - lo).max())
     for k, ((x, y), r) in enumerate(zip(xy.tolist(), radius.tolist(), strict=True)):
         if not (lo[0] <= x <= hi[0] and lo[1] <= y <= hi[1]):
