@@ -144,3 +144,28 @@ def test_wait_and_nowait_differ_by_exactly_the_teardown():
     # the worker (3 groups, 300 us) finishes at 350 after the clone; coordinator at 350 too
     assert ends["nowait"] == pytest.approx(50 + 300 + 5)
     assert ends["wait"] - ends["nowait"] == pytest.approx(80.0)
+
+
+def test_copy_on_write_charges_pages_written_times_cost_in_the_worker():
+    # 6 isolated senders, LPT with no coordinator bias: 3 clients on each process
+    nb = _isolated(6)
+    frame = _frame(list(range(6)), nb, 6)
+    costs = {"request_per_message": 100.0, "clone": 50.0, "cow_per_page": 2.5}
+    strategy = _strategy(
+        {"spawn": "clone", "coordinator_load": 0.0},
+        2,
+        costs,
+        nb,
+        cow_pages_per_client=4.0,
+        cow_base_pages=12,
+    )
+    machine = Machine(2)
+    end = machine.execute(strategy.plan(frame), 0, 0.0)
+    trace = machine.trace.to_frame()
+    cow = trace[trace["activity"] == "copy_on_write"]
+    assert set(cow["thread"]) == {"worker1"}  # only the forked worker faults
+    assert set(cow["cpu"]) == {1}  # on its own CPU
+    pages = 12 + 4 * 3  # base pages + pages per client x the worker's 3 clients
+    assert (cow["end_s"] - cow["start_s"]).sum() * 1e6 == pytest.approx(pages * 2.5)
+    # the worker's faults come before its 3 packets, after the clone on the coordinator
+    assert end * 1e6 == pytest.approx(50 + pages * 2.5 + 300)

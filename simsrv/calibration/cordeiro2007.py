@@ -1,31 +1,21 @@
 """Calibrate the 2 x Xeon platform (``cordeiro2007-xeon``) to Cordeiro et al. 2007.
 
-Run with ``simsrv calibrate cordeiro2007-xeon`` (docs/calibration.md).  Targets (the only
-numbers fitted): the frames/s of the six calibration rows of the reference table
-(``cordeiro-*-fps``: sequential-bwcontrol 2250, sequential 2050, groups-only 420, fork-wait 95,
-clone-wait 198, clone-nowait 350).  Each fitted parameter is a one-dimensional root on the log
-of the parameter (:func:`simsrv.calibration.fitting.solve_log`), in dependency order
-(:data:`FIT_STEPS`):
+Run with ``simsrv calibrate cordeiro2007-xeon`` (docs/calibration.md).  One joint least-squares
+fit (:mod:`simsrv.calibration.joint`) of :data:`PARAMETERS` to every calibration row of the
+paper in the reference table: the frame rates, messages/frame and messages/s of the six runs
+of Table 1 and [T §4.4.2-4.4.5], *and* the published statements about where the time goes:
 
-1. ``frame_overhead`` (the per-frame cost: ``SV_Frame`` loops    <- sequential-bwcontrol, 2250
-   over every client slot for timeouts and replies), with
-   ``request_per_message`` (the per-packet cost) re-fitted at      <- sequential, 2050
-   every trial value so that the sequential frame rate holds
-2. ``grouping_per_message``                                     <- groups-only, 420
-3. ``clone``                                                    <- clone-nowait, 350
-4. ``exit_teardown``                                            <- clone-wait, 198
-   (steps 3-4 alternate twice: each moves the other's target)
-5. ``fork``                                                     <- fork-wait, 95
+* request + reply processing ~80 % of the sequential server's CPU time [P §4.2, T §3.2.4];
+* network system calls ~10 % [P §4.1]; world physics < 5 % [P §3.1, R §2.2];
+* the fork version used one of the two CPUs [T §4.4.4];
+* worker destruction ~30 % of a worker's time with ``clone`` + ``wait`` [T §4.4.5, §3.4.3].
 
-``migration_delay_us`` is not fitted: with the default scheduler the child of ``fork`` runs
-first and the parent is not pulled to the idle CPU while it is cache-hot (Linux 2.6's
-``cache_hot_time``, milliseconds on a 2 MB-L2 Xeon), so the platform sets 5 ms; the fork-wait
-run then stays on one CPU, as the paper's trace showed, and whatever makes it slower than a
-serialised clone-wait frame is lumped into ``fork``.
+Predictions, never fitted: the all-CPUs-busy shares (55.65 % / 53.65 %), the group
+statistics, the bandwidth-controlled replies/frame, and the withheld figures.
 
-Messages/frame follow from the client rates (throughput / 160, see the scenario files), and
-everything else -- group statistics, the all-CPUs-busy fraction, the request + reply share,
-OS cost shares -- is a prediction (``simsrv validate --only cordeiro2007``).
+Each fitted parameter multiplies a group of cost keys, keeping their ratios where a source
+ties them (:data:`PARAMETERS`).  Every other cost is set by hand from a source or an
+order-of-magnitude argument written beside it in the platform file.
 """
 
 from __future__ import annotations
@@ -34,18 +24,11 @@ import json
 import tempfile
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simsrv.calibration.fitting import (
-    CALIBRATORS,
-    Calibrator,
-    FitOptions,
-    NoBracket,
-    SeedAverage,
-    solve_log,
-)
+from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
+from simsrv.calibration.joint import FitParameter, FitReport, JointFit, target_from_row
 from simsrv.calibration.platform_file import write_atomic
 from simsrv.platforms.profile import PLATFORM_DIR
 from simsrv.validation.reference import load_reference
@@ -53,109 +36,140 @@ from simsrv.validation.reference import load_reference
 PLATFORM_NAME = "cordeiro2007-xeon"
 PLATFORM = PLATFORM_DIR / f"{PLATFORM_NAME}.toml"
 
-
-@dataclass(frozen=True)
-class Step:
-    """Fit ``keys`` (set together) so that the reference row ``row`` is met.
-
-    The parameter lies in ``[lo, hi]`` us; every target is a frame rate, which falls as a cost
-    grows.  ``holding``: a step re-solved at every trial value, so that its target holds while
-    this one is searched (a nested search along the curve where the inner target is met).
-    """
-
-    keys: tuple[str, ...]
-    row: str
-    lo: float
-    hi: float
-    holding: Step | None = None
-
-
-PACKET_COST = Step(("request_per_message",), "cordeiro-sequential-fps", 5.0, 800.0)
-FIT_STEPS: tuple[Step, ...] = (
-    Step(("frame_overhead",), "cordeiro-sequential-bwcontrol-fps", 1.0, 2000.0, PACKET_COST),
-    Step(("grouping_per_message",), "cordeiro-groups-only-fps", 0.1, 400.0),
-    Step(("clone",), "cordeiro-clone-nowait-fps", 1.0, 5000.0),
-    Step(("exit_teardown",), "cordeiro-clone-wait-fps", 1.0, 10000.0),
-    Step(("clone",), "cordeiro-clone-nowait-fps", 1.0, 5000.0),
-    Step(("exit_teardown",), "cordeiro-clone-wait-fps", 1.0, 10000.0),
-    Step(("fork",), "cordeiro-fork-wait-fps", 1.0, 20000.0),
+PARAMETERS: tuple[FitParameter, ...] = (
+    FitParameter(
+        "frame_overhead",
+        ("frame_overhead",),
+        1.0,
+        2000.0,
+        "per-frame work independent of packets (select, timeouts, the client-slot loops)",
+    ),
+    FitParameter(
+        "request_per_message",
+        ("request_per_message",),
+        1.0,
+        2000.0,
+        "fixed work of executing one packet (SV_ExecuteClientMessage)",
+    ),
+    FitParameter(
+        "reply_per_client",
+        ("reply_per_client",),
+        0.05,
+        500.0,
+        "fixed work of building one reply (SV_SendClientDatagram)",
+    ),
+    FitParameter(
+        "network",
+        ("net_recv_per_message", "net_send_per_reply"),
+        0.1,
+        500.0,
+        "the UDP receive and send system calls, one factor (ratio kept: one system call each)",
+    ),
+    FitParameter(
+        "grouping_per_message",
+        ("grouping_per_message",),
+        0.01,
+        1000.0,
+        "building the pmove and L_a of a packet for the scheduler",
+    ),
+    FitParameter(
+        "process_creation",
+        ("fork", "clone"),
+        1.0,
+        20000.0,
+        "fork() and clone(CLONE_STOPPED): the same system call with the same flags but "
+        "SIGCHLD [T §3.4.2], so one cost",
+    ),
+    FitParameter(
+        "exit_teardown",
+        ("exit_teardown",),
+        1.0,
+        20000.0,
+        "a worker's exit: the kernel frees its address space",
+    ),
+    FitParameter(
+        "cow_per_page",
+        ("cow_per_page",),
+        0.01,
+        500.0,
+        "one copy-on-write fault: trap, allocate and copy a 4 KiB page",
+    ),
+    FitParameter(
+        "migration_delay_us",
+        ("migration_delay_us",),
+        500.0,
+        100000.0,
+        "how long Linux 2.6 leaves a runnable, cache-hot task queued before an idle CPU pulls "
+        "it (the fork version's parent behind its child) [T §4.4.4]",
+    ),
 )
-FITTED = tuple(dict.fromkeys(k for s in (*FIT_STEPS, PACKET_COST) for k in s.keys))
-"""Every fitted parameter (all in the platform's ``[costs]`` table)."""
+"""The fitted parameters (each a factor on its keys; bounds on the first key, us)."""
 
 
-class Fitter:
-    """The platform being fitted; evaluates a row's target with its current costs."""
+def targets():
+    """The paper's calibration rows as fit targets."""
+    rows = load_reference().platform_rows(PLATFORM_NAME)
+    return [target_from_row(r) for r in rows]
 
-    def __init__(self, options: FitOptions, log: Callable[[str], None]) -> None:
+
+def committed_values() -> dict[str, float]:
+    """The committed platform's ``[costs]`` table and the top-level numbers that are fitted
+    (``migration_delay_us``), by key."""
+    data = tomllib.loads(PLATFORM.read_text())
+    fitted = {k for p in PARAMETERS for k in p.keys}
+    return {**{k: v for k, v in data.items() if k in fitted}, **data["costs"]}
+
+
+class PlatformFiles:
+    """Temporary platform files for trial values (the committed file with the given costs and
+    top-level numbers replaced), removed on close."""
+
+    def __init__(self) -> None:
         self.data = tomllib.loads(PLATFORM.read_text())
-        for key in FITTED:
-            self.data["costs"][key] *= options.start
-        self.runs = SeedAverage(options)
-        self.log = log
         self.tmpdir = tempfile.TemporaryDirectory(prefix="simsrv-fit-")
-        self.tmp = Path(self.tmpdir.name)
         self.count = 0
-        self.cache: dict[tuple, float] = {}
 
-    def evaluate(self, row_id: str) -> float:
-        """The row's quantity, mean over the seeds, with the current costs (each distinct
-        platform is run once per row: re-solving at a found value costs nothing)."""
-        key = (row_id, tuple(sorted(self.data["costs"].items())))
-        if key not in self.cache:
-            self.cache[key] = self._run(row_id)
-        return self.cache[key]
-
-    def _run(self, row_id: str) -> float:
-        row = load_reference().by_id(row_id)
+    def __call__(self, values: dict[str, float]) -> str:
         self.count += 1
-        path = self.tmp / f"platform-{self.count}.toml"
-        path.write_text(dump_toml(self.data))
-        overrides = [*row.set, f"machine.platform={json.dumps(str(path))}"]
-        return self.runs.mean(row.scenario_path(), overrides, row.quantity)
+        path = Path(self.tmpdir.name) / f"platform-{self.count}.toml"
+        costs = {k: v for k, v in values.items() if k in self.data["costs"]}
+        top = {k: v for k, v in values.items() if k not in costs}
+        path.write_text(dump_toml({**self.data, **top, "costs": costs}))
+        return json.dumps(str(path))
 
-    def solve(self, step: Step, depth: int = 0) -> dict[str, float]:
-        """Fit the step's keys (warm-started at their current value); returns the fitted
-        values, the held step's included."""
-        row = load_reference().by_id(step.row)
-        costs = self.data["costs"]
-        held: dict[str, float] = {}
+    def close(self) -> None:
+        self.tmpdir.cleanup()
 
-        def at(value: float) -> float:
-            for key in step.keys:
-                costs[key] = value
-            if step.holding is not None:
-                try:
-                    held.update(self.solve(step.holding, depth + 1))
-                except NoBracket as error:
-                    # this trial value leaves the held target out of reach (e.g. a per-frame
-                    # cost so high that no packet cost gives the sequential frame rate): hold
-                    # the inner parameter at its bound, which moves this step away from here
-                    for key in step.holding.keys:
-                        costs[key] = held[key] = error.bound
-            got = self.evaluate(step.row)
-            self.log(f"{'  ' * (depth + 1)}{'/'.join(step.keys)} = {value:10.3f} -> {got:.4g}")
-            return got
 
-        value = solve_log(at, row.value, costs[step.keys[0]], rising=False, lo=step.lo, hi=step.hi)
-        value = round(value, 3)
-        at(value)  # leave the platform (and the held step) at the solution
-        return {**held, **dict.fromkeys(step.keys, value)}
+def _joint_fit(options: FitOptions, log: Callable[[str], None]) -> tuple[JointFit, PlatformFiles]:
+    start = committed_values()
+    for p in PARAMETERS:
+        for key in p.keys:
+            start[key] *= options.start
+    files = PlatformFiles()
+    return JointFit(PARAMETERS, targets(), start, files, options, log), files
+
+
+def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
+    """The identifiability report at the committed values (times ``options.start``)."""
+    fit, files = _joint_fit(options, log)
+    try:
+        return fit.report()
+    finally:
+        fit.close()
+        files.close()
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
-    """Run :data:`FIT_STEPS` from the committed values times ``options.start``."""
-    fitter = Fitter(options, log)
-    fitted: dict[str, float] = {}
+    """The joint fit from the committed values times ``options.start``; logs the report."""
+    joint, files = _joint_fit(options, log)
     try:
-        for step in FIT_STEPS:
-            row = load_reference().by_id(step.row)
-            log(f"fit {'/'.join(step.keys)}: {row.id} = {row.value:g}")
-            fitted.update(fitter.solve(step))
+        result = joint.fit()
     finally:
-        fitter.runs.close()
-        fitter.tmpdir.cleanup()
-    return fitted
+        joint.close()
+        files.close()
+    log(result.format())
+    return result.values
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
@@ -186,4 +200,7 @@ def dump_toml(data: dict[str, Any]) -> str:
     return "\n".join(top) + "\n" + "\n".join(tables) + "\n"
 
 
-CALIBRATORS.register(PLATFORM_NAME, Calibrator(PLATFORM_NAME, fit, write, duration="about 10 min"))
+CALIBRATORS.register(
+    PLATFORM_NAME,
+    Calibrator(PLATFORM_NAME, fit, write, duration="about 15 min", report=report),
+)

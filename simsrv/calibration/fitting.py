@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scipy.optimize import brentq
 
@@ -49,6 +50,9 @@ class Calibrator:
     """Wall time of a fit on a 2-core machine, for the help text."""
     duration_s: float = 5.0
     """Simulated seconds per evaluation run unless the user says otherwise."""
+    report: Callable[[FitOptions, Callable[[str], None]], Any] | None = None
+    """The identifiability report at the committed values (joint fits only): an object
+    with ``format() -> str`` (:class:`simsrv.calibration.joint.FitReport`)."""
 
 
 CALIBRATORS: Registry[Calibrator] = Registry("calibrated platform")

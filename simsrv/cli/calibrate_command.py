@@ -28,12 +28,14 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="re-fit a platform's cost parameters to its calibration targets",
-        description="Fit the platform's fitted cost parameters, one at a time in a fixed order, "
-        "to the calibration rows of its paper in the reference table (Brent's method on the log "
-        "of each parameter over seed-averaged runs), write the platform file, then check every "
-        f"calibration row with the new file over {DEFAULT_SEEDS} seeds.  Platforms: {names}.  "
-        "Fit cordeiro2007-xeon first: the other two scale its costs.  Exit status 1 when a "
-        "target ends out of tolerance.  See docs/validation.md.",
+        description="Fit the platform's fitted cost parameters to the calibration rows of its "
+        "paper in the reference table (cordeiro2007-xeon: one joint least-squares fit of every "
+        "parameter to every target, frame rates and time shares, printing each target's "
+        "residual, the sensitivity of each target to each parameter and the condition number; "
+        "the others: a few one-dimensional roots over seed-averaged runs), write the platform "
+        f"file, then check every calibration row with the new file over {DEFAULT_SEEDS} seeds.  "
+        f"Platforms: {names}.  Fit cordeiro2007-xeon first: the other two scale its costs.  "
+        "Exit status 1 when a target ends out of tolerance.  See docs/calibration.md.",
     )
     p.add_argument("platform", metavar="PLATFORM", help=f"one of {names}")
     p.add_argument(
@@ -52,6 +54,12 @@ def add_parser(subparsers) -> None:
     )
     add_workers_argument(p)
     p.add_argument(
+        "--report",
+        action="store_true",
+        help="do not fit: print the identifiability report (residuals, sensitivities, "
+        "condition number, unpinned parameters) at the committed values (joint fits only)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -69,6 +77,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.duration_s is not None and not args.duration_s > 0:
         raise InputError(f"--duration-s: must be a number > 0, got {args.duration_s:g}")
     workers = resolve_workers(args.workers)
+    if args.report:
+        return _report(calibrator, args, workers)
     source = PLATFORM_DIR / f"{calibrator.platform}.toml"
     out = args.out if args.out is not None else source
     prepare_output_file(out, "--out")
@@ -103,3 +113,21 @@ def handle(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _report(calibrator, args: argparse.Namespace, workers: int) -> int:
+    """``--report``: the identifiability report at the committed values, nothing written."""
+    if calibrator.report is None:
+        raise InputError(
+            f"--report: {calibrator.platform} is fitted by one-dimensional roots, not a joint "
+            "fit; allowed: cordeiro2007-xeon"
+        )
+    options = FitOptions(
+        seeds=args.seeds,
+        duration_s=args.duration_s or calibrator.duration_s,
+        start=args.start,
+        workers=workers,
+    )
+    report = calibrator.report(options, log_to_stderr)
+    print(report.format())
+    return 1 if report.unpinned else 0

@@ -79,11 +79,17 @@ class Platform(StrictModel):
     smt_throughput: float = Field(
         1.0, gt=0, le=1, description="speed of a logical CPU while its sibling is busy, x1"
     )
-    page_entities: int = Field(8, ge=1, description="entity states per 4 KiB memory page")
+    cow_pages_per_client: float = Field(
+        4.0,
+        ge=0,
+        description="pages of a client's state (client_t) a worker writes when it serves the "
+        "client's packet and reply: header and datagram buffer, the frame slot, the netchan "
+        "buffers (copy-on-write faults)",
+    )
     cow_base_pages: int = Field(
         0,
         ge=0,
-        description="pages every forked worker writes besides entity pages (stack, buffers)",
+        description="pages every forked worker writes besides client state (stack, buffers)",
     )
     migration_delay_us: float = Field(
         0.0, ge=0, description="time before an idle CPU pulls a runnable task, us"

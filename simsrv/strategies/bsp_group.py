@@ -18,8 +18,9 @@ The operating-system process model is three options (see ``docs/strategies.md``)
 
 ``spawn``
     ``fork``: a child per worker per frame (``fork`` cost; the child pays copy-on-write faults
-    for the pages it writes: ``cow_base_pages`` plus the distinct pages, ``page_entities``
-    entity states each, of its entities).  ``clone``: the same with ``clone``'s cost.  ``pool``:
+    for the pages it writes: ``cow_base_pages`` plus ``cow_pages_per_client`` for each client
+    whose packets it executes and answers).  Entity states live in shared memory and cost no
+    faults [T §3.3.1]; a served client's ``client_t`` does (``docs/model.md``).  ``clone``: the same with ``clone``'s cost.  ``pool``:
     persistent workers woken per frame (a context switch) that copy the whole frame state in
     explicitly (``copy_per_entity`` per entity) instead of copy-on-write, and never exit.
     ``none``: groups are computed but the coordinator runs them all (the thesis's
@@ -97,8 +98,8 @@ class ProcessShares(NamedTuple):
     ``messages`` packets, ``commands`` user commands, ``ranges`` sum of ``|L_a|`` over the
     packets, ``replies`` replies sent, ``visible`` entities in the replied clients' visible
     sets, ``pvs_rooms`` rooms in their PVS rows, ``entities`` entities of the process's
-    groups, ``pages`` memory pages it writes (``cow_base_pages`` + the distinct pages of its
-    entities).
+    groups, ``pages`` memory pages it writes (``cow_base_pages`` + ``cow_pages_per_client``
+    per distinct client whose packets it executes).
     """
 
     messages: np.ndarray
@@ -139,7 +140,12 @@ class BspGroup(Strategy):
         )
         platform = self.context.platform
         share = _shares(
-            frame, groups, assignment, processes, platform.page_entities, platform.cow_base_pages
+            frame,
+            groups,
+            assignment,
+            processes,
+            platform.cow_pages_per_client,
+            platform.cow_base_pages,
         )
         self._remember(groups, weights, assignment, initial, workers)
 
@@ -231,7 +237,7 @@ def _shares(
     groups: FrameGroups,
     assignment: np.ndarray,
     processes: int,
-    page_entities: int,
+    pages_per_client: float,
     base_pages: int,
 ) -> ProcessShares:
     """What each process handles this frame (see :class:`ProcessShares`)."""
@@ -243,10 +249,9 @@ def _shares(
     reply_group = groups.entity_group[np.searchsorted(groups.entities, frame.reply_clients)]
     proc_of_reply = assignment[reply_group]
     proc_of_entity = assignment[groups.entity_group]
-    # distinct (process, page) pairs: entity e lives on page e // page_entities
-    page = groups.entities // page_entities
-    touched = np.zeros((processes, int(page[-1]) + 1), dtype=bool)  # entities ascend
-    touched[proc_of_entity, page] = True
+    # a client's packets all belong to its group, so to one process: count each client once
+    _, first = np.unique(messages["client"], return_index=True)
+    proc_of_client = proc_of_message[first]
 
     def per_process(index: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
         return np.bincount(index, values, minlength=processes).astype(float)
@@ -259,7 +264,7 @@ def _shares(
         visible=per_process(proc_of_reply, frame.reply_visible),
         pvs_rooms=per_process(proc_of_reply, frame.reply_pvs_rooms),
         entities=per_process(proc_of_entity),
-        pages=touched.sum(axis=1, dtype=float) + base_pages,
+        pages=per_process(proc_of_client) * pages_per_client + base_pages,
     )
 
 
