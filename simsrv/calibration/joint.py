@@ -42,7 +42,9 @@ PIN_FLOOR = 1.0
 doubling it moves every target by less than ~0.7 of its tolerance."""
 
 DIFF_STEP = 0.03
-"""Finite-difference step on ``u`` (3 % on each parameter)."""
+"""Finite-difference step on ``u`` (3 % on each parameter).  An absolute step: scipy's
+relative ``diff_step`` is zero at the start ``u = 0`` and falls back to ~1e-8, which moves no
+discrete-event run at all."""
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,24 @@ class JointFit:
         self.log(f"  eval {self.evaluations:3d}  ssq {float(r @ r):9.3f}  {values}")
         return r
 
+    def residual_jacobian(self, u: Sequence[float]) -> np.ndarray:
+        """d residual / d u by forward differences of :data:`DIFF_STEP`."""
+        return self._differences(np.asarray(u, dtype=float), self.residuals)
+
+    def _differences(
+        self, u: np.ndarray, function: Callable[[Sequence[float]], np.ndarray]
+    ) -> np.ndarray:
+        """Forward differences of ``function`` (targets -> values) in each ``u_j``; a step
+        that would leave the bounds goes backwards instead."""
+        _, hi = self.bounds()
+        f0 = function(u)
+        out = np.empty((len(self.targets), len(self.parameters)))
+        for j in range(len(self.parameters)):
+            step = np.zeros_like(u)
+            step[j] = DIFF_STEP if u[j] + DIFF_STEP <= hi[j] else -DIFF_STEP
+            out[:, j] = (function(u + step) - f0) / step[j]
+        return out
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds on ``u`` from each parameter's bounds on its first key."""
         lo = [math.log(p.lo / self.start[p.keys[0]]) for p in self.parameters]
@@ -286,7 +306,7 @@ class JointFit:
             u0,
             bounds=(lo, hi),
             method="trf",
-            diff_step=DIFF_STEP,
+            jac=self.residual_jacobian,
             x_scale=1.0,
             xtol=xtol,
             ftol=1e-4,
@@ -307,12 +327,7 @@ class JointFit:
         u = np.zeros(len(self.parameters)) if u is None else np.asarray(u, dtype=float)
         r0 = self.residuals(u)
         m0 = self.model(u)
-        jacobian = np.empty((len(self.targets), len(self.parameters)))
-        for j in range(len(self.parameters)):
-            step = np.zeros_like(u)
-            step[j] = DIFF_STEP
-            self.residuals(u + step)  # logs the evaluation
-            jacobian[:, j] = (self.model(u + step) - m0) / DIFF_STEP
+        jacobian = self._differences(u, self.model)
         costs = self.costs(u)
         return FitReport(
             self.parameters,
