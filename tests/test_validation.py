@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simsrv.calibration import CALIBRATORS
-from simsrv.calibration import cordeiro2007
+from simsrv.calibration import CALIBRATORS, cordeiro2007
 from simsrv.cli.main import main
 from simsrv.errors import InputError
 from simsrv.scenario.load import load_scenario

@@ -20,7 +20,8 @@ The operating-system process model is three options (see ``docs/strategies.md``)
     ``fork``: a child per worker per frame (``fork`` cost; the child pays copy-on-write faults
     for the pages it writes: ``cow_base_pages`` plus ``cow_pages_per_client`` for each client
     whose packets it executes and answers).  Entity states live in shared memory and cost no
-    faults [T §3.3.1]; a served client's ``client_t`` does (``docs/model.md``).  ``clone``: the same with ``clone``'s cost.  ``pool``:
+    faults [T §3.3.1]; a served client's ``client_t`` does (``docs/model.md``).  ``clone``:
+    the same with ``clone``'s cost.  ``pool``:
     persistent workers woken per frame (a context switch) that copy the whole frame state in
     explicitly (``copy_per_entity`` per entity) instead of copy-on-write, and never exit.
     ``none``: groups are computed but the coordinator runs them all (the thesis's
