@@ -17,6 +17,7 @@ import pytest
 from simsrv.calibration import cordeiro2007
 from simsrv.calibration.fitting import FitOptions
 from simsrv.calibration.joint import PIN_FLOOR, FitParameter, JointFit, Target
+from simsrv.calibration.platform_file import PlatformFiles
 from simsrv.validation.reference import SCENARIO_DIR
 
 SEQUENTIAL = str(SCENARIO_DIR / "cordeiro2007/sequential.toml")
@@ -42,7 +43,7 @@ def _fit(start: dict[str, float], targets, files) -> JointFit:
 
 
 def test_joint_fit_recovers_known_costs_from_targets_made_by_the_model():
-    files = cordeiro2007.PlatformFiles()
+    files = PlatformFiles(cordeiro2007.PLATFORM)
     try:
         truth = {**cordeiro2007.committed_values(), **KNOWN}
         probe = [Target(f"t{i}", s, SHORT, q, 1.0, 1.0) for i, (s, q) in enumerate(QUANTITIES)]
@@ -70,7 +71,7 @@ def test_a_bound_that_holds_has_no_residual_and_one_that_fails_counts_its_excess
 
 def test_a_parameter_no_target_sees_is_flagged_unpinned():
     # the sequential server never forks: no sequential target can pin the fork cost
-    files = cordeiro2007.PlatformFiles()
+    files = PlatformFiles(cordeiro2007.PLATFORM)
     parameters = (*PARAMETERS[:1], FitParameter("fork", ("fork",), 1.0, 1e5))
     try:
         targets = [Target("fps", SEQUENTIAL, SHORT, "frames_per_s", 2000.0, 60.0)]

@@ -1,19 +1,28 @@
 """Calibrate AB04's platform (``abdelkhalek2004-xeon-ht``) on the sequential server only
-[MODEL.md §3, P §3, R §2.2].
+[MODEL.md §1, §3; P §3, R §2.2].
 
-Run with ``simsrv calibrate abdelkhalek2004-xeon-ht`` (about 1 min).  The published fact used
-(reference row ``ab04-sequential-capacity``): the sequential QuakeWorld server on AB04's
-machine degrades beyond about 90 simultaneous players ([P §3]; [R] cites 96 clients on an
-800 MHz machine).  Nothing about the multithreaded server is used: its lock, barrier and
-capacity figures are predictions.
+Run with ``simsrv calibrate abdelkhalek2004-xeon-ht`` (a few minutes).  Two published facts
+about the *sequential* QuakeWorld server on AB04's machine (reference rows):
 
-Method: the platform's server costs are the fitted Cordeiro Xeon's costs (same code, same cost
-structure) times one factor ``scale`` (an older, slower CPU running a heavier game), with
-synchronisation and OS costs scaled alike.  ``scale`` is solved so that the sequential
-scenario at the boundary count (92: between the last count that should pass, 88, and the
-first that should fail, 96, in the row's steps of 8) replies to exactly the row's
-``capacity_min_reply_ratio`` (0.8) of the offered packets (the rule of
-:mod:`simsrv.capacity`).  Re-run it after re-fitting the Cordeiro platform.
+* ``ab04-sequential-capacity``: it degrades beyond about 90 simultaneous players ([P §3];
+  [R] cites 96 clients on an 800 MHz machine);
+* ``ab04-sequential-network-share``: its time is split about 50-50 between game-related and
+  network-related processing (the abstract of Abdelkhalek, Bilas & Moshovos, "Behavior and
+  Performance of Interactive Multi-Player Game Servers", Cluster Computing 6(4), 2003).
+
+Nothing about the multithreaded server is used: its lock, barrier and capacity figures are
+predictions.
+
+Method: the same server code and cost structure as the fitted Cordeiro Xeon, with two
+factors fitted jointly (:mod:`simsrv.calibration.joint`): ``game`` on every server cost but
+the network system calls (an older, slower CPU running a heavier game; synchronisation and
+OS costs scale alike) and ``network`` on the UDP receive and send calls (another kernel and
+network card; the two calls keep their ratio).  The capacity enters as the reply ratio at the
+boundary count (92: between the last count that should pass, 88, and the first that should
+fail, 96) equal to the row's ``capacity_min_reply_ratio`` (0.8, the rule of
+:mod:`simsrv.capacity`); the split as the network share of busy time at 88 clients.  Two
+targets, two factors: the fit is exactly determined.  Re-run it after re-fitting the Cordeiro
+platform.
 """
 
 from __future__ import annotations
@@ -21,71 +30,128 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from simsrv.calibration.fitting import (
-    CALIBRATORS,
-    Calibrator,
-    FitOptions,
-    SeedAverage,
-    boundary_clients,
-    solve_log,
-)
-from simsrv.calibration.platform_file import replace_costs_table
-from simsrv.platforms.profile import Costs, load_platform
+from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions, boundary_clients
+from simsrv.calibration.joint import FitParameter, FitReport, JointFit, Target, target_from_row
+from simsrv.calibration.platform_file import PlatformFiles, replace_costs_table
+from simsrv.platforms.profile import PLATFORM_DIR, Costs, load_platform
 from simsrv.validation.reference import load_reference
 
 PLATFORM_NAME = "abdelkhalek2004-xeon-ht"
+PLATFORM = PLATFORM_DIR / f"{PLATFORM_NAME}.toml"
 BASE = "cordeiro2007-xeon"
-TARGET_ROW = "ab04-sequential-capacity"
+CAPACITY_ROW = "ab04-sequential-capacity"
+SPLIT_ROW = "ab04-sequential-network-share"
+REPLY_RATIO_TOLERANCE = 0.02
+"""Tolerance of the boundary reply ratio (about two clients of the capacity near 92)."""
+NETWORK = ("net_recv_per_message", "net_send_per_reply")
 HAND_SET = {
     # not part of the scaled server: a resumed thread's cold stack and state (MODEL.md §6 [M]):
     # ~200 cache lines and a few TLB entries from memory at ~100 ns each
     "thread_cache_refill": 20.0,
 }
+GAME = tuple(n for n in Costs.model_fields if n not in NETWORK and n not in HAND_SET)
 
 
-def costs_for(scale: float) -> dict[str, float]:
-    """The platform's costs for ``scale``: the base costs times it, hand-set ones as set."""
+def costs_for(game: float, network: float) -> dict[str, float]:
+    """The platform's costs for the two factors: the base costs times them, hand-set ones as
+    set."""
     base = load_platform(BASE).costs
-    return {n: HAND_SET.get(n, getattr(base, n) * scale) for n in Costs.model_fields}
+    factor = {**dict.fromkeys(GAME, game), **dict.fromkeys(NETWORK, network)}
+    return {
+        n: HAND_SET[n] if n in HAND_SET else getattr(base, n) * factor[n]
+        for n in Costs.model_fields
+    }
 
 
-def current_scale() -> float:
-    """The committed platform's scale (its packet cost over the base's)."""
-    committed = load_platform(PLATFORM_NAME).costs.request_per_message
-    return committed / load_platform(BASE).costs.request_per_message
+def current_factors() -> dict[str, float]:
+    """The committed platform's factors (its costs over the base's)."""
+    committed, base = load_platform(PLATFORM_NAME).costs, load_platform(BASE).costs
+    return {
+        "game": committed.request_per_message / base.request_per_message,
+        "network": committed.net_recv_per_message / base.net_recv_per_message,
+    }
+
+
+def targets() -> list[Target]:
+    """The capacity (as the boundary reply ratio) and the network share."""
+    reference = load_reference()
+    row = reference.by_id(CAPACITY_ROW)
+    clients = boundary_clients(row.value, row.capacity_step)
+    capacity = Target(
+        row.id,
+        str(row.scenario_path()),
+        (*row.set, f"players.count={clients}"),
+        "reply_ratio",
+        row.capacity_min_reply_ratio,
+        REPLY_RATIO_TOLERANCE,
+    )
+    return [capacity, target_from_row(reference.by_id(SPLIT_ROW))]
+
+
+def _parameters(base: Costs) -> tuple[FitParameter, ...]:
+    first = GAME[0]
+    return (
+        FitParameter(
+            "game",
+            GAME,
+            getattr(base, first),
+            30 * getattr(base, first),
+            "CPU speed x game weight: every server cost but the network calls",
+        ),
+        FitParameter(
+            "network",
+            NETWORK,
+            0.1 * base.net_recv_per_message,
+            100 * base.net_recv_per_message,
+            "the UDP receive and send system calls",
+        ),
+    )
+
+
+def _joint_fit(options: FitOptions, log: Callable[[str], None]) -> tuple[JointFit, PlatformFiles]:
+    factors = {k: v * options.start for k, v in current_factors().items()}
+    start = costs_for(factors["game"], factors["network"])
+    files = PlatformFiles(PLATFORM)
+    base = load_platform(BASE).costs
+    return JointFit(_parameters(base), targets(), start, files, options, log), files
+
+
+def _factors(values: dict[str, float]) -> dict[str, float]:
+    base = load_platform(BASE).costs
+    return {
+        "game": round(values[GAME[0]] / getattr(base, GAME[0]), 4),
+        "network": round(values[NETWORK[0]] / base.net_recv_per_message, 4),
+    }
+
+
+def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
+    """The identifiability report at the committed factors (times ``options.start``)."""
+    joint, files = _joint_fit(options, log)
+    try:
+        return joint.report()
+    finally:
+        joint.close()
+        files.close()
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
-    """``{"scale": ...}`` solved from the committed scale times ``options.start``."""
-    row = load_reference().by_id(TARGET_ROW)
-    clients = boundary_clients(row.value, row.capacity_step)
-    log(f"fit scale: reply ratio {row.capacity_min_reply_ratio:g} at {clients} clients ({row.id})")
-    with SeedAverage(options) as runs:
-
-        def reply_ratio(scale: float) -> float:
-            sets = [f"machine.costs.{n}={v!r}" for n, v in costs_for(scale).items()]
-            got = runs.mean(
-                row.scenario_path(), [*row.set, *sets, f"players.count={clients}"], "reply_ratio"
-            )
-            log(f"  scale {scale:8.4f} -> replies / offered {got:.4f}")
-            return got
-
-        scale = solve_log(
-            reply_ratio,
-            row.capacity_min_reply_ratio,
-            current_scale() * options.start,
-            rising=False,
-            lo=1.0,
-            hi=20.0,
-        )
-    return {"scale": round(scale, 4)}
+    """``{"game": ..., "network": ...}`` fitted from the committed factors times
+    ``options.start``; logs the report."""
+    joint, files = _joint_fit(options, log)
+    try:
+        result = joint.fit(max_evaluations=60, xtol=1e-3)
+    finally:
+        joint.close()
+        files.close()
+    log(result.format())
+    return _factors(result.values)
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
-    """``source`` with its ``[costs]`` table rewritten as the base costs times the scale."""
-    scale = fitted["scale"]
-    costs = costs_for(scale)
-    lines = [f"[costs]  # {BASE} x {scale:.4f} (FITTED scale)"]
+    """``source`` with its ``[costs]`` table rewritten as the base costs times the factors."""
+    game, network = fitted["game"], fitted["network"]
+    costs = costs_for(game, network)
+    lines = [f"[costs]  # {BASE} x {game:.4f}, network calls x {network:.4f} (FITTED factors)"]
     for name in Costs.model_fields:
         note = "  # hand-set" if name in HAND_SET else ""
         lines.append(f"{name} = {costs[name]:.4f}{note}")
@@ -93,5 +159,6 @@ def write(fitted: dict[str, float], source: Path, out: Path) -> None:
 
 
 CALIBRATORS.register(
-    PLATFORM_NAME, Calibrator(PLATFORM_NAME, fit, write, duration="about 1 min", duration_s=4.0)
+    PLATFORM_NAME,
+    Calibrator(PLATFORM_NAME, fit, write, duration="a few minutes", duration_s=4.0, report=report),
 )

@@ -7,7 +7,8 @@ of Table 1 and [T §4.4.2-4.4.5], *and* the published statements about where the
 
 * request + reply processing ~80 % of the sequential server's CPU time [P §4.2, T §3.2.4];
 * network system calls ~10 % [P §4.1]; world physics < 5 % [P §3.1, R §2.2];
-* the fork version used one of the two CPUs [T §4.4.4];
+* the fork version used one of the two CPUs [T §4.4.4] (held by the hand-set
+  ``migration_delay_us``, a lower bound: no fitted parameter moves it);
 * worker destruction ~30 % of a worker's time with ``clone`` + ``wait`` [T §4.4.5, §3.4.3].
 
 Predictions, never fitted: the all-CPUs-busy shares (55.65 % / 53.65 %), the group
@@ -20,16 +21,13 @@ order-of-magnitude argument written beside it in the platform file.
 
 from __future__ import annotations
 
-import json
-import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
 from simsrv.calibration.joint import FitParameter, FitReport, JointFit, target_from_row
-from simsrv.calibration.platform_file import write_atomic
+from simsrv.calibration.platform_file import PlatformFiles, write_atomic
 from simsrv.platforms.profile import PLATFORM_DIR
 from simsrv.validation.reference import load_reference
 
@@ -94,14 +92,6 @@ PARAMETERS: tuple[FitParameter, ...] = (
         500.0,
         "one copy-on-write fault: trap, allocate and copy a 4 KiB page",
     ),
-    FitParameter(
-        "migration_delay_us",
-        ("migration_delay_us",),
-        500.0,
-        100000.0,
-        "how long Linux 2.6 leaves a runnable, cache-hot task queued before an idle CPU pulls "
-        "it (the fork version's parent behind its child) [T §4.4.4]",
-    ),
 )
 """The fitted parameters (each a factor on its keys; bounds on the first key, us)."""
 
@@ -113,32 +103,10 @@ def targets():
 
 
 def committed_values() -> dict[str, float]:
-    """The committed platform's ``[costs]`` table and the top-level numbers that are fitted
-    (``migration_delay_us``), by key."""
+    """The committed platform's ``[costs]`` table and any fitted top-level number, by key."""
     data = tomllib.loads(PLATFORM.read_text())
     fitted = {k for p in PARAMETERS for k in p.keys}
     return {**{k: v for k, v in data.items() if k in fitted}, **data["costs"]}
-
-
-class PlatformFiles:
-    """Temporary platform files for trial values (the committed file with the given costs and
-    top-level numbers replaced), removed on close."""
-
-    def __init__(self) -> None:
-        self.data = tomllib.loads(PLATFORM.read_text())
-        self.tmpdir = tempfile.TemporaryDirectory(prefix="simsrv-fit-")
-        self.count = 0
-
-    def __call__(self, values: dict[str, float]) -> str:
-        self.count += 1
-        path = Path(self.tmpdir.name) / f"platform-{self.count}.toml"
-        costs = {k: v for k, v in values.items() if k in self.data["costs"]}
-        top = {k: v for k, v in values.items() if k not in costs}
-        path.write_text(dump_toml({**self.data, **top, "costs": costs}))
-        return json.dumps(str(path))
-
-    def close(self) -> None:
-        self.tmpdir.cleanup()
 
 
 def _joint_fit(options: FitOptions, log: Callable[[str], None]) -> tuple[JointFit, PlatformFiles]:
@@ -146,7 +114,7 @@ def _joint_fit(options: FitOptions, log: Callable[[str], None]) -> tuple[JointFi
     for p in PARAMETERS:
         for key in p.keys:
             start[key] *= options.start
-    files = PlatformFiles()
+    files = PlatformFiles(PLATFORM)
     return JointFit(PARAMETERS, targets(), start, files, options, log), files
 
 
@@ -181,23 +149,6 @@ def write(fitted: dict[str, float], source: Path, out: Path) -> None:
             comment = line[line.index("#") :] if "#" in line else ""
             lines[i] = f"{key} = {fitted[key]}" + (f"  {comment}" if comment else "")
     write_atomic(out, "\n".join(lines) + "\n")
-
-
-def dump_toml(data: dict[str, Any]) -> str:
-    """A platform dictionary as TOML (scalars, then one level of tables)."""
-
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return repr(v).lower()
-        return json.dumps(v) if isinstance(v, str) else repr(v)
-
-    top = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    tables = [
-        f"\n[{k}]\n" + "\n".join(f"{kk} = {value(vv)}" for kk, vv in v.items())
-        for k, v in data.items()
-        if isinstance(v, dict)
-    ]
-    return "\n".join(top) + "\n" + "\n".join(tables) + "\n"
 
 
 CALIBRATORS.register(

@@ -67,7 +67,11 @@ class Target:
     """A calibration target: ``quantity`` of ``scenario`` (+ ``overrides``) against ``value``.
 
     ``relation``: ``equal``, ``at_most`` or ``at_least``; ``scale``: the tolerance in the
-    quantity's units (the residual's unit).
+    quantity's units (the residual's unit).  ``relative``: the tolerance is relative (a rate):
+    the residual is ``log(model / value) / (scale / value)``, which equals the plain one near
+    the target but grows only logarithmically when a saturated run's rate runs away (a
+    closed loop at ``lambda c -> 1`` multiplies messages/frame tenfold for a few % of cost,
+    which would swamp every other target and break the Gauss-Newton steps).
     """
 
     id: str
@@ -77,12 +81,16 @@ class Target:
     value: float
     scale: float
     relation: str = "equal"
+    relative: bool = False
 
     def residual(self, model: float) -> float:
-        """``(model - value) / scale``, 0 for a satisfied bound."""
+        """The gap to the value in tolerances (see the class docstring), 0 for a satisfied
+        bound."""
         gap = model - self.value
         if (self.relation == "at_most" and gap <= 0) or (self.relation == "at_least" and gap >= 0):
             return 0.0
+        if self.relative:
+            return math.log(max(model, 1e-9 * self.value) / self.value) * self.value / self.scale
         return gap / self.scale
 
 
@@ -99,6 +107,7 @@ def target_from_row(row) -> Target:
         row.value,
         scale,
         row.relation,
+        relative=row.abs_tol is None and row.value > 0,
     )
 
 
@@ -309,7 +318,7 @@ class JointFit:
             jac=self.residual_jacobian,
             x_scale=1.0,
             xtol=xtol,
-            ftol=1e-4,
+            ftol=1e-8,
             max_nfev=max_evaluations,
         )
         bounded = tuple(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
+import tomllib
 from pathlib import Path
+from typing import Any
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -21,3 +25,42 @@ def replace_costs_table(source: Path, out: Path, lines: list[str]) -> None:
     text = source.read_text()
     head = text[: text.index("[costs]")]
     write_atomic(out, head + "\n".join(lines) + "\n")
+
+
+class PlatformFiles:
+    """Temporary platform files for trial values: ``platform`` with the given ``[costs]`` and
+    top-level numbers replaced; called with the values, returns the path as a JSON string (for
+    ``--set machine.platform=...``); the files are removed on close."""
+
+    def __init__(self, platform: Path) -> None:
+        self.data = tomllib.loads(platform.read_text())
+        self.tmpdir = tempfile.TemporaryDirectory(prefix="simsrv-fit-")
+        self.count = 0
+
+    def __call__(self, values: dict[str, float]) -> str:
+        self.count += 1
+        path = Path(self.tmpdir.name) / f"platform-{self.count}.toml"
+        costs = {k: v for k, v in values.items() if k in self.data["costs"]}
+        top = {k: v for k, v in values.items() if k not in costs}
+        path.write_text(dump_toml({**self.data, **top, "costs": costs}))
+        return json.dumps(str(path))
+
+    def close(self) -> None:
+        self.tmpdir.cleanup()
+
+
+def dump_toml(data: dict[str, Any]) -> str:
+    """A platform dictionary as TOML (scalars, then one level of tables)."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return repr(v).lower()
+        return json.dumps(v) if isinstance(v, str) else repr(v)
+
+    top = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    tables = [
+        f"\n[{k}]\n" + "\n".join(f"{kk} = {value(vv)}" for kk, vv in v.items())
+        for k, v in data.items()
+        if isinstance(v, dict)
+    ]
+    return "\n".join(top) + "\n" + "\n".join(tables) + "\n"

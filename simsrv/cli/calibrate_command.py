@@ -29,13 +29,15 @@ def add_parser(subparsers) -> None:
         "calibrate",
         help="re-fit a platform's cost parameters to its calibration targets",
         description="Fit the platform's fitted cost parameters to the calibration rows of its "
-        "paper in the reference table (cordeiro2007-xeon: one joint least-squares fit of every "
-        "parameter to every target, frame rates and time shares, printing each target's "
-        "residual, the sensitivity of each target to each parameter and the condition number; "
-        "the others: a few one-dimensional roots over seed-averaged runs), write the platform "
+        "paper in the reference table (cordeiro2007-xeon and abdelkhalek2004-xeon-ht: one joint "
+        "least-squares fit of every parameter to every target, frame rates and time shares, "
+        "printing each target's residual, the sensitivity of each target to each parameter and "
+        "the condition number; area2004-ultrasparc: three one-dimensional roots over "
+        "seed-averaged runs), write the platform "
         f"file, then check every calibration row with the new file over {DEFAULT_SEEDS} seeds.  "
         f"Platforms: {names}.  Fit cordeiro2007-xeon first: the other two scale its costs.  "
-        "Exit status 1 when a target ends out of tolerance.  See docs/calibration.md.",
+        "Exit status 1 when a target ends out of tolerance (rows whose conflict with the other "
+        "targets is recorded in the reference table excepted).  See docs/calibration.md.",
     )
     p.add_argument("platform", metavar="PLATFORM", help=f"one of {names}")
     p.add_argument(

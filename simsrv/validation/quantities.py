@@ -43,6 +43,7 @@ _plain("messages_per_s", "Client packets read per simulated second.")
 _plain("lock_wait_fraction", "Share of thread time blocked on locks.")
 _plain("barrier_wait_fraction", "Share of thread time blocked at barriers.")
 _plain("any_waiting_fraction", "Share of the window with at least one thread blocked.")
+_plain("parallel_fraction", "Share of the window with every CPU busy, from the trace.")
 
 
 def busy_share(summary: Summary, activities: tuple[str, ...]) -> float:

@@ -74,9 +74,15 @@ class ReferenceRow(StrictModel):
     capacity_step: int = Field(default=8, ge=1)
     capacity_min_reply_ratio: float = Field(default=0.8, gt=0, le=1)
     note: str = ""
+    conflict: str = ""
+    """Calibration rows only: why the joint fit cannot meet this row together with the others
+    (two published statements that cannot both hold in the model; docs/calibration.md).  Such
+    a row is reported as a conflict, not counted as a calibration failure."""
 
     @model_validator(mode="after")
     def _check(self) -> ReferenceRow:
+        if self.conflict and self.kind != "calibration":
+            raise ValueError("conflict: only calibration rows can record a conflict")
         if (self.rel_tol is None) == (self.abs_tol is None):
             raise ValueError("rel_tol: give exactly one of rel_tol and abs_tol")
         if (self.quantity == "capacity_gain") != (self.baseline is not None):

@@ -38,10 +38,13 @@ def error_cell(result: RowResult) -> str:
 
 
 def verdict(result: RowResult) -> str:
-    """``pass``, ``FAIL`` (a calibration target missed) or ``miss`` (a prediction)."""
+    """``pass``, ``FAIL`` (a calibration target missed), ``conf`` (a calibration target
+    missed whose conflict with the others is recorded) or ``miss`` (a prediction)."""
     if result.passed:
         return "pass"
-    return "FAIL" if result.row.kind == "calibration" else "miss"
+    if result.row.kind == "prediction":
+        return "miss"
+    return "conf" if result.row.conflict and result.model_value is not None else "FAIL"
 
 
 def format_text(results: Sequence[RowResult], reference: Reference) -> str:
@@ -66,7 +69,9 @@ def format_text(results: Sequence[RowResult], reference: Reference) -> str:
         of_kind = [r for r in results if r.row.kind == kind]
         if of_kind:
             passed = sum(r.passed for r in of_kind)
-            lines.append(f"{kind}: {passed}/{len(of_kind)} within tolerance")
+            conflicts = sum(verdict(r) == "conf" for r in of_kind)
+            recorded = f" ({conflicts} recorded conflicts: conf)" if conflicts else ""
+            lines.append(f"{kind}: {passed}/{len(of_kind)} within tolerance{recorded}")
     return "\n".join(lines)
 
 

@@ -96,8 +96,15 @@ class RowResult:
 
 
 def calibration_failures(results: Sequence[RowResult]) -> list[RowResult]:
-    """The calibration rows that are out of tolerance (or did not run)."""
-    return [r for r in results if r.row.kind == "calibration" and not r.passed]
+    """The calibration rows that are out of tolerance (or did not run), except those whose
+    conflict with the other targets is recorded (``ReferenceRow.conflict``) and that ran."""
+    return [
+        r
+        for r in results
+        if r.row.kind == "calibration"
+        and not r.passed
+        and not (r.row.conflict and r.model_value is not None)
+    ]
 
 
 def validate(
