@@ -7,31 +7,26 @@ import json
 import sys
 from pathlib import Path
 
-from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
-from simsrv.calibration.fitting import log_to_stderr
 from simsrv.cli.parser import (
     add_workers_argument,
     finite_float,
     prepare_output_file,
     resolve_workers,
 )
+from simsrv.defaults import CALIBRATED_PLATFORMS, VALIDATION_SEEDS
 from simsrv.errors import InputError
-from simsrv.platforms.profile import PLATFORM_DIR
-from simsrv.validation.reference import load_reference
-from simsrv.validation.report import format_text
-from simsrv.validation.validate import DEFAULT_SEEDS, calibration_failures, validate
 
 
 def add_parser(subparsers) -> None:
     """Register the ``calibrate`` subcommand."""
-    names = ", ".join(CALIBRATORS.names())
+    names = ", ".join(CALIBRATED_PLATFORMS)
     p = subparsers.add_parser(
         "calibrate",
         help="re-fit a platform's cost parameters to its calibration targets",
         description="Fit the platform's fitted cost parameters, one at a time in a fixed order, "
         "to the calibration rows of its paper in the reference table (Brent's method on the log "
         "of each parameter over seed-averaged runs), write the platform file, then check every "
-        f"calibration row with the new file over {DEFAULT_SEEDS} seeds.  Platforms: {names}.  "
+        f"calibration row with the new file over {VALIDATION_SEEDS} seeds.  Platforms: {names}.  "
         "Fit cordeiro2007-xeon first: the other two scale its costs.  Exit status 1 when a "
         "target ends out of tolerance.  See docs/validation.md.",
     )
@@ -61,6 +56,14 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """Execute ``simsrv calibrate`` (scipy and the simulator are imported here, not at start-up)."""
+    from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
+    from simsrv.calibration.fitting import log_to_stderr
+    from simsrv.platforms.profile import PLATFORM_DIR
+    from simsrv.validation.reference import load_reference
+    from simsrv.validation.report import format_text
+    from simsrv.validation.validate import calibration_failures, validate
+
     calibrator = CALIBRATORS.get(args.platform, "PLATFORM")
     if not args.start > 0:
         raise InputError(f"--start: must be a number > 0, got {args.start:g}")

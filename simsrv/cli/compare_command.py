@@ -13,15 +13,7 @@ from simsrv.cli.parser import (
     prepare_output_dir,
     resolve_workers,
 )
-from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
-from simsrv.result import describe_error
-from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, format_table, mean_ci
-from simsrv.sweep.compare import run_grid
-from simsrv.sweep.grid import base_dict, build_grid
-from simsrv.sweep.progress import Progress
-from simsrv.sweep.records import SUMMARY_METRICS
-from simsrv.sweep.results import META, TABLES
-from simsrv.sweep.statistics import TABLE_METRICS
+from simsrv.defaults import DEFAULT_STRATEGIES
 
 DEFAULT_CPUS = [2, 4]
 
@@ -73,7 +65,13 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Execute ``simsrv compare``."""
+    """Execute ``simsrv compare`` (pandas and the simulator are imported here, not at
+    start-up)."""
+    from simsrv.sweep import CompareResults
+    from simsrv.sweep.compare import run_grid
+    from simsrv.sweep.grid import base_dict, build_grid
+    from simsrv.sweep.progress import Progress
+
     workers = resolve_workers(args.workers)
     base = base_dict(args.scenario, args.overrides)
     cpus = args.cpus or DEFAULT_CPUS
@@ -95,8 +93,15 @@ def handle(args: argparse.Namespace) -> int:
     return _finish(args, results)
 
 
-def _finish(args: argparse.Namespace, results: CompareResults) -> int:
-    """Print the table, write the summary and figures; the exit status."""
+def _finish(args: argparse.Namespace, results) -> int:
+    """Print the table, write the summary and figures (a ``CompareResults``); the exit
+    status."""
+    from simsrv.figures.comparison import comparison_figures, save_figures
+    from simsrv.result import describe_error
+    from simsrv.sweep import format_table, mean_ci
+    from simsrv.sweep.records import SUMMARY_METRICS
+    from simsrv.sweep.statistics import TABLE_METRICS
+
     out: Path = args.out
     if results.runs.empty:
         sys.stderr.write("simsrv: no run finished; nothing written\n")
@@ -127,6 +132,9 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
 def _clear_out(out: Path) -> None:
     """``out`` must be a directory (or not exist); a new comparison replaces the tables, the
     summary and the figures an older one left there (nothing else is touched)."""
+    from simsrv.figures.comparison import FORMATS, STEMS
+    from simsrv.sweep.results import META, TABLES
+
     prepare_output_dir(out, "--out")
     stale = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.csv", out / META]
     stale += [out / f".{name}.parquet.tmp" for name in TABLES]

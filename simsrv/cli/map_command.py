@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import matplotlib
-
 from simsrv.cli.parser import add_scenario_arguments, finite_float, prepare_output_file
 from simsrv.errors import InputError
-from simsrv.scenario.load import load_scenario
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -70,8 +67,11 @@ def map_command(args: argparse.Namespace) -> int:
     for path, flag in ((args.out, "--out"), (args.export, "--export")):
         if path is not None:
             prepare_output_file(path, flag)
+    import matplotlib
+
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure, save_animation
+    from simsrv.scenario.load import load_scenario
     from simsrv.seeding import spawn_streams
     from simsrv.simulation import build_map
     from simsrv.world.maps.file import map_to_toml

@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simsrv.cli.parser import add_scenario_arguments, prepare_output_file
-from simsrv.machine.trace_export import check_trace_path, write_trace
-from simsrv.result import RunResult, run
-from simsrv.scenario.load import load_scenario
+
+if TYPE_CHECKING:
+    from simsrv.result import RunResult
 
 
 def add_parser(subparsers) -> None:
@@ -34,7 +35,11 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Execute ``simsrv run``."""
+    """Execute ``simsrv run`` (the simulator is imported here, not at start-up)."""
+    from simsrv.machine.trace_export import check_trace_path, write_trace
+    from simsrv.result import run
+    from simsrv.scenario.load import load_scenario
+
     if args.trace is not None:
         check_trace_path(args.trace)
         prepare_output_file(args.trace, "--trace")
