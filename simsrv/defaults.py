@@ -32,3 +32,15 @@ QUICK_DURATION_S = 3.0
 CALIBRATED_PLATFORMS = ("abdelkhalek2004-xeon-ht", "area2004-ultrasparc", "cordeiro2007-xeon")
 """``simsrv calibrate PLATFORM``: the platforms that have a calibrator (sorted; each module of
 :mod:`simsrv.calibration` registers one, and a test checks that the two lists agree)."""
+
+OVERLOAD_REPLY_RATIO = 0.95
+"""``simsrv compare`` and ``simsrv sweep``: a point whose mean replies/s fall below this share of
+the offered packets/s is flagged ``overloaded``."""
+
+OVERLOAD_DROPPED = 0.01
+"""``simsrv compare`` and ``simsrv sweep``: a point whose socket drops more than this share of
+the arrived packets is flagged ``overloaded``."""
+
+MIN_CI_SEEDS = 3
+"""Fewer seeds than this per point print a warning beside the 95 % confidence interval: with 2
+seeds Student's t is 12.7 and the interval says little."""
