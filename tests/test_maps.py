@@ -252,3 +252,19 @@ def test_an_inconsistent_map_file_is_a_one_line_error(tmp_path, pattern, replace
     with pytest.raises(InputError) as error:
         load_map(path)
     assert str(error.value).startswith("map file: ") and message in str(error.value)
+
+
+def test_the_map_picture_names_its_concentration_areas_in_the_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from simsrv.figures.map_view import map_figure
+    from simsrv.scenario.load import load_scenario
+    from simsrv.world.snapshot import snapshots
+
+    scenario = load_scenario("scenarios/cordeiro2007/fork-wait.toml", ["players.count=24"])
+    game_map, snaps = snapshots(scenario, [0.5], 0.05)
+    assert len(game_map.attractors.radius) > 0
+    legend = map_figure(game_map, snaps[0]).axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels.count("concentration area") == 1

@@ -90,7 +90,9 @@ def map_command(args: argparse.Namespace) -> int:
         print(f"wrote {args.export}")
     if args.out is None:
         return 0
-    title = f"{scenario.map.kind}, {scenario.players.mobility}"
+    title = (
+        f"{scenario.map.kind} map, {scenario.players.mobility} players, seed {scenario.run.seed}"
+    )
     if suffix == ".gif":
         save_animation(game_map, snaps, str(args.out), title)
     else:
