@@ -90,6 +90,32 @@ def handle(args: argparse.Namespace) -> int:
     stats = summary(table, sweep.varied)
     if not stats.empty:
         stats.to_csv(out / "summary.csv", index=False)
-        print(format_table(stats, by=list(sweep.varied) or ["point"]), end="")
+        text = format_table(stats, by=list(sweep.varied) or ["point"])
+        print(text, end="")
+        report = _report(out, text, sweep, table)
+        sys.stderr.write(f"report: {report}\n")
     sys.stderr.write(f"{len(table)} runs in {store.runs_dir}; summary in {out / 'summary.csv'}\n")
     return 1 if table.empty or table["error"].notna().any() or failed else 0
+
+
+def _report(out: Path, text: str, sweep, table) -> Path:
+    """Write ``out/report.html``: the table, the sweep file and its base scenario, provenance
+    (a sweep draws no figures)."""
+    from simsrv.report import provenance, write_report
+
+    failed = int(table["error"].notna().sum())
+    facts = provenance(
+        {
+            "sweep file": str(sweep.path),
+            "runs": f"{len(table)} stored of {len(sweep.runs)}, {failed} failed",
+            "varied": ", ".join(sweep.varied) or "nothing (seeds only)",
+            "simsrv versions of the runs": ", ".join(sorted(table["simsrv_version"].unique())),
+        }
+    )
+    scenario = (
+        f"# {sweep.path}\n{sweep.path.read_text()}\n# base scenario: {sweep.base}\n"
+        f"{sweep.base.read_text()}"
+    )
+    return write_report(
+        out / "report.html", f"simsrv sweep {sweep.path.name}", text, [], scenario, facts
+    )
