@@ -6,10 +6,32 @@ Data flow: scenario -> world -> workload -> strategy plan -> machine -> trace ->
 >>> result = run(load_scenario(overrides=["run.duration_s=0.5", "run.warmup_s=0.1"]))
 >>> result.summary["frames_per_s"] > 0
 True
+
+``RunResult``, ``run``, ``Scenario`` and ``load_scenario`` are imported on first use, so that
+importing a ``simsrv`` module (e.g. the command line's parser) does not load numpy, pandas or
+scipy before a simulation needs them.
 """
 
-from simsrv.result import RunResult, run
-from simsrv.scenario import Scenario, load_scenario
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simsrv.lazy import lazy_exports
 from simsrv.version import __version__
 
+if TYPE_CHECKING:
+    from simsrv.result import RunResult, run
+    from simsrv.scenario import Scenario, load_scenario
+
 __all__ = ["RunResult", "Scenario", "__version__", "load_scenario", "run"]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "RunResult": "simsrv.result",
+        "run": "simsrv.result",
+        "Scenario": "simsrv.scenario",
+        "load_scenario": "simsrv.scenario",
+    },
+    globals(),
+)

@@ -20,11 +20,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from simsrv.defaults import MAX_DROPPED, MIN_REPLY_RATIO
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
-
-MIN_REPLY_RATIO = 0.8
-MAX_DROPPED = 0.2
 
 POINT_COLUMNS = ("clients", "replies_per_s", "offered_per_s", "dropped_fraction", "met")
 """Columns of :attr:`Capacity.points`: clients; replies/s; offered packets/s; dropped share of

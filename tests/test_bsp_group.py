@@ -78,7 +78,9 @@ def _isolated(players: int) -> Neighbours:
     seed=st.integers(0, 10_000),
     senders=st.integers(1, 60),
     processes=st.integers(1, 8),
-    balancer=st.sampled_from(["lpt", "list", "round-robin", "largest-differencing"]),
+    balancer=st.sampled_from(
+        ["lpt", "list", "round-robin", "largest-differencing", "graph-partition"]
+    ),
 )
 def test_no_entity_in_two_processes_and_no_interaction_across_them(
     seed, senders, processes, balancer
@@ -89,7 +91,7 @@ def test_no_entity_in_two_processes_and_no_interaction_across_them(
     clients = rng.integers(0, players, senders)
     groups = frame_groups(clients, np.zeros(senders, dtype=np.int64), lambda t: nb)
     initial = [1.0] + [0.0] * (min(processes, groups.count) - 1 if groups.count else 0)
-    assignment = BALANCERS.get(balancer, "b")(groups.sizes.astype(float), initial or [1.0])
+    assignment = BALANCERS.get(balancer, "b")(groups.sizes.astype(float), initial or [1.0], groups)
     process_of = dict(
         zip(groups.entities.tolist(), assignment[groups.entity_group].tolist(), strict=True)
     )  # a function: each entity has exactly one process

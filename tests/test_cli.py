@@ -110,7 +110,7 @@ def test_unusable_outputs_and_flags_are_refused_before_any_run(
 
 
 def test_capacity_keeps_the_measured_points_when_a_later_count_fails(capsys, monkeypatch):
-    import simsrv.cli.capacity_command as command
+    import simsrv.capacity as capacity
     from simsrv.errors import InputError
 
     point = {"clients": 8, "replies_per_s": 250.0, "offered_per_s": 250.0}
@@ -122,7 +122,7 @@ def test_capacity_keeps_the_measured_points_when_a_later_count_fails(capsys, mon
         on_point(point)
         raise InputError("players.count: could not find positions for all 16 players")
 
-    monkeypatch.setattr(command, "find_capacity", fails_at_the_second_count)
+    monkeypatch.setattr(capacity, "find_capacity", fails_at_the_second_count)
     assert main(["capacity", "--json"]) == 2
     captured = capsys.readouterr()
     assert json.loads(captured.out)["points"] == [point]

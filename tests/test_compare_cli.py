@@ -42,6 +42,26 @@ def test_compare_prints_the_table_and_writes_tables_and_figures(tmp_path, capsys
         for suffix in ("png", "svg"):
             assert (tmp_path / "figures" / f"{stem}.{suffix}").stat().st_size > 1000
     assert (tmp_path / "figures" / "group_sizes.png").exists()  # bsp-group groups entities
+    _check_report(tmp_path, out)
+
+
+def _check_report(out_dir, printed: str) -> None:
+    """report.html: the printed table, every PNG figure embedded byte for byte, the scenario
+    and provenance, nothing loaded from elsewhere."""
+    import base64
+    import html
+    import re
+
+    page = (out_dir / "report.html").read_text(encoding="utf-8")
+    table = printed[: printed.index("seeds)") + len("seeds)")]
+    assert html.escape(table) in page
+    embedded = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    pngs = sorted((out_dir / "figures").glob("*.png"))
+    assert len(embedded) == len(pngs) == 6
+    assert {base64.b64decode(e) for e in embedded} == {p.read_bytes() for p in pngs}
+    assert "http://" not in page.replace('xmlns="http://', "") and "https://" not in page
+    assert "<h2>Scenario</h2>" in page and "&quot;players&quot;" in page
+    assert "scenario hashes" in page and "simsrv compare" in page
 
 
 @pytest.mark.parametrize(

@@ -53,24 +53,57 @@ def test_every_figure_is_drawn(figures):
     }
 
 
+def _lines(ax) -> dict:
+    return {line.get_label(): line for line in ax.get_lines() if line.get_label()[0] != "_"}
+
+
 def test_throughput_lines_are_the_means_against_clients(results, figures):
-    frames_ax, messages_ax = figures["throughput"].axes
+    replies_ax, frames_ax, messages_ax = figures["throughput"].axes
+    assert replies_ax.get_ylabel() == "replies/s"
     assert frames_ax.get_ylabel() == "frames/s" and messages_ax.get_ylabel() == "messages/frame"
     assert frames_ax.get_xlabel() == "clients"
-    lines = {line.get_label(): line for line in frames_ax.get_lines()}
-    line = lines["bsp-group, 4 CPUs"]
-    expected = results.runs.query("strategy == 'bsp-group' and cpus == 4").groupby("clients")
-    np.testing.assert_allclose(line.get_ydata(), expected.frames_per_s.mean().to_numpy())
-    assert line.get_color() == STRATEGY_COLOURS["bsp-group"]
-    assert len(lines) == 3 * 2  # strategy x CPU count
+    for ax, metric in ((replies_ax, "replies_per_s"), (frames_ax, "frames_per_s")):
+        lines = _lines(ax)
+        line = lines["bsp-group, 4 CPUs"]
+        expected = results.runs.query("strategy == 'bsp-group' and cpus == 4").groupby("clients")
+        np.testing.assert_allclose(line.get_ydata(), expected[metric].mean().to_numpy())
+        assert line.get_color() == STRATEGY_COLOURS["bsp-group"]
+        assert len(lines) == 3 * 2  # strategy x CPU count
+
+
+def test_the_replies_panel_draws_the_offered_rate_and_rings_overloaded_points(results):
+    runs = results.runs.copy()
+    # make one point overloaded: bsp-group on 2 CPUs at 32 clients answers half the packets
+    hot = (runs.strategy == "bsp-group") & (runs.cpus == 2) & (runs.clients == 32)
+    runs.loc[hot, "replies_per_s"] = runs.loc[hot, "offered_per_s"] / 2
+    replies_ax = throughput_figure(runs).axes[0]
+    offered = [line for line in replies_ax.get_lines() if line.get_linestyle() == "--"
+               and line.get_color() == "black"]  # fmt: skip
+    assert len(offered) == 1
+    rate = runs.offered_per_s.iloc[0] / runs.clients.iloc[0]
+    np.testing.assert_allclose(offered[0].get_ydata(), offered[0].get_xdata() * rate)
+    rings = [c for c in replies_ax.collections if c.get_sizes().size and c.get_sizes()[0] > 100]
+    points = np.concatenate([c.get_offsets() for c in rings])
+    assert points.tolist() == [[32.0, runs.loc[hot, "replies_per_s"].mean()]]
+    labels = throughput_figure(runs).legends[0].get_texts()
+    assert any(t.get_text().startswith("overloaded") for t in labels)
 
 
 def test_with_one_client_count_throughput_is_against_cpus(results):
     fig = throughput_figure(results.runs[results.runs.clients == 32])
     ax = fig.axes[0]
     assert ax.get_xlabel() == "CPUs"
-    assert {line.get_label() for line in ax.get_lines()} == {"sequential", "abdelkhalek",
-                                                            "bsp-group"}  # fmt: skip
+    assert set(_lines(ax)) == {"sequential", "abdelkhalek", "bsp-group"}
+
+
+def test_frames_and_messages_panels_label_several_ticks(results):
+    """Log axes only over a decade or more (labelled 1-2-5); a narrower range stays linear."""
+    for ax in throughput_figure(results.runs).axes[1:]:
+        low, high = ax.get_ylim()
+        labelled = [t for t in ax.get_yticks() if low <= t <= high]
+        assert len(labelled) >= 3, ax.get_ylabel()
+        means = np.concatenate([line.get_ydata() for line in ax.get_lines()])
+        assert (ax.get_yscale() == "log") == (means.max() >= 10 * means.min())
 
 
 def test_breakdown_bars_stack_to_one(figures):
@@ -94,21 +127,35 @@ def test_load_balance_has_a_panel_per_cpu_count_with_the_even_share(figures):
 def test_gantt_has_a_panel_per_strategy_and_cpu_count(results, figures):
     axes = figures["gantt"].axes
     titles = [ax.get_title(loc="left") for ax in axes]
-    assert titles == [f"{s}, {c} CPUs" for s in ("sequential", "abdelkhalek", "bsp-group")
-                      for c in (2, 4)]  # fmt: skip
-    assert [len(ax.get_yticks()) for ax in axes] == [2, 4] * 3
+    # sequential runs one thread: its 2- and 4-CPU frames are the same, drawn once
+    assert titles == [
+        "sequential, 2 and 4 CPUs (identical: the extra CPUs stay idle)",
+        *(f"{s}, {c} CPUs" for s in ("abdelkhalek", "bsp-group") for c in (2, 4)),
+    ]
+    assert [len(ax.get_yticks()) for ax in axes] == [2] + [2, 4] * 2
+    # one x range per strategy, reaching its last interval
+    gantt = results.gantt.query("clients == 32")
+    for name, pair in (("abdelkhalek", axes[1:3]), ("bsp-group", axes[3:5])):
+        assert pair[0].get_xlim() == pair[1].get_xlim()
+        end = gantt[gantt.strategy == name].end_ms.max()
+        assert pair[0].get_xlim()[1] >= end
+    # a short legend of activity families, not one entry per activity
+    families = [t.get_text() for t in figures["gantt"].legends[0].get_texts()]
+    assert 3 <= len(families) <= 7 < gantt.activity.nunique()
 
 
-def test_group_size_lines_are_the_binned_counts_of_the_table(results, figures):
+def test_group_size_bars_are_the_binned_counts_of_the_table(results, figures):
     count_ax, entity_ax = figures["group_sizes"].axes[:2]
     sizes = results.group_sizes.query("clients == 32 and cpus == 2")
     counts = sizes.groupby("size")["groups"].sum()
     bins = [(1, 1), (2, 2), (3, 4), (5, 8)]
     expected = [counts[(counts.index >= lo) & (counts.index <= hi)].sum() for lo, hi in bins]
-    line = next(x for x in count_ax.get_lines() if x.get_label().startswith("death32c-like, 2"))
-    np.testing.assert_allclose(line.get_ydata()[:4], np.array(expected) / counts.sum())
+    bars = next(c for c in count_ax.containers if c.get_label().startswith("death32c-like, 2"))
+    heights = [bar.get_height() for bar in bars]
+    np.testing.assert_allclose(heights[:4], np.array(expected) / counts.sum())
     mean = (counts * counts.index).sum() / counts.sum()
-    assert line.get_label().endswith(f"({mean:.1f})")
+    assert bars.get_label().endswith(f"({mean:.1f})")
+    assert not count_ax.get_lines()  # bins are categories: bars, no lines between them
 
 
 def test_figures_survive_runs_that_failed(monkeypatch):

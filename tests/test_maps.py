@@ -252,3 +252,44 @@ def test_an_inconsistent_map_file_is_a_one_line_error(tmp_path, pattern, replace
     with pytest.raises(InputError) as error:
         load_map(path)
     assert str(error.value).startswith("map file: ") and message in str(error.value)
+
+
+def test_the_map_picture_names_its_concentration_areas_in_the_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from simsrv.figures.map_view import map_figure
+    from simsrv.scenario.load import load_scenario
+    from simsrv.world.snapshot import snapshots
+
+    scenario = load_scenario("scenarios/cordeiro2007/fork-wait.toml", ["players.count=24"])
+    game_map, snaps = snapshots(scenario, [0.5], 0.05)
+    assert len(game_map.attractors.radius) > 0
+    legend = map_figure(game_map, snaps[0]).axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels.count("concentration area") == 1
+
+
+def test_map_graph_writes_the_frames_interaction_graph_as_graphml(tmp_path, capsys):
+    import networkx as nx
+
+    from simsrv.cli.main import main
+
+    path = tmp_path / "frame.graphml"
+    argv = ["map", "scenarios/cordeiro2007/fork-wait.toml", "--graph", str(path)]
+    assert main([*argv, "--set", "players.count=40", "--active", "0.5"]) == 0
+    assert f"wrote {path}" in capsys.readouterr().out
+    graph = nx.read_graphml(path)
+    assert graph.number_of_nodes() > 0
+    senders = [v for v, d in graph.nodes(data=True) if d["sent"]]
+    assert senders and all(graph.nodes[v]["kind"] == "player" for v in senders)
+    # the groups are the graph's connected components, and players lie on the map
+    by_group: dict[int, set] = {}
+    for v, d in graph.nodes(data=True):
+        by_group.setdefault(d["group"], set()).add(v)
+        assert 0 <= d["x"] <= 2048 and 0 <= d["y"] <= 2048
+    assert {frozenset(c) for c in nx.connected_components(graph)} == {
+        frozenset(v) for v in by_group.values()
+    }
+    assert main(["map", "--graph", str(tmp_path / "frame.gml")]) == 2
+    assert "--graph: unsupported file type '.gml'; allowed: .graphml" in capsys.readouterr().err

@@ -81,7 +81,7 @@ def test_lpt_within_graham_bound(weights, m):
 @given(
     weights=st.lists(st.integers(1, 40), min_size=0, max_size=12),
     m=st.integers(1, 4),
-    name=st.sampled_from(["lpt", "list", "round-robin", "largest-differencing"]),
+    name=st.sampled_from(["lpt", "list", "round-robin", "largest-differencing", "graph-partition"]),
 )
 def test_every_balancer_places_every_job_once_on_a_valid_processor(weights, m, name):
     w = np.array(weights, dtype=float)
@@ -89,7 +89,7 @@ def test_every_balancer_places_every_job_once_on_a_valid_processor(weights, m, n
     assignment = BALANCERS.get(name, "balancer")(w, initial)
     assert assignment.shape == (len(weights),)
     assert ((assignment >= 0) & (assignment < m)).all()
-    if name in ("lpt", "list", "largest-differencing") and len(weights):
+    if name in ("lpt", "list", "largest-differencing", "graph-partition") and len(weights):
         # no processor is left idle while another holds two jobs (a sanity bound for greedy
         # and differencing alike): makespan never exceeds total + initial load
         assert makespan(w, assignment, initial) <= w.sum() + 1
@@ -109,3 +109,64 @@ def test_textbook_example_differencing_beats_lpt(name, expected):
     w = np.array([8.0, 7.0, 6.0, 5.0, 4.0])
     span = makespan(w, BALANCERS.get(name, "balancer")(w, [0.0, 0.0]), [0.0, 0.0])
     assert span == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    players=st.integers(1, 60),
+    senders=st.integers(1, 30),
+    ticks=st.integers(1, 3),
+)
+def test_the_interaction_graph_is_the_frames_graph_with_groups(seed, players, senders, ticks):
+    from simsrv.scheduling.interaction_graph import interaction_graph
+
+    lists, clients, sent = _random_frame(seed, players, 3, senders, ticks)
+    groups = frame_groups(clients, sent, lists.__getitem__)
+    graph = interaction_graph(groups)
+    expected = nx.Graph()
+    for c, t in zip(clients.tolist(), sent.tolist(), strict=True):
+        expected.add_node(c)
+        indptr, indices = lists[t]
+        expected.add_edges_from(
+            (c, b) for b in indices[indptr[c] : indptr[c + 1]].tolist() if b != c
+        )
+    assert set(graph.nodes) == set(expected.nodes)
+    assert {frozenset(e) for e in graph.edges} == {frozenset(e) for e in expected.edges}
+    components = {frozenset(c) for c in nx.connected_components(graph)}
+    by_group: dict[int, set] = {}
+    for v, data in graph.nodes(data=True):
+        by_group.setdefault(data["group"], set()).add(v)
+    assert {frozenset(v) for v in by_group.values()} == components
+    assert sum(w for _, _, w in graph.edges(data="weight")) >= graph.number_of_edges()
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), senders=st.integers(1, 40), m=st.integers(1, 5))
+def test_graph_partition_keeps_groups_whole_and_is_deterministic(seed, senders, m):
+    from simsrv.scheduling.graph_partition import graph_partition
+
+    lists, clients, sent = _random_frame(seed, 60, 3, senders, 2)
+    groups = frame_groups(clients, sent, lists.__getitem__)
+    weights = groups.sizes.astype(float)
+    initial = [1.0] + [0.0] * (m - 1)
+    first = graph_partition(weights, initial, groups)
+    assert first.tolist() == graph_partition(weights, initial, groups).tolist()
+    assert first.shape == (groups.count,) and ((first >= 0) & (first < m)).all()
+    # a processor per group: no interaction edge joins two processors
+    process = dict(zip(groups.entities.tolist(), first[groups.entity_group].tolist(), strict=True))
+    for c, t in zip(clients.tolist(), sent.tolist(), strict=True):
+        indptr, indices = lists[t]
+        assert all(process[b] == process[c] for b in indices[indptr[c] : indptr[c + 1]].tolist())
+
+
+def test_graph_partition_splits_equal_halves_and_gives_the_heaviest_part_the_idle_processor():
+    from simsrv.scheduling.graph_partition import graph_partition
+
+    assert sorted(graph_partition(np.array([6.0, 6.0]), [0.0, 0.0]).tolist()) == [0, 1]
+    # four equal groups on two processors: two each
+    four = graph_partition(np.array([3.0, 3.0, 3.0, 3.0]), [0.0, 0.0])
+    assert sorted(np.bincount(four, minlength=2).tolist()) == [2, 2]
+    # the coordinator (processor 0) starts loaded: the heavier part goes to processor 1
+    assert graph_partition(np.array([2.0, 9.0]), [1.0, 0.0]).tolist() == [0, 1]
+    assert "graph-partition" in BALANCERS.names()

@@ -8,6 +8,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from simsrv import result as result_module
@@ -236,3 +238,65 @@ def test_a_worker_that_dies_becomes_a_failed_row():
     assert index == 0
     assert records.error.startswith("BrokenProcessPool: a worker was killed")
     assert math.isnan(records.runs[0]["frames_per_s"]) and math.isnan(records.runs[0]["frames"])
+
+
+@given(
+    offered=st.floats(1.0, 1e5),
+    ratio=st.floats(0.0, 1.5),
+    dropped=st.floats(0.0, 1.0),
+)
+def test_a_point_is_overloaded_exactly_when_replies_fall_short_or_packets_drop(
+    offered, ratio, dropped
+):
+    from simsrv.sweep.overload import is_overloaded
+
+    replies = ratio * offered
+    expected = replies < 0.95 * offered or dropped > 0.01
+    assert is_overloaded(replies, offered, dropped) is expected
+    # answering more, or dropping less, never makes a point overloaded
+    if not expected:
+        assert not is_overloaded(replies * 1.1, offered, dropped / 2)
+
+
+def _point_runs(seeds: int, replies: float, dropped: float = 0.0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "strategy": ["a"] * seeds,
+            "cpus": [2] * seeds,
+            "clients": [8] * seeds,
+            "frames_per_s": [10.0 + i for i in range(seeds)],
+            "replies_per_s": [replies] * seeds,
+            "offered_per_s": [250.0] * seeds,
+            "dropped_fraction": [dropped] * seeds,
+            "error": [None] * seeds,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("replies", "dropped", "flag"),
+    [(250.0, 0.0, "no"), (200.0, 0.0, "yes"), (250.0, 0.05, "yes"), (240.0, 0.01, "no")],
+)
+def test_the_table_flags_overloaded_points(replies, dropped, flag):
+    summary = mean_ci(_point_runs(3, replies, dropped), ["frames_per_s", "replies_per_s"])
+    assert summary["overloaded"].tolist() == [flag == "yes"] * 2
+    table = format_table(summary)
+    header, _, row = table.splitlines()[:3]
+    assert header.split()[-1] == "overloaded" and row.split()[-1] == flag
+    assert "overloaded: replies below 95% of the offered packets/s" in table
+
+
+def test_fewer_than_three_seeds_print_a_warning_beside_the_interval():
+    two = format_table(mean_ci(_point_runs(2, 250.0), ["frames_per_s"]))
+    assert "10.5 ± 6.4 !" in two
+    assert "! warning: fewer than 3 seeds" in two and "t = 12.7 for 2 seeds" in two
+    three = format_table(mean_ci(_point_runs(3, 250.0), ["frames_per_s"]))
+    assert "!" not in three and "warning" not in three
+    one = format_table(mean_ci(_point_runs(1, 250.0), ["frames_per_s"]))
+    assert "10.0 ± - !" in one and "one seed gives no confidence interval" in one
+
+
+def test_runs_without_replies_have_no_overloaded_column():
+    runs = _point_runs(3, 250.0).drop(columns=["offered_per_s"])
+    summary = mean_ci(runs, ["frames_per_s"])
+    assert "overloaded" not in summary and "overloaded" not in format_table(summary)

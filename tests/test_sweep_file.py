@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import signal
 import subprocess
 import sys
@@ -103,7 +104,12 @@ def test_the_command_stores_one_row_per_run_and_a_summary(tmp_path, capsys):
     summary = pd.read_csv(out / "summary.csv")
     fps = summary[summary["metric"] == "frames_per_s"]
     assert len(fps) == 4 and (fps["n"] == 2).all()
-    assert "server.strategy" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "server.strategy" in printed.out and f"report: {out / 'report.html'}" in printed.err
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert html.escape(printed.out.splitlines()[2]) in page  # the table's first point
+    assert html.escape(SWEEP.splitlines()[0]) in page  # the sweep file, then its scenario
+    assert "<img" not in page and "8 stored of 8, 0 failed" in page
     # a second run finds everything stored and runs nothing
     assert main(["sweep", str(_write(tmp_path)), "--out", str(out)]) == 0
     assert "8 already stored" in capsys.readouterr().err

@@ -53,3 +53,24 @@ def test_ten_frame_run_exports_valid_per_cpu_tracks(tmp_path, capsys):
     assert {"request", "reply", "barrier_wait"} <= names
     waits = {e["cat"] for e in complete if e["name"].endswith("_wait")}
     assert waits == {"wait"}
+
+
+def test_the_trace_leaves_the_warmup_out_unless_asked_and_says_where_it_went(tmp_path, capsys):
+    import pandas as pd
+
+    window = ["--set", "run.warmup_s=0.1", "--set", "run.duration_s=0.05"]
+    measured, everything = tmp_path / "measured.csv", tmp_path / "all.csv"
+    assert main(["run", *window, "--trace", str(measured)]) == 0
+    said = capsys.readouterr().err
+    assert str(measured) in said and "warm-up left out" in said
+    measured_said = said
+    assert main(["run", *window, "--trace", str(everything), "--trace-warmup"]) == 0
+    said = capsys.readouterr().err
+    assert str(everything) in said and "warm-up included" in said
+    cut, full = pd.read_csv(measured), pd.read_csv(everything)
+    assert cut["start_s"].min() >= 0.1 and cut["end_s"].max() <= 0.15 + 1e-12
+    assert full["start_s"].min() < 0.1 and len(full) > len(cut)
+    # the measured intervals are the full trace's, cut to the window
+    inside = full[(full["start_s"] >= 0.1) & (full["end_s"] <= 0.15)]
+    assert len(inside) <= len(cut)
+    assert f": {len(cut)} intervals" in measured_said

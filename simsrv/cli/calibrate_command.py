@@ -7,24 +7,19 @@ import json
 import sys
 from pathlib import Path
 
-from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
-from simsrv.calibration.fitting import log_to_stderr
 from simsrv.cli.parser import (
     add_workers_argument,
     finite_float,
     prepare_output_file,
     resolve_workers,
 )
+from simsrv.defaults import CALIBRATED_PLATFORMS, VALIDATION_SEEDS
 from simsrv.errors import InputError
-from simsrv.platforms.profile import PLATFORM_DIR
-from simsrv.validation.reference import load_reference
-from simsrv.validation.report import format_text
-from simsrv.validation.validate import DEFAULT_SEEDS, calibration_failures, validate
 
 
 def add_parser(subparsers) -> None:
     """Register the ``calibrate`` subcommand."""
-    names = ", ".join(CALIBRATORS.names())
+    names = ", ".join(CALIBRATED_PLATFORMS)
     p = subparsers.add_parser(
         "calibrate",
         help="re-fit a platform's cost parameters to its calibration targets",
@@ -34,7 +29,7 @@ def add_parser(subparsers) -> None:
         "printing each target's residual, the sensitivity of each target to each parameter and "
         "the condition number; area2004-ultrasparc: three one-dimensional roots over "
         "seed-averaged runs), write the platform "
-        f"file, then check every calibration row with the new file over {DEFAULT_SEEDS} seeds.  "
+        f"file, then check every calibration row with the new file over {VALIDATION_SEEDS} seeds.  "
         f"Platforms: {names}.  Fit cordeiro2007-xeon first: the other two scale its costs.  "
         "Exit status 1 when a target ends out of tolerance (rows whose conflict with the other "
         "targets is recorded in the reference table excepted).  See docs/calibration.md.",
@@ -71,6 +66,14 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """Execute ``simsrv calibrate`` (scipy and the simulator are imported here, not at start-up)."""
+    from simsrv.calibration import CALIBRATORS, FitOptions, NoBracket
+    from simsrv.calibration.fitting import log_to_stderr
+    from simsrv.platforms.profile import PLATFORM_DIR
+    from simsrv.validation.reference import load_reference
+    from simsrv.validation.report import format_text
+    from simsrv.validation.validate import calibration_failures, validate
+
     calibrator = CALIBRATORS.get(args.platform, "PLATFORM")
     if not args.start > 0:
         raise InputError(f"--start: must be a number > 0, got {args.start:g}")
@@ -119,10 +122,14 @@ def handle(args: argparse.Namespace) -> int:
 
 def _report(calibrator, args: argparse.Namespace, workers: int) -> int:
     """``--report``: the identifiability report at the committed values, nothing written."""
+    from simsrv.calibration import CALIBRATORS, FitOptions
+    from simsrv.calibration.fitting import log_to_stderr
+
     if calibrator.report is None:
+        joint = ", ".join(n for n in CALIBRATORS.names() if CALIBRATORS.get(n, "").report)
         raise InputError(
             f"--report: {calibrator.platform} is fitted by one-dimensional roots, not a joint "
-            "fit; allowed: cordeiro2007-xeon"
+            f"fit; allowed: {joint}"
         )
     options = FitOptions(
         seeds=args.seeds,

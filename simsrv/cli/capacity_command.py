@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from simsrv.capacity import MAX_DROPPED, MIN_REPLY_RATIO, Capacity, find_capacity
 from simsrv.cli.parser import add_scenario_arguments, finite_float
+from simsrv.defaults import MAX_DROPPED, MIN_REPLY_RATIO
 from simsrv.errors import InputError
 
 
@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """Execute ``simsrv capacity`` (the simulator is imported here, not at start-up)."""
+    from simsrv.capacity import Capacity, find_capacity
+
     for name in ("start", "step", "max_clients"):
         if getattr(args, name) < 1:
             flag = "--max" if name == "max_clients" else f"--{name}"
@@ -78,7 +81,7 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, result: Capacity) -> None:
+def _report(args: argparse.Namespace, result) -> None:
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=1)
         print()

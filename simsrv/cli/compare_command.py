@@ -13,15 +13,7 @@ from simsrv.cli.parser import (
     prepare_output_dir,
     resolve_workers,
 )
-from simsrv.figures.comparison import FORMATS, STEMS, comparison_figures, save_figures
-from simsrv.result import describe_error
-from simsrv.sweep import DEFAULT_STRATEGIES, CompareResults, format_table, mean_ci
-from simsrv.sweep.compare import run_grid
-from simsrv.sweep.grid import base_dict, build_grid
-from simsrv.sweep.progress import Progress
-from simsrv.sweep.records import SUMMARY_METRICS
-from simsrv.sweep.results import META, TABLES
-from simsrv.sweep.statistics import TABLE_METRICS
+from simsrv.defaults import DEFAULT_STRATEGIES
 
 DEFAULT_CPUS = [2, 4]
 
@@ -73,7 +65,13 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Execute ``simsrv compare``."""
+    """Execute ``simsrv compare`` (pandas and the simulator are imported here, not at
+    start-up)."""
+    from simsrv.sweep import CompareResults
+    from simsrv.sweep.compare import run_grid
+    from simsrv.sweep.grid import base_dict, build_grid
+    from simsrv.sweep.progress import Progress
+
     workers = resolve_workers(args.workers)
     base = base_dict(args.scenario, args.overrides)
     cpus = args.cpus or DEFAULT_CPUS
@@ -90,30 +88,45 @@ def handle(args: argparse.Namespace) -> int:
         progress.close()
         results = CompareResults.load(args.out)  # every run that finished was saved
         results.planned = len(grid)
-        _finish(args, results)
+        _finish(args, results, base)
         raise
-    return _finish(args, results)
+    return _finish(args, results, base)
 
 
-def _finish(args: argparse.Namespace, results: CompareResults) -> int:
-    """Print the table, write the summary and figures; the exit status."""
+def _finish(args: argparse.Namespace, results, base: dict) -> int:
+    """Print the table, write the summary, figures and ``report.html`` (``results``: a
+    ``CompareResults``; ``base``: the base scenario as a dict); the exit status."""
+    from simsrv.figures.comparison import comparison_figures, save_figures
+    from simsrv.result import describe_error
+    from simsrv.sweep import format_table, mean_ci
+    from simsrv.sweep.records import SUMMARY_METRICS
+    from simsrv.sweep.statistics import TABLE_METRICS
+
     out: Path = args.out
     if results.runs.empty:
         sys.stderr.write("simsrv: no run finished; nothing written\n")
         return 1
     summary = mean_ci(results.runs, [*SUMMARY_METRICS])
     summary.to_csv(out / "summary.csv", index=False)
-    sys.stdout.write(format_table(summary[summary["metric"].isin(list(TABLE_METRICS))]))
+    table = format_table(summary[summary["metric"].isin(list(TABLE_METRICS))])
+    sys.stdout.write(table)
     try:
-        figures = len(save_figures(comparison_figures(results), out / "figures")) // 2
+        saved = save_figures(comparison_figures(results), out / "figures")
     except Exception as error:  # the tables are written; a figure bug must not hide them
         sys.stderr.write(f"simsrv: warning: figures not drawn: {describe_error(error)}\n")
-        figures = 0
+        saved = []
+    figures = len(saved) // 2
+    try:
+        report = _report(out, table, [p for p in saved if p.suffix == ".png"], results, base)
+    except Exception as error:  # likewise: the report is a view of what is written
+        sys.stderr.write(f"simsrv: warning: report not written: {describe_error(error)}\n")
+        report = None
     state = "" if results.complete else f" of {results.planned} (interrupted)"
     tables = ", ".join(p.stem for p in sorted(out.glob("*.parquet")))
     print(
         f"{len(results.runs)} runs{state}: tables in {out}/ ({tables} .parquet; summary.csv), "
         f"{figures} figures in {out}/figures/ (PNG, SVG)"
+        + (f"; report: {report}" if report else "")
     )
     failed = results.failed
     for _, row in failed.iterrows():
@@ -124,11 +137,39 @@ def _finish(args: argparse.Namespace, results: CompareResults) -> int:
     return 1 if len(failed) else 0
 
 
+def _report(out: Path, table: str, pngs: list[Path], results, base: dict) -> Path:
+    """Write ``out/report.html``: the table, the figures, the base scenario, provenance."""
+    import json
+
+    from simsrv.report import provenance, write_report
+
+    runs = results.runs
+    state = "" if results.complete else f" of {results.planned} planned (interrupted)"
+    facts = provenance(
+        {
+            "runs": f"{len(runs)}{state}, {len(results.failed)} failed",
+            "strategies": ", ".join(dict.fromkeys(runs["strategy"])),
+            "CPUs": ", ".join(str(c) for c in sorted(runs["cpus"].unique())),
+            "clients": ", ".join(str(c) for c in sorted(runs["clients"].unique())),
+            "seeds": ", ".join(str(s) for s in sorted(runs["seed"].unique())),
+            "map, platform": ", ".join(dict.fromkeys(runs["map"] + " on " + runs["platform"])),
+            "simsrv versions of the runs": ", ".join(sorted(runs["simsrv_version"].unique())),
+            "scenario hashes": str(runs["scenario_hash"].nunique()),
+        }
+    )
+    scenario = json.dumps(base, indent=2, sort_keys=True, default=str)
+    return write_report(out / "report.html", "simsrv compare", table, pngs, scenario, facts)
+
+
 def _clear_out(out: Path) -> None:
     """``out`` must be a directory (or not exist); a new comparison replaces the tables, the
     summary and the figures an older one left there (nothing else is touched)."""
+    from simsrv.figures.comparison import FORMATS, STEMS
+    from simsrv.sweep.results import META, TABLES
+
     prepare_output_dir(out, "--out")
     stale = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.csv", out / META]
+    stale.append(out / "report.html")
     stale += [out / f".{name}.parquet.tmp" for name in TABLES]
     stale += [out / "figures" / f"{stem}.{suffix}" for stem in STEMS for suffix in FORMATS]
     for path in stale:

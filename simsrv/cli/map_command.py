@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import matplotlib
-
 from simsrv.cli.parser import add_scenario_arguments, finite_float, prepare_output_file
 from simsrv.errors import InputError
-from simsrv.scenario.load import load_scenario
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -33,6 +30,14 @@ def add_parser(subparsers) -> None:
         help='also write the built map as a TOML data file (load it with map.kind = "file")',
     )
     p.add_argument(
+        "--graph",
+        type=Path,
+        default=None,
+        metavar="FILE.graphml",
+        help="also write the snapshot frame's interaction graph (players and map entities with "
+        "their group and position; edges: action-range interactions) as GraphML",
+    )
+    p.add_argument(
         "--time", type=finite_float, default=5.0, help="simulated time of the snapshot, s"
     )
     p.add_argument("--frames", type=int, default=1, help="snapshots in a .gif (>= 1)")
@@ -49,8 +54,10 @@ def add_parser(subparsers) -> None:
 
 def map_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv map``."""
-    if args.out is None and args.export is None:
-        raise InputError("--out or --export: give at least one output file")
+    if args.out is None and args.export is None and args.graph is None:
+        raise InputError("--out, --export or --graph: give at least one output file")
+    if args.graph is not None and args.graph.suffix.lower() != ".graphml":
+        raise InputError(f"--graph: unsupported file type {args.graph.suffix!r}; allowed: .graphml")
     suffix = args.out.suffix.lower() if args.out is not None else ".png"
     allowed = (*IMAGE_SUFFIXES, ".gif")
     if suffix not in allowed:
@@ -67,11 +74,14 @@ def map_command(args: argparse.Namespace) -> int:
         raise InputError(f"--active: must be between 0 and 1, got {args.active:g}")
     if args.step <= 0:
         raise InputError(f"--step: must be > 0 s, got {args.step:g}")
-    for path, flag in ((args.out, "--out"), (args.export, "--export")):
+    for path, flag in ((args.out, "--out"), (args.export, "--export"), (args.graph, "--graph")):
         if path is not None:
             prepare_output_file(path, flag)
+    import matplotlib
+
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure, save_animation
+    from simsrv.scenario.load import load_scenario
     from simsrv.seeding import spawn_streams
     from simsrv.simulation import build_map
     from simsrv.world.maps.file import map_to_toml
@@ -80,7 +90,7 @@ def map_command(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     if args.export is not None and scenario.map.kind == "bsp":
         raise InputError("--export: a bsp map is its BSP file (map.file); export box maps only")
-    if args.out is None:
+    if args.out is None and args.graph is None:
         game_map = build_map(scenario, spawn_streams(scenario.run.seed))
     else:
         times = [args.time + i * args.step for i in range(args.frames)]
@@ -88,9 +98,18 @@ def map_command(args: argparse.Namespace) -> int:
     if args.export is not None:
         args.export.write_text(map_to_toml(game_map))
         print(f"wrote {args.export}")
+    if args.graph is not None:
+        from simsrv.world.graph_export import write_graphml
+
+        vertices, edges = write_graphml(game_map, snaps[0], args.graph)
+        print(
+            f"wrote {args.graph} ({vertices} vertices, {edges} edges at t = {snaps[0].time_s:g} s)"
+        )
     if args.out is None:
         return 0
-    title = f"{scenario.map.kind}, {scenario.players.mobility}"
+    title = (
+        f"{scenario.map.kind} map, {scenario.players.mobility} players, seed {scenario.run.seed}"
+    )
     if suffix == ".gif":
         save_animation(game_map, snaps, str(args.out), title)
     else:

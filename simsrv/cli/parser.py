@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import NoReturn
 
 from simsrv.errors import InputError
-from simsrv.sweep.local import default_workers
 
 
 class Parser(argparse.ArgumentParser):
@@ -48,6 +47,8 @@ def add_workers_argument(p: argparse.ArgumentParser, what: str = "parallel runs"
 
 def resolve_workers(workers: int | None) -> int:
     """The ``--workers`` value, or the CPUs available; raises :class:`InputError` below 1."""
+    from simsrv.sweep.local import default_workers
+
     resolved = workers if workers is not None else default_workers()
     if resolved < 1:
         raise InputError(f"--workers: must be a whole number >= 1, got {resolved}")

@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simsrv.cli.parser import add_scenario_arguments, prepare_output_file
-from simsrv.machine.trace_export import check_trace_path, write_trace
-from simsrv.result import RunResult, run
-from simsrv.scenario.load import load_scenario
+
+if TYPE_CHECKING:
+    from simsrv.result import RunResult
 
 
 def add_parser(subparsers) -> None:
@@ -27,27 +28,66 @@ def add_parser(subparsers) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the per-CPU interval trace to FILE (.parquet, .csv, or .json: a Chrome "
-        "trace-event file that Perfetto opens as a timeline)",
+        help="write the per-CPU interval trace of the measured window to FILE (.parquet, .csv, "
+        "or .json: a Chrome trace-event file that Perfetto opens as a timeline)",
+    )
+    p.add_argument(
+        "--trace-warmup",
+        action="store_true",
+        help="with --trace: keep the warm-up's intervals too (from simulated time 0)",
     )
     p.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Execute ``simsrv run``."""
+    """Execute ``simsrv run`` (the simulator is imported here, not at start-up)."""
+    from simsrv.machine.trace_export import check_trace_path, write_trace
+    from simsrv.result import run
+    from simsrv.scenario.load import load_scenario
+
     if args.trace is not None:
         check_trace_path(args.trace)
         prepare_output_file(args.trace, "--trace")
     scenario = load_scenario(args.scenario, args.overrides)
     result = run(scenario)
     if args.trace is not None:
-        write_trace(result.trace, args.trace)
+        trace = measured_trace(result, keep_warmup=args.trace_warmup)
+        write_trace(trace, args.trace)
+        sys.stderr.write(
+            f"simsrv: {describe_trace(args.trace, trace, result, args.trace_warmup)}\n"
+        )
     if args.json:
         json.dump(result.to_json_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_summary(result))
     return 0
+
+
+def measured_trace(result: RunResult, keep_warmup: bool = False):
+    """The run's interval trace cut to the measured window ``[warmup_s, warmup_s +
+    duration_s]`` (the one every metric covers), or from 0 s with ``keep_warmup``."""
+    from simsrv.metrics.timeline import clip_intervals
+
+    run_ = result.scenario.run
+    start_s = 0.0 if keep_warmup else run_.warmup_s
+    return clip_intervals(result.trace, start_s, run_.warmup_s + run_.duration_s)
+
+
+def describe_trace(path: Path, trace, result: RunResult, kept_warmup: bool) -> str:
+    """One line saying where the trace went and what it holds (intervals, simulated window)."""
+    run_ = result.scenario.run
+    start_s = 0.0 if kept_warmup else run_.warmup_s
+    end_s = run_.warmup_s + run_.duration_s
+    warmup = (
+        "warm-up included"
+        if kept_warmup
+        else f"the {run_.warmup_s:g} s warm-up left out; --trace-warmup keeps it"
+    )
+    return (
+        f"trace written to {path}: {len(trace)} intervals, simulated {start_s:g}-{end_s:g} s "
+        f"({warmup})"
+    )
 
 
 def format_summary(result: RunResult) -> str:

@@ -7,12 +7,8 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_workers_argument, prepare_output_dir, resolve_workers
+from simsrv.defaults import SWEEP_BACKENDS
 from simsrv.errors import InputError
-from simsrv.sweep.progress import Progress
-from simsrv.sweep.spec import load_sweep
-from simsrv.sweep.statistics import format_table
-from simsrv.sweep.store import SweepStore
-from simsrv.sweep.sweep import BACKENDS, pending, run_sweep, summary
 
 
 def add_parser(subparsers) -> None:
@@ -32,7 +28,9 @@ def add_parser(subparsers) -> None:
         default=None,
         help="output directory (default: the file's `out`, else results/sweeps/<file name>)",
     )
-    p.add_argument("--backend", default="local", help=f"where runs execute: {', '.join(BACKENDS)}")
+    p.add_argument(
+        "--backend", default="local", help=f"where runs execute: {', '.join(SWEEP_BACKENDS)}"
+    )
     add_workers_argument(p, "local backend: parallel runs")
     p.add_argument(
         "--scheduler", default=None, help="dask backend: the scheduler, e.g. tcp://HOST:8786"
@@ -41,13 +39,22 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.backend not in BACKENDS:
-        raise InputError(f"--backend: unknown backend {args.backend!r}; allowed: local, dask")
+    """Execute ``simsrv sweep`` (pandas and the simulator are imported here, not at start-up)."""
+    if args.backend not in SWEEP_BACKENDS:
+        raise InputError(
+            f"--backend: unknown backend {args.backend!r}; allowed: {', '.join(SWEEP_BACKENDS)}"
+        )
     if args.backend == "dask" and not args.scheduler:
         raise InputError("--scheduler: required with --backend dask, e.g. tcp://127.0.0.1:8786")
     workers = resolve_workers(args.workers)
     if not args.sweep.is_file():
         raise InputError(f"SWEEP.toml: file not found: {args.sweep}")
+    from simsrv.sweep.progress import Progress
+    from simsrv.sweep.spec import load_sweep
+    from simsrv.sweep.statistics import format_table
+    from simsrv.sweep.store import SweepStore
+    from simsrv.sweep.sweep import pending, run_sweep, summary
+
     sweep = load_sweep(args.sweep)
     out = args.out or sweep.out or Path("results") / "sweeps" / args.sweep.stem
     prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
@@ -83,6 +90,32 @@ def handle(args: argparse.Namespace) -> int:
     stats = summary(table, sweep.varied)
     if not stats.empty:
         stats.to_csv(out / "summary.csv", index=False)
-        print(format_table(stats, by=list(sweep.varied) or ["point"]), end="")
+        text = format_table(stats, by=list(sweep.varied) or ["point"])
+        print(text, end="")
+        report = _report(out, text, sweep, table)
+        sys.stderr.write(f"report: {report}\n")
     sys.stderr.write(f"{len(table)} runs in {store.runs_dir}; summary in {out / 'summary.csv'}\n")
     return 1 if table.empty or table["error"].notna().any() or failed else 0
+
+
+def _report(out: Path, text: str, sweep, table) -> Path:
+    """Write ``out/report.html``: the table, the sweep file and its base scenario, provenance
+    (a sweep draws no figures)."""
+    from simsrv.report import provenance, write_report
+
+    failed = int(table["error"].notna().sum())
+    facts = provenance(
+        {
+            "sweep file": str(sweep.path),
+            "runs": f"{len(table)} stored of {len(sweep.runs)}, {failed} failed",
+            "varied": ", ".join(sweep.varied) or "nothing (seeds only)",
+            "simsrv versions of the runs": ", ".join(sorted(table["simsrv_version"].unique())),
+        }
+    )
+    scenario = (
+        f"# {sweep.path}\n{sweep.path.read_text()}\n# base scenario: {sweep.base}\n"
+        f"{sweep.base.read_text()}"
+    )
+    return write_report(
+        out / "report.html", f"simsrv sweep {sweep.path.name}", text, [], scenario, facts
+    )

@@ -8,18 +8,8 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_workers_argument, resolve_workers
+from simsrv.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
 from simsrv.errors import InputError
-from simsrv.sweep.progress import Progress
-from simsrv.validation.reference import load_reference
-from simsrv.validation.report import format_text, update_doc
-from simsrv.validation.validate import (
-    DEFAULT_SEEDS,
-    QUICK_DURATION_S,
-    QUICK_SEEDS,
-    RowResult,
-    calibration_failures,
-    validate,
-)
 
 
 def add_parser(subparsers) -> None:
@@ -38,7 +28,7 @@ def add_parser(subparsers) -> None:
         "--seeds",
         type=int,
         default=None,
-        help=f"seeds per row (default {DEFAULT_SEEDS}; {QUICK_SEEDS} with --quick)",
+        help=f"seeds per row (default {VALIDATION_SEEDS}; {QUICK_SEEDS} with --quick)",
     )
     p.add_argument(
         "--only",
@@ -65,10 +55,18 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """Execute ``simsrv validate`` (the simulator is imported here, not at start-up)."""
+    from simsrv.sweep.progress import Progress
+    from simsrv.validation.reference import load_reference
+    from simsrv.validation.report import update_doc
+    from simsrv.validation.validate import calibration_failures, validate
+
     reference = load_reference()
     names = [name for value in args.only for name in value.split(",") if name]
     rows = reference.select(names)
-    seeds = args.seeds if args.seeds is not None else QUICK_SEEDS if args.quick else DEFAULT_SEEDS
+    seeds = (
+        args.seeds if args.seeds is not None else QUICK_SEEDS if args.quick else VALIDATION_SEEDS
+    )
     if seeds < 1:
         raise InputError(f"--seeds: must be a whole number >= 1, got {seeds}")
     workers = resolve_workers(args.workers)
@@ -107,7 +105,10 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(args: argparse.Namespace, results: list[RowResult], reference) -> None:
+def _print(args: argparse.Namespace, results: list, reference) -> None:
+    """Print the :class:`~simsrv.validation.validate.RowResult` list as text or JSON."""
+    from simsrv.validation.report import format_text
+
     if args.json:
         titles = {name: paper.title for name, paper in reference.papers.items()}
         json.dump([r.to_json(titles[r.row.paper]) for r in results], sys.stdout, indent=1)

@@ -32,27 +32,36 @@ def comparison_figures(results: CompareResults) -> dict[str, Figure]:
         return {}
     where = _where(runs)
     figures = {
-        "throughput": throughput_figure(runs, f"Throughput, {where} (mean and 95 % CI)"),
+        "throughput": throughput_figure(
+            runs, f"Throughput, {where}; lines: mean, bands: 95 % CI of the mean over seeds"
+        ),
         "parallel_fraction": parallel_fraction_figure(
-            runs, f"Parallel-time fraction, {where} (mean and 95 % CI)"
+            runs,
+            f"Parallel-time fraction, {where}\nlines: mean, bands: 95 % CI of the mean over seeds",
         ),
     }
     shares = _largest_clients(results.breakdown)
     if not shares.empty:
         figures["breakdown"] = stage_breakdown_figure(
             shares.rename(columns={"strategy": "variant"}),
-            title=f"Where each thread's time goes, {where}, {_clients(shares)} clients",
+            title=f"Where each thread's time goes, {where}, {_clients(shares)} clients "
+            "(mean over seeds)",
             bar_labels={s: s for s in shares["strategy"].unique()},
             x="cpus",
         )
     if not results.cpu_load.empty:
-        figures["load_balance"] = load_balance_figure(results.cpu_load)
+        load = _largest_clients(results.cpu_load)
+        figures["load_balance"] = load_balance_figure(
+            load,
+            f"Load balance among processors, {where}, {_clients(load)} clients; "
+            "bars: mean over seeds, whiskers: range",
+        )
     gantt = _largest_clients(results.gantt)
     if not gantt.empty:
         figures["gantt"] = gantt_figure(
             gantt,
-            f"First frames of the measured window, {where}, {_clients(gantt)} clients, seed "
-            f"{int(gantt['seed'].min())} (dotted: frame starts)",
+            f"First frames of the measured window, {where}, {_clients(gantt)} clients; the "
+            f"seed shown: {int(gantt['seed'].min())} (dotted: frame starts)",
         )
     sizes = _largest_clients(results.group_sizes)
     if not sizes.empty:
@@ -61,7 +70,8 @@ def comparison_figures(results: CompareResults) -> dict[str, Figure]:
         figures["group_sizes"] = group_size_figure(
             sizes,
             series,
-            f"BSP group sizes, {_clients(sizes)} clients (all measured frames and seeds)",
+            f"BSP group sizes, {where}, {_clients(sizes)} clients; bars: shares over all "
+            "measured frames and seeds",
         )
     return figures
 
@@ -92,6 +102,9 @@ def save_figures(figures: dict[str, Figure], directory: Path) -> list[Path]:
 
 
 def _where(runs) -> str:
+    """Map, platform and seeds of the runs, for the figures' titles."""
     maps = ", ".join(dict.fromkeys(runs["map"]))
     platforms = ", ".join(dict.fromkeys(runs["platform"]))
-    return f"{maps} map, {platforms}"
+    seeds = runs.groupby(["strategy", "cpus", "clients"]).size()
+    n = str(seeds.max()) if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    return f"{maps} map, {platforms} platform, {n} seeds"

@@ -51,8 +51,11 @@ def _draw(ax, game_map: GameMap, snap: Snapshot, title: str) -> None:
     else:
         _walls(ax, game_map)
     areas = game_map.attractors
-    for centre, radius in zip(snap.attractors, areas.radius, strict=True):
-        ax.add_patch(Circle(centre[:2], radius, color="#f2c14e", alpha=0.3, linewidth=0))
+    for k, (centre, radius) in enumerate(zip(snap.attractors, areas.radius, strict=True)):
+        label = "concentration area" if k == 0 else None  # one legend entry for all of them
+        ax.add_patch(
+            Circle(centre[:2], radius, color="#f2c14e", alpha=0.3, linewidth=0, label=label)
+        )
     if len(game_map.doors):
         ax.scatter(*game_map.doors[:, :2].T, marker="s", s=14, color="#6a9fb5", label="doorway")
     ax.scatter(*game_map.spawn_points[:, :2].T, marker="x", s=30, color="#444", label="spawn point")

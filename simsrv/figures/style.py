@@ -61,6 +61,29 @@ CATEGORY_FALLBACK = {
 }
 
 
+ACTIVITY_FAMILIES = {
+    # family -> (colour, legend label); every activity falls in one (activity_family)
+    "stage1": ("#3182bd", "world physics, frame work (stage 1)"),
+    "stage2": ("#31a354", "receiving, executing requests (stage 2)"),
+    "stage3": ("#fd8d3c", "building, sending replies (stage 3)"),
+    "os": ("#8c564b", "processes, threads (OS)"),
+    "barrier": ("#6b6ecf", "passing barriers"),
+    "lock_wait": ("#d62728", "waiting for a lock (thin)"),
+    "wait": ("#b0b0b0", "waiting at a barrier or join (thin)"),
+}
+"""The few colour families of Gantt charts: 20-odd activities in near-identical shades cannot be
+told apart, their stage can."""
+
+
+def activity_family(activity: str) -> str:
+    """The :data:`ACTIVITY_FAMILIES` key of a trace activity: its stage category
+    (:func:`simsrv.metrics.stages.category`), with every wait but ``lock_wait`` in ``wait``."""
+    name = category(activity)
+    if name in ACTIVITY_FAMILIES:
+        return name
+    return "wait"
+
+
 def column_label(column: str) -> str:
     """How a grid column is named on axes and in legends (``cpus`` -> ``CPUs``)."""
     return "CPUs" if column == "cpus" else column

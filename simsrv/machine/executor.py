@@ -41,7 +41,7 @@ until simulated time must pass.  Three shortcuts keep it fast; all are exact:
   that instant (an event pushed for now with a smaller key comes after the one that pushed
   it), so the shortcuts decide ties exactly as the op-by-op engine (``Machine(runs=False)``).
 
-The engine replaced simpy (sessions 1-7) for speed: simpy's resources cost ~4 events and
+The engine replaced simpy for speed: simpy's resources cost ~4 events and
 ~25 us of Python per operation, which capped the thread strategies at ~1.3x real time; the
 timelines of the hand-written tests (``tests/test_machine_timelines.py``) are unchanged, and
 ``tests/test_machine_properties.py`` checks on random plans (many exact ties) that the run

@@ -1,6 +1,10 @@
 """Work decomposition for parallel strategies: entity groups and the balancers that place them.
 
 :mod:`~simsrv.scheduling.groups` builds the frame's interaction graph and its connected
-components; :mod:`~simsrv.scheduling.balancers` assigns weighted jobs to processors.  Plain
-numpy/scipy functions: no simulated time here.
+components; :mod:`~simsrv.scheduling.balancers` assigns weighted jobs to processors
+(:mod:`~simsrv.scheduling.graph_partition`, imported here so that its balancer is registered,
+partitions the frame's interaction graph).  Plain numpy/networkx functions: no simulated time
+here.
 """
+
+from simsrv.scheduling import graph_partition  # noqa: F401  (registers "graph-partition")

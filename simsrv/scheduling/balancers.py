@@ -1,9 +1,11 @@
 """Balancers: assign weighted jobs (groups) to processors.
 
-Each balancer is a function ``(weights, initial_loads) -> assignment`` registered by name in
-:data:`BALANCERS`: ``weights`` are the jobs' weights in job order (groups by smallest entity,
-or the order the strategy chose), ``initial_loads`` one starting load per processor, and the
-result gives each job's processor.  Ties go to the lowest-numbered processor, so every balancer
+Each balancer is a function ``(weights, initial_loads, groups=None) -> assignment`` registered
+by name in :data:`BALANCERS`: ``weights`` are the jobs' weights in job order (groups by
+smallest entity, or the order the strategy chose), ``initial_loads`` one starting load per
+processor, ``groups`` the frame's :class:`~simsrv.scheduling.groups.FrameGroups` (its
+interaction graph, for graph-aware balancers; the others ignore it), and the result gives each
+job's processor.  Ties go to the lowest-numbered processor, so every balancer
 is deterministic.
 
 ``lpt``
@@ -19,6 +21,9 @@ is deterministic.
     Karmarkar-Karp's largest differencing method for ``m`` processors: repeatedly merge the two
     partial partitions with the largest spread, pairing the heaviest subset of one with the
     lightest of the other.  Initial loads are taken as pre-placed jobs of those weights.
+``graph-partition``
+    Recursive Kernighan-Lin bisection of the frame's interaction graph
+    (:mod:`simsrv.scheduling.graph_partition`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ import numpy as np
 
 from simsrv.registry import Registry
 
-Balancer = Callable[[np.ndarray, Sequence[float]], np.ndarray]
+Balancer = Callable[..., np.ndarray]
+"""``(weights, initial_loads, groups=None) -> assignment`` (module docstring)."""
 
 BALANCERS: Registry[Balancer] = Registry("balancer")
 
@@ -46,22 +52,28 @@ def _greedy(order: np.ndarray, weights: np.ndarray, initial_loads: Sequence[floa
     return assignment
 
 
-def lpt(weights: np.ndarray, initial_loads: Sequence[float]) -> np.ndarray:
+def lpt(weights: np.ndarray, initial_loads: Sequence[float], groups: object = None) -> np.ndarray:
     """Longest processing time first (see the module docstring)."""
     return _greedy(np.argsort(-np.asarray(weights), kind="stable"), weights, initial_loads)
 
 
-def list_scheduling(weights: np.ndarray, initial_loads: Sequence[float]) -> np.ndarray:
+def list_scheduling(
+    weights: np.ndarray, initial_loads: Sequence[float], groups: object = None
+) -> np.ndarray:
     """Graham's list scheduling in job order."""
     return _greedy(np.arange(len(weights)), weights, initial_loads)
 
 
-def round_robin(weights: np.ndarray, initial_loads: Sequence[float]) -> np.ndarray:
+def round_robin(
+    weights: np.ndarray, initial_loads: Sequence[float], groups: object = None
+) -> np.ndarray:
     """Job ``j`` to processor ``j mod m``."""
     return np.arange(len(weights), dtype=np.int64) % len(initial_loads)
 
 
-def largest_differencing(weights: np.ndarray, initial_loads: Sequence[float]) -> np.ndarray:
+def largest_differencing(
+    weights: np.ndarray, initial_loads: Sequence[float], groups: object = None
+) -> np.ndarray:
     """Karmarkar-Karp largest differencing for ``m`` processors."""
     m = len(initial_loads)
     # a partial partition: m subsets as (sum, jobs); jobs -1 stand for the initial loads

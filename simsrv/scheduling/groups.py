@@ -40,6 +40,9 @@ class FrameGroups(NamedTuple):
         Entities per group (the job weights), indexed by group.
     edges:
         Directed edges ``a -> b`` examined (sum of ``|L_a|`` over the packets).
+    source, target:
+        The graph's edges as positions in ``entities`` (``source[i] - target[i]``; the self
+        loops of the senders first), for graph-aware balancers and pictures; None when not kept.
     """
 
     entities: np.ndarray
@@ -47,6 +50,8 @@ class FrameGroups(NamedTuple):
     message_group: np.ndarray
     sizes: np.ndarray
     edges: int
+    source: np.ndarray | None = None
+    target: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -81,7 +86,15 @@ def frame_groups(
     entity_group = np.searchsorted(leaders, roots)
     sizes = np.bincount(entity_group, minlength=len(leaders))
     message_group = entity_group[compact[: len(clients)]]  # the self loops come first
-    return FrameGroups(entities, entity_group, message_group, sizes, edges)
+    return FrameGroups(
+        entities,
+        entity_group,
+        message_group,
+        sizes,
+        edges,
+        compact[: len(source)],
+        compact[len(source) :],
+    )
 
 
 def _distinct(ticks: np.ndarray) -> list[int]:

@@ -137,7 +137,9 @@ class BspGroup(Strategy):
         initial = [o.coordinator_load] + [0.0] * workers
         weights = groups.sizes.astype(float)
         assignment = (
-            self.balance(weights, initial) if workers else np.zeros(groups.count, dtype=np.int64)
+            self.balance(weights, initial, groups)
+            if workers
+            else np.zeros(groups.count, dtype=np.int64)
         )
         platform = self.context.platform
         share = _shares(

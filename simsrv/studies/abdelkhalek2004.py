@@ -7,7 +7,7 @@ Usage::
 Runs ``scenarios/abdelkhalek2004/{threads4-region,threads8-region,threads8-region-optimized}``
 (8 logical CPUs of the 4 x 2-way HT platform) from 40 to 232 clients in steps of 24, and draws
 the three waiting fractions against the clients with AB04's figures as bands of +- 10 points
-(the issue's tolerance) and the sequential capacity (88 clients) marked.  Writes
+(the tolerance) and the sequential capacity (88 clients) marked.  Writes
 ``<out>-waits.csv`` (one row per run, the columns of :mod:`simsrv.sweep.records` plus
 ``variant``) and ``<out>-waits.png``.
 """

@@ -18,13 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from simsrv.defaults import DEFAULT_STRATEGIES
 from simsrv.errors import InputError
 from simsrv.scenario.load import build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies import STRATEGIES
-
-DEFAULT_STRATEGIES = ("sequential", "abdelkhalek", "area-quadrant", "bsp-group")
-"""The four servers of the source papers, in the order the comparison shows them."""
 
 
 @dataclass(frozen=True)

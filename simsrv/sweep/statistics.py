@@ -2,7 +2,12 @@
 
 The interval is Student's: ``mean +- t(0.975, n - 1) * sd / sqrt(n)`` with the sample standard
 deviation over the ``n`` seeds of a point (runs with an error are left out).  With one seed the
-half-width is NaN: one run says nothing about the spread.
+half-width is NaN: one run says nothing about the spread.  With fewer than
+:data:`~simsrv.defaults.MIN_CI_SEEDS` (3) seeds the printed table marks the interval with ``!``
+and a warning (Student's t for 2 seeds is 12.7: the interval says little).
+
+When the runs have replies, offered packets and drops, every summary row also says whether its
+point is ``overloaded`` (:mod:`simsrv.sweep.overload`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from simsrv.defaults import MIN_CI_SEEDS, OVERLOAD_DROPPED, OVERLOAD_REPLY_RATIO
+from simsrv.sweep.overload import NEEDED, overloaded_column, point_overloaded
 
 GROUP_COLUMNS = ("strategy", "cpus", "clients")
 
@@ -39,14 +47,19 @@ def mean_ci(
     runs: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = GROUP_COLUMNS
 ) -> pd.DataFrame:
     """One row per point (the ``by`` columns: strategy, cpus, clients by default) and metric:
-    ``mean``, ``ci95`` (half-width), ``n``.
+    ``mean``, ``ci95`` (half-width), ``n``, and ``overloaded`` (bool, the point's flag of
+    :mod:`simsrv.sweep.overload`) when ``runs`` has the columns it needs.
 
     ``runs``: a ``runs`` table (:mod:`simsrv.sweep.records`); rows with an error are skipped.
     Points keep the order of their first appearance.
     """
     ok = runs[runs["error"].isna()] if "error" in runs else runs
+    flag = overloaded_column(ok)
     rows = []
     for key, group in ok.groupby(list(by), sort=False, dropna=False):
+        extra = {}
+        if flag:
+            extra["overloaded"] = point_overloaded({m: group[m].mean() for m in NEEDED})
         for metric in metrics:
             values = group[metric].dropna()
             rows.append(
@@ -56,30 +69,37 @@ def mean_ci(
                     "mean": float(values.mean()) if len(values) else float("nan"),
                     "ci95": ci95_half_width(values),
                     "n": len(values),
+                    **extra,
                 }
             )
-    return pd.DataFrame(rows, columns=[*by, "metric", "mean", "ci95", "n"])
+    columns = [*by, "metric", "mean", "ci95", "n", *(["overloaded"] if flag else [])]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def format_table(summary: pd.DataFrame, by: Sequence[str] = GROUP_COLUMNS) -> str:
     """The printed table: one line per point (its ``by`` values), ``mean +- ci95`` per table
-    metric."""
+    metric, and an ``overloaded`` column when the summary has the flag.  An interval over fewer
+    than :data:`~simsrv.defaults.MIN_CI_SEEDS` seeds is marked ``!`` and explained below."""
     if summary.empty:
         return "no finished runs\n"
     wide = summary.set_index([*by, "metric"])
     points = [p if isinstance(p, tuple) else (p,) for p in wide.index.droplevel("metric")]
     points = list(dict.fromkeys(points))
     metrics = [m for m in TABLE_METRICS if m in set(summary["metric"])]
+    flagged = "overloaded" in summary and bool(metrics)
     cells = []
     for point in points:
         row = [str(v) for v in point]
         for metric in metrics:
             _, fmt = TABLE_METRICS[metric]
-            mean, ci = wide.loc[(*point, metric), ["mean", "ci95"]]
+            mean, ci, n = wide.loc[(*point, metric), ["mean", "ci95", "n"]]
             half = "-" if np.isnan(ci) else fmt.format(ci)
-            row.append(f"{fmt.format(mean)} ± {half}")
+            mark = " !" if n < MIN_CI_SEEDS else ""
+            row.append(f"{fmt.format(mean)} ± {half}{mark}")
+        if flagged:
+            row.append("yes" if wide.loc[(*point, metrics[0]), "overloaded"] else "no")
         cells.append(row)
-    header = [*by, *(TABLE_METRICS[m][0] for m in metrics)]
+    header = [*by, *(TABLE_METRICS[m][0] for m in metrics), *(["overloaded"] if flagged else [])]
     widths = [max(len(r[i]) for r in [header, *cells]) for i in range(len(header))]
 
     def line(values: list[str]) -> str:
@@ -92,4 +112,20 @@ def format_table(summary: pd.DataFrame, by: Sequence[str] = GROUP_COLUMNS) -> st
     n = str(high) if low == high else f"{low}-{high}"
     rule = "-" * len(line(header))
     body = "\n".join(line(r) for r in cells)
-    return f"{line(header)}\n{rule}\n{body}\n(mean ± 95 % CI half-width over {n} seeds)\n"
+    notes = [f"(mean ± 95 % CI half-width over {n} seeds)"]
+    if low < 2:
+        notes.append(
+            f"! warning: one seed gives no confidence interval; run {MIN_CI_SEEDS} or more"
+        )
+    elif low < MIN_CI_SEEDS:
+        notes.append(
+            f"! warning: fewer than {MIN_CI_SEEDS} seeds: the confidence interval is unreliable "
+            f"(Student's t = {stats.t.ppf(0.975, low - 1):.1f} for {low} seeds); "
+            f"run {MIN_CI_SEEDS} or more seeds"
+        )
+    if flagged:
+        notes.append(
+            f"overloaded: replies below {OVERLOAD_REPLY_RATIO:.0%} of the offered packets/s or "
+            f"more than {OVERLOAD_DROPPED:.0%} dropped; the server is saturated there"
+        )
+    return f"{line(header)}\n{rule}\n{body}\n" + "\n".join(notes) + "\n"

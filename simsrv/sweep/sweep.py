@@ -25,8 +25,6 @@ from simsrv.sweep.spec import Sweep, SweepRun
 from simsrv.sweep.statistics import mean_ci
 from simsrv.sweep.store import SweepStore
 
-BACKENDS = ("local", "dask")
-
 
 def sweep_row(run_: SweepRun) -> dict[str, Any]:
     """Run one sweep run and return its row (a failed run gives NaN metrics and its error)."""

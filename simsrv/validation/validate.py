@@ -5,8 +5,8 @@ pool -> each row's value per seed -> mean (or standard deviation) over seeds, it
 interval, the relative error and pass/fail (:class:`RowResult`).
 
 Seeds are ``1 .. seeds`` (the calibration's seeds), passed as ``run.seed``.  ``--quick`` runs
-:data:`QUICK_SEEDS` seeds of :data:`QUICK_DURATION_S` simulated seconds each, for CI; the
-tolerances stay those of the table.
+:data:`~simsrv.defaults.QUICK_SEEDS` seeds of :data:`~simsrv.defaults.QUICK_DURATION_S`
+simulated seconds each, for CI; the tolerances stay those of the table.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from simsrv.defaults import QUICK_DURATION_S, VALIDATION_SEEDS
 from simsrv.errors import InputError
 from simsrv.result import describe_error
 from simsrv.sweep.local import run_parallel
@@ -23,10 +24,7 @@ from simsrv.sweep.statistics import ci95_half_width
 from simsrv.validation.jobs import CapacityJob, Job, execute, row_jobs, row_value
 from simsrv.validation.reference import ReferenceRow, load_reference
 
-DEFAULT_SEEDS = 5
-QUICK_SEEDS = 3
-QUICK_DURATION_S = 3.0
-"""Simulated seconds per run in quick mode (capacity searches included)."""
+DEFAULT_SEEDS = VALIDATION_SEEDS
 
 
 @dataclass

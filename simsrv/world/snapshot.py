@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simsrv.scenario.schema import Scenario
-from simsrv.scheduling.groups import frame_groups
+from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.seeding import spawn_streams
 from simsrv.world.maps.base import GameMap
 from simsrv.world.proximity import Neighbours
@@ -31,6 +31,9 @@ class Snapshot:
         (N,) bool, the players that sent a packet in that frame.
     attractors:
         (A, 3) concentration-area centres at that time (moving areas move), units.
+    groups:
+        The frame's groups and interaction graph (:class:`FrameGroups`; entity ids at and
+        above the player count are map entities), or None.
     """
 
     time_s: float
@@ -38,15 +41,25 @@ class Snapshot:
     group: np.ndarray
     active: np.ndarray
     attractors: np.ndarray
+    groups: FrameGroups | None = None
+
+
+def active_groups(neighbours: Neighbours, active: np.ndarray) -> FrameGroups:
+    """The frame's groups when the players ``active`` send (one tick's action-range lists)."""
+    senders = np.flatnonzero(active)
+    return frame_groups(senders, np.zeros(len(senders), dtype=np.int64), lambda _: neighbours)
 
 
 def player_groups(neighbours: Neighbours, active: np.ndarray) -> np.ndarray:
     """BSP group of each player when the players ``active`` send (-1: in no group), (N,) int."""
-    senders = np.flatnonzero(active)
-    groups = frame_groups(senders, np.zeros(len(senders), dtype=np.int64), lambda _: neighbours)
-    out = np.full(len(active), -1, dtype=np.int64)
-    players = groups.entities < len(active)
-    out[groups.entities[players]] = groups.entity_group[players]
+    return _per_player(active_groups(neighbours, active), len(active))
+
+
+def _per_player(groups: FrameGroups, players: int) -> np.ndarray:
+    """Each player's group in ``groups`` (-1: in none), (players,) int."""
+    out = np.full(players, -1, dtype=np.int64)
+    is_player = groups.entities < players
+    out[groups.entities[is_player]] = groups.entity_group[is_player]
     return out
 
 
@@ -74,13 +87,15 @@ def snapshots(
                 break
         areas = world.map.attractors
         active = draw.random(world.players) < active_share
+        groups = active_groups(state.neighbours, active)
         out.append(
             Snapshot(
                 time_s=now,
                 positions=state.positions,
-                group=player_groups(state.neighbours, active),
+                group=_per_player(groups, world.players),
                 active=active,
                 attractors=areas.at(now, world.map.extent_min, world.map.extent_max),
+                groups=groups,
             )
         )
     return world.map, out
