@@ -82,3 +82,22 @@ def test_a_parameter_no_target_sees_is_flagged_unpinned():
     assert report.unpinned == ["fork"]
     assert report.pin_strength[0] >= PIN_FLOOR
     assert "NOT PINNED" in report.format()
+
+
+def test_a_relative_target_is_a_log_residual_that_matches_the_plain_one_near_the_value():
+    rate = Target("fps", SEQUENTIAL, (), "frames_per_s", 400.0, 24.0, relative=True)
+    assert rate.residual(400.0 * 1.001) == pytest.approx(0.001 * 400.0 / 24.0, rel=1e-3)
+    assert rate.residual(4000.0) == pytest.approx(math.log(10.0) / 0.06)  # not (4000-400)/24
+    assert rate.residual(0.0) < 0  # a run with no frames is far below, not an error
+
+
+@pytest.mark.parametrize("platform", ["cordeiro2007-xeon", "abdelkhalek2004-xeon-ht"])
+def test_every_parameter_of_the_committed_fits_is_pinned_by_its_targets(platform):
+    # the identifiability guard: a fitted parameter whose pin strength ||dr/dlog x|| falls
+    # below PIN_FLOOR (doubling it moves no target by ~0.7 of a tolerance) is not fitted
+    from simsrv.calibration import CALIBRATORS
+
+    options = FitOptions(seeds=1, duration_s=1.5, workers=2)
+    report = CALIBRATORS.get(platform, "PLATFORM").report(options, lambda line: None)
+    assert report.unpinned == [], report.format()
+    assert min(report.pin_strength) >= PIN_FLOOR

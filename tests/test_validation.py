@@ -198,7 +198,8 @@ def test_the_recorded_misses_stay_misses(quick_table):
     _, rows = quick_table
     by_id = {r["id"]: r for r in rows}
     assert by_id["cordeiro-fork-wait-groups"]["model_value"] > 12  # ~15 vs 9
-    assert by_id["cordeiro-clone-nowait-all-busy"]["model_value"] < 0.53  # ~0.46 vs 0.5565
+    # over-predicted once the time split is right (docs/calibration.md): ~0.71 vs 0.5565
+    assert by_id["cordeiro-clone-nowait-all-busy"]["model_value"] > 0.62
     assert by_id["ab04-capacity-gain"]["model_value"] > 1.0  # +155 % vs +25 %
     assert by_id["cordeiro-cube-groups"]["passed"]
 
