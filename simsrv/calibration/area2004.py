@@ -62,7 +62,8 @@ STAGE3 = (
     "net_send_per_reply",
 )
 HAND_SET_XEON = {
-    # the Xeon's fitted frame_overhead includes the loops over client slots; here stage 1 is a constant ~5 % of the time at every client count [R §5.1],
+    # the Xeon's fitted frame_overhead includes the loops over client slots; here stage 1
+    # is a constant ~5 % of the time at every client count [R §5.1],
     # which only world physics (run at most every sv_mintic) can be, so the per-frame fixed
     # work is what it is in the code: a select() wake-up and a pass over the clients'
     # timeouts (~3000 cycles), scaled with s2
