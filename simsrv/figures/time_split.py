@@ -38,7 +38,7 @@ MOMENTS = {
 }
 PUBLISHED_SEQUENTIAL = (
     # (label, share, colour, hatch): [P §4.1-4.2]
-    ("request + reply (without network)", 0.70, "#74c476", ""),
+    ("request + reply\n(without network)", 0.70, "#74c476", ""),
     ("network system calls ~10 %", 0.10, "#e6550d", ""),
     ("world < 5 %", 0.05, "#3182bd", "//"),
     ("rest (not broken down)", 0.15, "#f0f0f0", "//"),
@@ -64,7 +64,7 @@ def time_split_figure(
     run -> the published all-CPUs-busy share."""
     runs = list(dict.fromkeys(parts.run))
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(12.5, 5.2), layout="constrained", width_ratios=(1.0, 1.6)
+        1, 2, figsize=(13.0, 6.4), layout="constrained", width_ratios=(1.0, 2.4)
     )
     table = parts.pivot_table(index="run", columns="part", values="share", sort=False)
 
@@ -89,30 +89,41 @@ def time_split_figure(
     left.set_title("sequential server")
 
     others = runs[1:]
+    step = 2.2  # x distance between runs: a CPU-time bar and a moments bar each
     for i, run in enumerate(others):
-        stack(right, 2 * i, table.loc[run])
+        stack(right, step * i, table.loc[run])
         m = moments[moments.run == run].set_index("moment").share
         bottom = 0.0
         for moment, (label, colour) in MOMENTS.items():
             value = float(m.get(moment, 0.0))
-            right.bar(2 * i + 0.75, value, 0.5, bottom=bottom, color=colour, label=label)
+            right.bar(step * i + 0.75, value, 0.5, bottom=bottom, color=colour, label=label)
             bottom += value
         if run in all_busy:
             both = float(m.get("overlap", 0.0) + m.get("parallel", 0.0))
             right.annotate(
-                f"all CPUs busy: model {both:.1%}\npaper {all_busy[run]:.2%}",
-                (2 * i + 0.75, 1.0),
+                f"all CPUs busy\nmodel {both:.1%}\npaper {all_busy[run]:.2%}",
+                (step * i + 0.375, 1.0),
                 xytext=(0, 4),
                 textcoords="offset points",
                 ha="center",
                 size=8,
             )
     right.set_xticks(
-        [2 * i + d for i in range(len(others)) for d in (0, 0.75)],
-        [x for run in others for x in (f"{run}\nCPU time", "frame\nmoments")],
+        [step * i + d for i in range(len(others)) for d in (0, 0.75)],
+        [x for run in others for x in ("CPU\ntime", "frame\nmoments")],
         size=8,
     )
-    right.set_ylim(0, 1.12)
+    for i, run in enumerate(others):  # the run's name under its pair of bars
+        right.annotate(
+            run,
+            (step * i + 0.375, 0),
+            xytext=(0, -30),
+            textcoords="offset points",
+            ha="center",
+            va="top",
+            annotation_clip=False,
+        )
+    right.set_ylim(0, 1.18)
     right.set_ylabel("share of busy CPU time / of frame time")
     right.set_title("BSP-group versions")
     handles, labels = [], []
@@ -121,6 +132,6 @@ def time_split_figure(
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    fig.legend(handles, labels, loc="outside right center", fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=8)
     fig.suptitle(title)
     return fig
