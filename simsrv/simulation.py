@@ -61,7 +61,9 @@ class SimulationOutput:
     arrivals_s, dropped_s:
         Arrival times of every packet that reached the socket, and of those dropped there.
     accounting:
-        End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``.
+        End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``,
+        counted at :func:`accounting_time_s` (the end of the last frame, at most one measured
+        window after the run's end).
     end_s:
         Simulated time at which the run stopped, s.
     """
@@ -124,8 +126,9 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         now = end
 
     stream.close()  # the accounting below needs packets, not world states
-    counts = stream.count_sent_before(now)
-    arrived = stream.release_until(now)
+    counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
+    counts = stream.count_sent_before(counted_s)
+    arrived = stream.release_until(counted_s)
     socket.deliver(arrived)
     accounting = {
         "sent": counts["sent"],
@@ -148,6 +151,17 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         end_s=now,
         wall_time_s=time.perf_counter() - wall_start,
     )
+
+
+def accounting_time_s(end_s: float, stop_s: float, duration_s: float) -> float:
+    """Simulated time at which the end-of-run message accounting is taken, s.
+
+    It is the end of the last frame ``end_s``, but at most one measured window (``duration_s``)
+    after the run's end ``stop_s``: a frame that ends days later (an absurd cost) must not make
+    the accounting generate every client packet up to its end.  Any time at or after the last
+    frame's start keeps the balance exact (every processed packet was sent before it).
+    """
+    return min(end_s, stop_s + duration_s)
 
 
 def build_map(scenario: Scenario, rng: dict[str, np.random.Generator]) -> GameMap:

@@ -114,13 +114,13 @@ class MachineSection(StrictModel):
     cpus: int = Field(2, ge=1, le=65536, description="logical CPUs")
     costs: dict[str, float] = Field(
         default_factory=dict,
-        description="per-scenario overrides of platform costs, microseconds "
+        description="per-scenario overrides of platform costs, microseconds, each 0 to 1e6 "
         "(e.g. costs.request_per_message = 40)",
     )
 
     @model_validator(mode="after")
     def _known_costs(self) -> MachineSection:
-        from simsrv.platforms.profile import Costs
+        from simsrv.platforms.profile import MAX_COST_US, Costs
 
         for name, value in self.costs.items():
             if name not in Costs.model_fields:
@@ -129,6 +129,11 @@ class MachineSection(StrictModel):
                 )
             if value < 0:
                 raise ValueError(f"costs.{name}: must be >= 0 microseconds, got {value}")
+            if value > MAX_COST_US:
+                raise ValueError(
+                    f"costs.{name}: must be <= {MAX_COST_US:g} microseconds (one second of CPU "
+                    f"per operation), got {value:g}"
+                )
         return self
 
 
