@@ -1,0 +1,64 @@
+"""Inputs that used to be accepted silently and are now one-line errors (issue 26)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simsrv.cli.main import main
+from simsrv.cli.validate_command import only_names
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _one_line_error(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("simsrv: error: ") and captured.err.count("\n") == 1
+    return captured.err
+
+
+def test_scheduler_without_the_dask_backend_is_refused(tmp_path, capsys):
+    """Failure 4: ``--backend local --scheduler ...`` used to ignore the scheduler and run."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'base = "{ROOT / "scenarios" / "cube-160.toml"}"\nseeds = 1\n')
+    out = tmp_path / "out"
+    argv = ["sweep", str(sweep), "--out", str(out), "--backend", "local"]
+    err = _one_line_error(capsys, [*argv, "--scheduler", "tcp://127.0.0.1:1"])
+    assert "--scheduler: only used with --backend dask, got --backend local" in err
+    assert not (out / "runs").exists()  # refused before any run
+
+
+def test_scheduler_is_refused_with_the_default_backend_too(tmp_path, capsys):
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'base = "{ROOT / "scenarios" / "cube-160.toml"}"\nseeds = 1\n')
+    err = _one_line_error(capsys, ["sweep", str(sweep), "--scheduler", "tcp://127.0.0.1:1"])
+    assert "--scheduler: only used with --backend dask" in err
+
+
+@pytest.mark.parametrize("only", ["", ",", " ", "area2004,", ",area2004", "area2004,,area2004"])
+def test_an_empty_only_name_is_refused(capsys, only):
+    """Failure 6: ``--only ""`` used to select every row and start the full validation."""
+    err = _one_line_error(capsys, ["validate", "--list", "--only", only])
+    assert f"--only: empty name in {only!r}" in err
+
+
+def test_an_empty_only_name_is_refused_before_any_run(capsys, monkeypatch):
+    import simsrv.cli.validate_command as command
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("validation started")
+
+    monkeypatch.setattr(command, "validate", no_run)
+    _one_line_error(capsys, ["validate", "--quick", "--only", "area2004", "--only", ""])
+
+
+def test_only_names_split_commas_and_repeats():
+    assert only_names([]) == []
+    assert only_names(["area2004, ab04-capacity-gain", "cordeiro2007"]) == [
+        "area2004",
+        "ab04-capacity-gain",
+        "cordeiro2007",
+    ]
