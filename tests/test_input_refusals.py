@@ -8,6 +8,10 @@ import pytest
 
 from simsrv.cli.main import main
 from simsrv.cli.validate_command import only_names
+from simsrv.errors import InputError
+from simsrv.platforms.profile import load_platform
+from simsrv.scenario.load import load_scenario
+from tests.schema_fields import is_number, list_depth, schema_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,3 +66,49 @@ def test_only_names_split_commas_and_repeats():
         "ab04-capacity-gain",
         "cordeiro2007",
     ]
+
+
+NUMBER_FIELDS = [field for field in schema_fields() if is_number(field)]
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS, ids=lambda field: field.key)
+@pytest.mark.parametrize("boolean", ["true", "false"])
+def test_a_boolean_is_never_a_number(field, boolean):
+    """Failure 5: ``--set run.duration_s=true`` used to run with 1.0 s; every number field of
+    every section, map kind, mobility model, strategy and cost now refuses a boolean."""
+    value = "[" * list_depth(field) + boolean + "]" * list_depth(field)
+    with pytest.raises(InputError) as caught:
+        load_scenario(None, [*field.context, f"{field.key}={value}"])
+    message = str(caught.value)
+    assert message.startswith(f"{field.key}: must be a number, not a boolean, got {value}")
+    assert "\n" not in message
+
+
+def test_numbers_and_real_booleans_are_still_accepted():
+    scenario = load_scenario(
+        None, ["run.duration_s=1", "players.count=7", "players.respawn=true", "map.kind=hotspots"]
+    )
+    assert scenario.run.duration_s == 1.0 and scenario.players.count == 7
+    assert scenario.players.respawn is True
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[players]\ncount = true\n", "players.count"),
+        ('[map]\nkind = "death32c-like"\nhotspots = true\n', "map.hotspots"),
+        ("[machine.costs]\nworld_base = false\n", "machine.costs.world_base"),
+    ],
+)
+def test_a_boolean_in_a_scenario_file_is_a_one_line_error(tmp_path, capsys, text, field):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    err = _one_line_error(capsys, ["run", str(path)])
+    assert f"{field}: must be a number, not a boolean" in err
+
+
+def test_a_boolean_cost_in_a_platform_file_is_refused(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('name = "p"\n[costs]\nworld_base = true\n')
+    with pytest.raises(InputError, match=r"costs\.world_base: must be a number, not a boolean"):
+        load_platform(str(path))
