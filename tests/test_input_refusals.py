@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,58 @@ def test_a_boolean_cost_in_a_platform_file_is_refused(tmp_path):
     path.write_text('name = "p"\n[costs]\nworld_base = true\n')
     with pytest.raises(InputError, match=r"costs\.world_base: must be a number, not a boolean"):
         load_platform(str(path))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "clients.rate_hz=1e-12",
+            "clients.rate_hz: 1e-12 Hz is too low for 160 players to send one packet in the "
+            "run (run.duration_s = 10 s); must be >= 0.000625 Hz",
+        ),
+        (
+            "run.duration_s=1e-12",
+            "run.duration_s: 1e-12 s is too short for one client packet (160 players x "
+            "clients.rate_hz = 31.25 Hz), so the run would measure nothing; must be >= 0.0002 s",
+        ),
+        ("server.reply_max_entities=9223372036854775807", "server.reply_max_entities: Input "),
+        ("server.reply_max_bytes=100000", "server.reply_max_bytes: Input should be less"),
+        ("server.max_messages_per_frame=1e12", "server.max_messages_per_frame: Input should"),
+        ("clients.socket_buffer_messages=1e9", "clients.socket_buffer_messages: Input should"),
+        ("run.seed=18446744073709551616", "run.seed: Input should be less than or equal to"),
+    ],
+)
+def test_absurd_values_are_refused_naming_the_field(capsys, override, message):
+    """Failure 7: these used to run silently (0 frames and every metric 0, or a seed beyond
+    what a sweep stores)."""
+    err = _one_line_error(capsys, ["run", "--set", override])
+    assert err.startswith(f"simsrv: error: {message}")
+
+
+def test_the_packet_bound_is_the_expected_count_in_the_window():
+    """One packet expected in the measured window is enough; just below is refused."""
+    ok = load_scenario(None, ["players.count=10", "clients.rate_hz=2", "run.duration_s=0.05"])
+    assert ok.players.count * ok.clients.rate_hz * ok.run.duration_s == pytest.approx(1.0)
+    with pytest.raises(InputError, match="run.duration_s: 0.049 s is too short"):
+        load_scenario(None, ["players.count=10", "clients.rate_hz=2", "run.duration_s=0.049"])
+
+
+def test_a_run_at_the_packet_bound_really_has_frames(capsys):
+    """At the bound the run measures something: the refusal is not hiding runnable input."""
+    sets = ["players.count=20", "clients.rate_hz=1", "run.duration_s=0.05", "run.warmup_s=0"]
+    assert main(["run", "--json", *[a for s in sets for a in ("--set", s)]]) == 0
+    assert json.loads(capsys.readouterr().out)["frames"] >= 1
+
+
+@pytest.mark.parametrize("field", [f for f in NUMBER_FIELDS if "int" in str(f.annotation)])
+def test_every_integer_field_has_a_maximum(field):
+    text = str(field.annotation) + str(field.info.metadata)
+    assert "le=" in text or "lt=" in text, field.key
+
+
+def test_map_refuses_a_hundred_thousand_gif_frames(tmp_path, capsys):
+    out = tmp_path / "m.gif"
+    err = _one_line_error(capsys, ["map", "--out", str(out), "--frames", "100000"])
+    assert "--frames: must be a whole number from 1 to 1000, got 100000" in err
+    assert not out.exists()

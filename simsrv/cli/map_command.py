@@ -12,6 +12,7 @@ from simsrv.errors import InputError
 from simsrv.scenario.load import load_scenario
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
+MAX_GIF_FRAMES = 1000  # each snapshot simulates the world and draws a picture (~0.1 s)
 
 
 def add_parser(subparsers) -> None:
@@ -35,7 +36,9 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--time", type=finite_float, default=5.0, help="simulated time of the snapshot, s"
     )
-    p.add_argument("--frames", type=int, default=1, help="snapshots in a .gif (>= 1)")
+    p.add_argument(
+        "--frames", type=int, default=1, help=f"snapshots in a .gif (1 to {MAX_GIF_FRAMES})"
+    )
     p.add_argument("--step", type=finite_float, default=0.5, help="time between .gif frames, s")
     p.add_argument(
         "--active",
@@ -57,8 +60,10 @@ def map_command(args: argparse.Namespace) -> int:
         raise InputError(f"--out: unsupported file type {suffix!r}; allowed: {', '.join(allowed)}")
     if args.time < 0:
         raise InputError(f"--time: must be >= 0 s, got {args.time:g}")
-    if args.frames < 1:
-        raise InputError(f"--frames: must be a whole number >= 1, got {args.frames}")
+    if not 1 <= args.frames <= MAX_GIF_FRAMES:
+        raise InputError(
+            f"--frames: must be a whole number from 1 to {MAX_GIF_FRAMES}, got {args.frames}"
+        )
     if args.frames > 1 and suffix != ".gif":
         raise InputError(
             f"--frames: must be 1 for a {suffix} picture (use .gif), got {args.frames}"

@@ -80,7 +80,10 @@ class BspGroupOptions(StrictModel):
         1.0, ge=0, description="initial balancer load of the coordinator (entities)"
     )
     max_workers: int = Field(
-        0, ge=0, description="cap on workers per frame; 0 = CPUs - 1 (one process per CPU)"
+        0,
+        ge=0,
+        le=65536,
+        description="cap on workers per frame; 0 = CPUs - 1 (one process per CPU)",
     )
 
     @field_validator("balancer")
