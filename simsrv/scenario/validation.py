@@ -25,10 +25,13 @@ class StrictModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, data: Any) -> Any:
-        """``true`` is not a number: pydantic would read it as 1 (issue 26)."""
+        """``true`` is not a number and ``1`` or ``"yes"`` is not a boolean: pydantic would
+        convert them (issue 26)."""
         if isinstance(data, dict):
             for name, value in data.items():
                 field = cls.model_fields.get(name)
+                if field is not None and field.annotation is bool and not isinstance(value, bool):
+                    raise ValueError(f"{name}: must be true or false, got {json.dumps(value)}")
                 if field is None or not _bool_for_number(field.annotation, value):
                     continue
                 if isinstance(value, dict):  # name the entry: costs.world_base
