@@ -9,14 +9,19 @@ up, so the next frame has more work.
 
 from __future__ import annotations
 
+import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simsrv.invariants import CHECKS, check_conservation, check_locks, check_trace
 from simsrv.machine.executor import Machine
+from simsrv.machine.trace import US, is_wait
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import spawn_streams
@@ -66,6 +71,8 @@ class SimulationOutput:
         window after the run's end).
     end_s:
         Simulated time at which the run stopped, s.
+    checks:
+        The invariants checked (:mod:`simsrv.invariants`), name -> True (a violation raises).
     """
 
     frames: pd.DataFrame
@@ -75,6 +82,7 @@ class SimulationOutput:
     accounting: dict[str, int]
     end_s: float
     wall_time_s: float
+    checks: dict[str, bool]
 
 
 def simulate(scenario: Scenario) -> SimulationOutput:
@@ -142,15 +150,57 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     if extra_rows:
         frames = pd.concat([frames, pd.DataFrame(extra_rows)], axis=1)
     dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
+    trace = machine.trace.to_frame()
+    with gc_paused():  # the checks allocate briefly; a full collection would cost more
+        check_conservation(accounting, int(frames["messages"].sum()))
+        strategy.check_invariants()
+        check_machine(machine, trace, platform.smt_throughput)
     return SimulationOutput(
         frames=frames,
-        trace=machine.trace.to_frame(),
+        trace=trace,
         arrivals_s=stream.released_arrival_s(),
         dropped_s=dropped,
         accounting=accounting,
         end_s=now,
         wall_time_s=time.perf_counter() - wall_start,
+        checks=dict.fromkeys(CHECKS, True),
     )
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Garbage collection off inside the block (restored after)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def check_machine(machine: Machine, trace: pd.DataFrame, smt_throughput: float) -> None:
+    """The machine invariants (:mod:`simsrv.invariants`) on the complete trace: ``trace``
+    (the run's rows) plus the rows of threads that outlive the last frame, which
+    :meth:`Machine.finish` runs to their end (they are not part of the run's results)."""
+    machine.finish()
+    extra = machine.trace.rows[len(trace) :]
+    table = np.array(extra, dtype=object).reshape(len(extra), 6)
+    frame = np.concatenate([trace["frame"].to_numpy(), table[:, 0].astype(np.int64)])
+    cpu = np.concatenate([trace["cpu"].to_numpy(), table[:, 1].astype(np.int32)])
+    start_s = np.concatenate([trace["start_s"].to_numpy(), table[:, 4].astype(float) * US])
+    end_s = np.concatenate([trace["end_s"].to_numpy(), table[:, 5].astype(float) * US])
+    busy = np.concatenate([trace["busy"].to_numpy(), [not is_wait(a) for a in table[:, 3]]])
+    threads = trace["thread"]
+
+    def thread_of(row: int) -> str:
+        return str(threads.iloc[row] if row < len(threads) else extra[row - len(threads)][2])
+
+    speed = min(smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
+    check_trace(
+        frame, cpu, thread_of, start_s, end_s, busy, np.array(machine.charged_us) * US, speed
+    )
+    check_locks(machine.lock_holds)
 
 
 def accounting_time_s(end_s: float, stop_s: float, duration_s: float) -> float:

@@ -48,6 +48,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field, field_validator
 
+from simsrv.invariants import PartitionLog
 from simsrv.machine.plan import SPAWNER_CPU, Compute, FramePlan, Join, RunFirst, Spawn, Thread
 from simsrv.platforms.profile import Costs
 from simsrv.scenario.validation import StrictModel
@@ -126,6 +127,7 @@ class BspGroup(Strategy):
         cap = options.max_workers or context.cpus - 1
         self.max_workers = 0 if options.spawn == "none" else min(cap, context.cpus - 1)
         self._record: dict[str, Any] = {}
+        self.partition = PartitionLog()
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -139,6 +141,15 @@ class BspGroup(Strategy):
         weights = groups.sizes.astype(float)
         assignment = (
             self.balance(weights, initial) if workers else np.zeros(groups.count, dtype=np.int64)
+        )
+        self.partition.add(
+            frame.index,
+            messages["client"],
+            groups.entities,
+            groups.entity_group,
+            groups.sizes,
+            assignment,
+            processes,
         )
         platform = self.context.platform
         share = _shares(
@@ -227,6 +238,9 @@ class BspGroup(Strategy):
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
+
+    def check_invariants(self) -> None:
+        self.partition.check()
 
 
 def _shares(
