@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.invariants import CHECKS, check_conservation, check_locks, check_trace
+from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
 from simsrv.machine.trace import US, is_wait
 from simsrv.platforms.profile import Platform, resolve_platform
@@ -97,7 +98,8 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
     strategy = kind.create(scenario.server.options, context)
-    machine = Machine(scenario.machine.cpus, platform.smt_per_core, platform.smt_throughput)
+    engine = ENGINES.get(scenario.machine.engine, "machine.engine")
+    machine = engine(scenario.machine.cpus, platform.smt_per_core, platform.smt_throughput)
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s

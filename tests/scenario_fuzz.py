@@ -18,6 +18,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from hypothesis import strategies as st
 
+from simsrv.machine.engines import ENGINES
 from simsrv.scheduling.balancers import BALANCERS
 from tests.schema_fields import SchemaField, list_depth, schema_fields
 
@@ -45,6 +46,7 @@ VALID_CAPS = {
     "map.nav_samples": 2000,
     "map.rooms_per_side": 8,
     "clients.socket_buffer_messages": 10_000,
+    "players.behaviour.settle_s": 60.0,  # pre-run motion: 36,000 s (allowed) takes minutes
 }
 BASE = {
     "run": {"duration_s": 0.1, "warmup_s": 0.05},
@@ -110,7 +112,9 @@ def values(field: SchemaField) -> tuple[st.SearchStrategy, st.SearchStrategy]:
     if annotation in (int, float):
         return _numbers(field, annotation is int)
     if annotation is str:
-        names = BALANCERS.names() if field.key.endswith("balancer") else ["cube", "rooms"]
+        registries = {"server.options.balancer": BALANCERS, "machine.engine": ENGINES}
+        registry = registries.get(field.key)
+        names = registry.names() if registry else ["cube", "rooms"]
         return st.sampled_from(names), st.sampled_from(["", "nope", "hotspots", 3])
     if list_depth(field) == 1:
         return (

@@ -41,6 +41,10 @@ until simulated time must pass.  Three shortcuts keep it fast; all are exact:
   that instant (an event pushed for now with a smaller key comes after the one that pushed
   it), so the shortcuts decide ties exactly as the op-by-op engine (``Machine(runs=False)``).
 
+A reference engine on simpy, op by op and without shortcuts, executes the same plans
+(``machine.engine = "simpy"``, :mod:`simsrv.machine.simpy_engine`); ``tests/test_engines.py``
+requires identical traces from both on every scenario and on random plans.
+
 The engine replaced simpy (sessions 1-7) for speed: simpy's resources cost ~4 events and
 ~25 us of Python per operation, which capped the thread strategies at ~1.3x real time; the
 timelines of the hand-written tests (``tests/test_machine_timelines.py``) are unchanged, and

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from simsrv.errors import InputError
+from simsrv.machine.engines import ENGINES
 from simsrv.platforms.profile import load_platform
 from simsrv.scenario.bounds import check_run_measures_packets
 from simsrv.scenario.schema import (
@@ -119,6 +120,7 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
     )
 
     machine = validate(MachineSection, sections["machine"], "machine")
+    ENGINES.get(machine.engine, "machine.engine")
     load_platform(machine.platform)
     run = validate(RunSection, sections["run"], "run")
     clients = validate(ClientsSection, sections["clients"], "clients")

@@ -124,6 +124,11 @@ class MachineSection(StrictModel):
 
     platform: str = Field("cordeiro2007-xeon", description="platform name or .toml path")
     cpus: int = Field(2, ge=1, le=65536, description="logical CPUs")
+    engine: str = Field(
+        "fast",
+        description="machine engine: fast, or simpy (a reference engine on simpy, op by op, "
+        "slower; the same results)",
+    )
     costs: dict[str, float] = Field(
         default_factory=dict,
         description="per-scenario overrides of platform costs, microseconds, each 0 to 1e6 "
