@@ -23,6 +23,7 @@ with status 3.  The checks are vectorised over the trace (numpy); their cost is 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,7 @@ class InvariantViolation(RuntimeError):
 
     def __init__(self, invariant: str, frame: int | None, detail: str) -> None:
         self.invariant, self.frame, self.detail = invariant, frame, detail
+        self.trace: Any = None  # the run's trace DataFrame, when the run got that far
         where = "at the end of the run" if frame is None else f"frame {frame}"
         super().__init__(f"{invariant}: {where}: {detail}")
 

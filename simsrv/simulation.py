@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsrv.invariants import CHECKS, check_conservation, check_locks, check_trace
+from simsrv.invariants import (
+    CHECKS,
+    InvariantViolation,
+    check_conservation,
+    check_locks,
+    check_trace,
+)
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
 from simsrv.machine.trace import US, is_wait
@@ -154,9 +160,13 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
     trace = machine.trace.to_frame()
     with gc_paused():  # the checks allocate briefly; a full collection would cost more
-        check_conservation(accounting, int(frames["messages"].sum()))
-        strategy.check_invariants()
-        check_machine(machine, trace, platform.smt_throughput)
+        try:
+            check_conservation(accounting, int(frames["messages"].sum()))
+            strategy.check_invariants()
+            check_machine(machine, trace, platform.smt_throughput)
+        except InvariantViolation as violation:
+            violation.trace = trace  # what was computed, to inspect the violation
+            raise
     return SimulationOutput(
         frames=frames,
         trace=trace,

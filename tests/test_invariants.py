@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 
@@ -66,6 +67,23 @@ def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
     assert captured.err.startswith(
         "simsrv: invariant violated: costs_accounted: frame 5: the plan charged"
     )
+
+
+def test_a_violation_still_writes_the_trace_asked_for(capsys, monkeypatch, tmp_path):
+    original = MachineClass._execute_serial
+
+    def lossy(self, thread, frame, now):
+        end = original(self, thread, frame, now)
+        if frame == 5:
+            self.trace.rows.pop()
+        return end
+
+    monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
+    trace = tmp_path / "t.csv"
+    assert main(["run", "--trace", str(trace), *SHORT]) == 3
+    assert "costs_accounted: frame 5" in capsys.readouterr().err
+    rows = pd.read_csv(trace)
+    assert len(rows) > 100 and 5 in set(rows["frame"])
 
 
 def test_a_cpu_running_two_threads_at_once_is_caught(monkeypatch, capsys):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_scenario_arguments, prepare_output_file
+from simsrv.invariants import InvariantViolation
 from simsrv.machine.trace_export import check_trace_path, write_trace
 from simsrv.result import RunResult, run
 from simsrv.scenario.load import load_scenario
@@ -39,7 +40,12 @@ def run_command(args: argparse.Namespace) -> int:
         check_trace_path(args.trace)
         prepare_output_file(args.trace, "--trace")
     scenario = load_scenario(args.scenario, args.overrides)
-    result = run(scenario)
+    try:
+        result = run(scenario)
+    except InvariantViolation as violation:  # keep the trace: it shows the violation
+        if args.trace is not None and violation.trace is not None:
+            write_trace(violation.trace, args.trace)
+        raise
     if args.trace is not None:
         write_trace(result.trace, args.trace)
     if args.json:
