@@ -5,7 +5,7 @@ from __future__ import annotations
 import sysconfig
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -35,6 +35,9 @@ class RunResult:
         Packet balance at the end of the run.
     wall_time_s:
         Wall-clock time of the run, s.
+    checks:
+        The invariants checked in the run (:mod:`simsrv.invariants`), name -> True; empty
+        on error.
     error:
         ``"<exception type>: <message> at <file>:<line>"`` if the run failed (with
         ``run(..., raise_errors=False)``), else ``None``.
@@ -47,6 +50,7 @@ class RunResult:
     accounting: dict[str, int]
     wall_time_s: float
     error: str | None = None
+    checks: dict[str, bool] = field(default_factory=dict)
     version: str = __version__
 
     @property
@@ -73,6 +77,7 @@ class RunResult:
         return {
             **self.summary,
             "accounting": self.accounting,
+            "checks": self.checks,
             "scenario": self.scenario.to_dict(),
             "seed": self.seed,
             "simsrv_version": self.version,
@@ -111,6 +116,7 @@ def run(scenario: Scenario, raise_errors: bool = True) -> RunResult:
         trace=out.trace,
         accounting=out.accounting,
         wall_time_s=time.perf_counter() - start,
+        checks=out.checks,
     )
 
 

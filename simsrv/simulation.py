@@ -9,14 +9,26 @@ up, so the next frame has more work.
 
 from __future__ import annotations
 
+import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simsrv.invariants import (
+    CHECKS,
+    InvariantViolation,
+    check_conservation,
+    check_locks,
+    check_trace,
+)
+from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
+from simsrv.machine.trace import US, is_wait
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import spawn_streams
@@ -61,9 +73,13 @@ class SimulationOutput:
     arrivals_s, dropped_s:
         Arrival times of every packet that reached the socket, and of those dropped there.
     accounting:
-        End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``.
+        End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``,
+        counted at :func:`accounting_time_s` (the end of the last frame, at most one measured
+        window after the run's end).
     end_s:
         Simulated time at which the run stopped, s.
+    checks:
+        The invariants checked (:mod:`simsrv.invariants`), name -> True (a violation raises).
     """
 
     frames: pd.DataFrame
@@ -73,6 +89,7 @@ class SimulationOutput:
     accounting: dict[str, int]
     end_s: float
     wall_time_s: float
+    checks: dict[str, bool]
 
 
 def simulate(scenario: Scenario) -> SimulationOutput:
@@ -87,7 +104,8 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
     strategy = kind.create(scenario.server.options, context)
-    machine = Machine(scenario.machine.cpus, platform.smt_per_core, platform.smt_throughput)
+    engine = ENGINES.get(scenario.machine.engine, "machine.engine")
+    machine = engine(scenario.machine.cpus, platform.smt_per_core, platform.smt_throughput)
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
@@ -124,8 +142,9 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         now = end
 
     stream.close()  # the accounting below needs packets, not world states
-    counts = stream.count_sent_before(now)
-    arrived = stream.release_until(now)
+    counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
+    counts = stream.count_sent_before(counted_s)
+    arrived = stream.release_until(counted_s)
     socket.deliver(arrived)
     accounting = {
         "sent": counts["sent"],
@@ -139,15 +158,72 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     if extra_rows:
         frames = pd.concat([frames, pd.DataFrame(extra_rows)], axis=1)
     dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
+    trace = machine.trace.to_frame()
+    with gc_paused():  # the checks allocate briefly; a full collection would cost more
+        try:
+            check_conservation(accounting, int(frames["messages"].sum()))
+            strategy.check_invariants()
+            check_machine(machine, trace, platform.smt_throughput)
+        except InvariantViolation as violation:
+            violation.trace = trace  # what was computed, to inspect the violation
+            raise
     return SimulationOutput(
         frames=frames,
-        trace=machine.trace.to_frame(),
+        trace=trace,
         arrivals_s=stream.released_arrival_s(),
         dropped_s=dropped,
         accounting=accounting,
         end_s=now,
         wall_time_s=time.perf_counter() - wall_start,
+        checks=dict.fromkeys(CHECKS, True),
     )
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Garbage collection off inside the block (restored after)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def check_machine(machine: Machine, trace: pd.DataFrame, smt_throughput: float) -> None:
+    """The machine invariants (:mod:`simsrv.invariants`) on the complete trace: ``trace``
+    (the run's rows) plus the rows of threads that outlive the last frame, which
+    :meth:`Machine.finish` runs to their end (they are not part of the run's results)."""
+    machine.finish()
+    extra = machine.trace.rows[len(trace) :]
+    table = np.array(extra, dtype=object).reshape(len(extra), 6)
+    frame = np.concatenate([trace["frame"].to_numpy(), table[:, 0].astype(np.int64)])
+    cpu = np.concatenate([trace["cpu"].to_numpy(), table[:, 1].astype(np.int32)])
+    start_s = np.concatenate([trace["start_s"].to_numpy(), table[:, 4].astype(float) * US])
+    end_s = np.concatenate([trace["end_s"].to_numpy(), table[:, 5].astype(float) * US])
+    busy = np.concatenate([trace["busy"].to_numpy(), [not is_wait(a) for a in table[:, 3]]])
+    threads = trace["thread"]
+
+    def thread_of(row: int) -> str:
+        return str(threads.iloc[row] if row < len(threads) else extra[row - len(threads)][2])
+
+    speed = min(smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
+    check_trace(
+        frame, cpu, thread_of, start_s, end_s, busy, np.array(machine.charged_us) * US, speed
+    )
+    check_locks(machine.lock_holds)
+
+
+def accounting_time_s(end_s: float, stop_s: float, duration_s: float) -> float:
+    """Simulated time at which the end-of-run message accounting is taken, s.
+
+    It is the end of the last frame ``end_s``, but at most one measured window (``duration_s``)
+    after the run's end ``stop_s``: a frame that ends days later (an absurd cost) must not make
+    the accounting generate every client packet up to its end.  Any time at or after the last
+    frame's start keeps the balance exact (every processed packet was sent before it).
+    """
+    return min(end_s, stop_s + duration_s)
 
 
 def build_map(scenario: Scenario, rng: dict[str, np.random.Generator]) -> GameMap:

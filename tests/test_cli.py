@@ -81,6 +81,13 @@ def test_bad_input_exits_2_with_one_line(argv, capsys):
         (["map", "--out", "{blocker}/m.png"], "--out: {blocker} exists and is not a directory"),
         (["map", "--export", "{tmp}"], "--export: {tmp} is a directory, not a file"),
         (["calibrate", "cordeiro2007-xeon", "--out", "{tmp}"], "--out: {tmp} is a directory"),
+        # /proc passes a permission check but takes no new file: creating one is the test
+        (["run", "--trace", "/proc/x.json"], "--trace: cannot write in /proc"),
+        (["map", "--out", "/proc/m.png"], "--out: cannot write in /proc"),
+        (["map", "--export", "/proc/e.toml"], "--export: cannot write in /proc"),
+        (["compare", "--out", "/proc/cmp"], "--out: cannot create directory /proc/cmp"),
+        (["sweep", "{sweep}", "--out", "/proc/self"], "--out: cannot write in /proc/self"),
+        (["calibrate", "cordeiro2007-xeon", "--out", "/proc/c.toml"], "--out: cannot write in"),
         (["map", "--out", "m.png", "--time", "nan"], "--time: must be a finite number"),
         (["compare", "--duration-s", "inf"], "--duration-s: must be a finite number"),
         (["capacity", "--start", "100", "--max", "10"], "--start: must be <= --max (10)"),
@@ -107,6 +114,19 @@ def test_unusable_outputs_and_flags_are_refused_before_any_run(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message.format(**names) in err
+
+
+def test_the_output_file_check_leaves_no_file_and_keeps_an_existing_one(tmp_path):
+    from simsrv.cli.parser import prepare_output_file
+
+    new = tmp_path / "deep" / "trace.csv"
+    prepare_output_file(new, "--trace")
+    assert new.parent.is_dir() and not new.exists()
+    assert list(new.parent.iterdir()) == []  # no write-test file left behind either
+    old = tmp_path / "old.csv"
+    old.write_text("kept\n")
+    prepare_output_file(old, "--trace")
+    assert old.read_text() == "kept\n"
 
 
 def test_capacity_keeps_the_measured_points_when_a_later_count_fails(capsys, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 import signal
 import subprocess
 import sys
@@ -215,3 +216,50 @@ def test_a_killed_dask_worker_loses_no_run(tmp_path, cluster):
     local = SweepStore(tmp_path / "local")
     run_sweep(sweep, local, workers=2)
     pd.testing.assert_frame_equal(_rows(table), _rows(local.table(sweep)))
+
+
+def _children(pid: int) -> set[int]:
+    """The child processes of ``pid`` (Linux /proc)."""
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        out |= {int(c) for c in task.read_text().split()}
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_kill_9_on_a_sweep_ends_its_pool_workers(tmp_path):
+    """Failure 8 (issue 26): ``kill -9`` on ``simsrv sweep`` left its workers alive."""
+    slow = SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 30')
+    command = [sys.executable, "-m", "simsrv", "sweep", str(_write(tmp_path, slow))]
+    proc = subprocess.Popen(
+        [*command, "--out", str(tmp_path / "out"), "--workers", "2"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while len(workers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the pool did not start"
+        time.sleep(1.0)  # the workers are running simulations
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(w) for w in workers)
+    finally:
+        proc.kill()
+        for worker in workers:
+            if _alive(worker):
+                os.kill(worker, signal.SIGKILL)

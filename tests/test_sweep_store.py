@@ -294,3 +294,15 @@ def test_a_reader_scans_again_when_a_compaction_merges_files_under_it(sweep, tmp
     rows = SweepStore(writer.out).table(sweep)
     assert rows["seed"].tolist() == [r.seed for r in sweep.runs[:4]]
     assert any(Path(p).name.startswith("part-") for p in calls)
+
+
+def test_the_documented_string_directory_reads_like_a_path(sweep, tmp_path, monkeypatch):
+    """Failure 9 (issue 26): docs/cli.md's ``SweepStore("DIR").read()`` raised TypeError."""
+    store = SweepStore(tmp_path / "out")
+    for run in sweep.runs[:2]:
+        store.write(_row(run), run)
+    monkeypatch.chdir(tmp_path)
+    from_text = SweepStore("out")
+    assert from_text.runs_dir == Path("out") / "runs"
+    pd.testing.assert_frame_equal(from_text.read(), SweepStore(tmp_path / "out").read())
+    assert len(from_text.read()) == 2

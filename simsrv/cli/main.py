@@ -14,7 +14,7 @@ from simsrv.cli import (
     validate_command,
 )
 from simsrv.cli.parser import Parser
-from simsrv.errors import InputError
+from simsrv.errors import InputError, InvariantViolation
 from simsrv.version import __version__
 
 SUBCOMMANDS = (
@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:
         sys.stderr.write(f"simsrv: error: {error}\n")
         return 2
+    except InvariantViolation as error:  # a bug in the simulator: say which invariant
+        sys.stderr.write(f"simsrv: invariant violated: {error}\n")
+        return 3
     except BrokenPipeError:  # output piped into e.g. `head`: not an error
         sys.stderr.close()
         return 0

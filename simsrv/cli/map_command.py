@@ -9,6 +9,7 @@ from simsrv.cli.parser import add_scenario_arguments, finite_float, prepare_outp
 from simsrv.errors import InputError
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
+MAX_GIF_FRAMES = 1000  # each snapshot simulates the world and draws a picture (~0.1 s)
 
 
 def add_parser(subparsers) -> None:
@@ -40,7 +41,9 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--time", type=finite_float, default=5.0, help="simulated time of the snapshot, s"
     )
-    p.add_argument("--frames", type=int, default=1, help="snapshots in a .gif (>= 1)")
+    p.add_argument(
+        "--frames", type=int, default=1, help=f"snapshots in a .gif (1 to {MAX_GIF_FRAMES})"
+    )
     p.add_argument("--step", type=finite_float, default=0.5, help="time between .gif frames, s")
     p.add_argument(
         "--active",
@@ -64,8 +67,10 @@ def map_command(args: argparse.Namespace) -> int:
         raise InputError(f"--out: unsupported file type {suffix!r}; allowed: {', '.join(allowed)}")
     if args.time < 0:
         raise InputError(f"--time: must be >= 0 s, got {args.time:g}")
-    if args.frames < 1:
-        raise InputError(f"--frames: must be a whole number >= 1, got {args.frames}")
+    if not 1 <= args.frames <= MAX_GIF_FRAMES:
+        raise InputError(
+            f"--frames: must be a whole number from 1 to {MAX_GIF_FRAMES}, got {args.frames}"
+        )
     if args.frames > 1 and suffix != ".gif":
         raise InputError(
             f"--frames: must be 1 for a {suffix} picture (use .gif), got {args.frames}"

@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -68,7 +69,11 @@ def finite_float(text: str) -> float:
 
 def prepare_output_dir(path: Path, flag: str) -> None:
     """Create the output directory ``path`` (given by ``flag``) before anything is computed,
-    so that an unusable path is a one-line input error and not a loss of finished work."""
+    so that an unusable path is a one-line input error and not a loss of finished work.
+
+    Writing is tested by creating (and removing) a file in it: permissions alone do not tell,
+    e.g. for a read-only file system or ``/proc``.
+    """
     if path.exists() and not path.is_dir():
         raise InputError(f"{flag}: {path} exists and is not a directory")
     try:
@@ -77,11 +82,25 @@ def prepare_output_dir(path: Path, flag: str) -> None:
         raise InputError(f"{flag}: cannot create directory {path}: {error.strerror}") from None
     if not os.access(path, os.W_OK):
         raise InputError(f"{flag}: cannot write in {path}: permission denied")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".simsrv-write-test-"):
+            pass
+    except OSError as error:
+        raise InputError(f"{flag}: cannot write in {path}: {error.strerror}") from None
 
 
 def prepare_output_file(path: Path, flag: str) -> None:
-    """Check that the output file ``path`` can be written (its directory is created) before
-    anything is computed."""
+    """Check that the output file ``path`` can be written before anything is computed: its
+    directory is created, and the file itself is opened for appending (created, then removed
+    again if it did not exist; an existing file is left as it was)."""
     if path.is_dir():
         raise InputError(f"{flag}: {path} is a directory, not a file")
     prepare_output_dir(path.parent, flag)
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as error:
+        raise InputError(f"{flag}: cannot write {path}: {error.strerror}") from None
+    if not existed:
+        path.unlink(missing_ok=True)

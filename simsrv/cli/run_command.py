@@ -41,6 +41,7 @@ def add_parser(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv run`` (the simulator is imported here, not at start-up)."""
+    from simsrv.errors import InvariantViolation
     from simsrv.machine.trace_export import check_trace_path, write_trace
     from simsrv.result import run
     from simsrv.scenario.load import load_scenario
@@ -49,7 +50,12 @@ def run_command(args: argparse.Namespace) -> int:
         check_trace_path(args.trace)
         prepare_output_file(args.trace, "--trace")
     scenario = load_scenario(args.scenario, args.overrides)
-    result = run(scenario)
+    try:
+        result = run(scenario)
+    except InvariantViolation as violation:  # keep the trace: it shows the violation
+        if args.trace is not None and violation.trace is not None:
+            write_trace(violation.trace, args.trace)
+        raise
     if args.trace is not None:
         trace = measured_trace(result, keep_warmup=args.trace_warmup)
         write_trace(trace, args.trace)

@@ -46,6 +46,10 @@ def handle(args: argparse.Namespace) -> int:
         )
     if args.backend == "dask" and not args.scheduler:
         raise InputError("--scheduler: required with --backend dask, e.g. tcp://127.0.0.1:8786")
+    if args.backend != "dask" and args.scheduler is not None:
+        raise InputError(
+            f"--scheduler: only used with --backend dask, got --backend {args.backend}"
+        )
     workers = resolve_workers(args.workers)
     if not args.sweep.is_file():
         raise InputError(f"SWEEP.toml: file not found: {args.sweep}")

@@ -62,7 +62,7 @@ def handle(args: argparse.Namespace) -> int:
     from simsrv.validation.validate import calibration_failures, validate
 
     reference = load_reference()
-    names = [name for value in args.only for name in value.split(",") if name]
+    names = only_names(args.only)
     rows = reference.select(names)
     seeds = (
         args.seeds if args.seeds is not None else QUICK_SEEDS if args.quick else VALIDATION_SEEDS
@@ -103,6 +103,21 @@ def handle(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def only_names(values: list[str]) -> list[str]:
+    """The names given by the ``--only`` flags (comma-separated); an empty name is an error
+    (``--only ""`` must not silently select every row)."""
+    names = []
+    for value in values:
+        parts = [part.strip() for part in value.split(",")]
+        if not all(parts):
+            raise InputError(
+                f"--only: empty name in {value!r}; give paper names or row ids separated by "
+                "commas (simsrv validate --list)"
+            )
+        names += parts
+    return names
 
 
 def _print(args: argparse.Namespace, results: list, reference) -> None:

@@ -41,6 +41,10 @@ until simulated time must pass.  Three shortcuts keep it fast; all are exact:
   that instant (an event pushed for now with a smaller key comes after the one that pushed
   it), so the shortcuts decide ties exactly as the op-by-op engine (``Machine(runs=False)``).
 
+A reference engine on simpy, op by op and without shortcuts, executes the same plans
+(``machine.engine = "simpy"``, :mod:`simsrv.machine.simpy_engine`); ``tests/test_engines.py``
+requires identical traces from both on every scenario and on random plans.
+
 The engine replaced simpy for speed: simpy's resources cost ~4 events and
 ~25 us of Python per operation, which capped the thread strategies at ~1.3x real time; the
 timelines of the hand-written tests (``tests/test_machine_timelines.py``) are unchanged, and
@@ -136,11 +140,12 @@ class _Lock:
     """A FIFO mutex.  ``release_at`` is set while its holder is inside a run of computations
     that releases it at that known time (us): the release needs no event unless someone waits."""
 
-    __slots__ = ("holder", "name", "release_at", "release_run", "waiters")
+    __slots__ = ("holder", "name", "release_at", "release_run", "since", "waiters")
 
     def __init__(self, name: Hashable) -> None:
         self.name = name
         self.holder: _Run | None = None
+        self.since = 0.0  # when the holder took it, us
         self.release_at: float | None = None
         self.release_run = 0  # the holder's run_id of the run that releases it
         self.waiters: deque[_Run] = deque()
@@ -197,6 +202,12 @@ class Machine:
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
         self._core_busy = [0] * (-(-cpus // smt_per_core)) if self._smt else []
         self.trace = Trace()
+        self.charged_us: list[float] = []
+        """CPU time each executed frame's plan charged, us, in execution order."""
+        self.lock_holds: list[tuple] = []
+        """Every critical section: ``(lock, frame, thread, start_us, end_us)`` (the phased
+        shortcut logs its thread's whole phase, a superset).  :meth:`finish` closes the
+        sections whose release happened inside a run of computations."""
 
     @property
     def idle(self) -> bool:
@@ -212,6 +223,7 @@ class Machine:
             end_us = self._execute_phased(plan, frame, max(start_us, self.now_us))
             if end_us is not None:
                 return end_us / US_PER_S
+        self.charged_us.append(plan.charged_us())
         self._check(plan)
         self.run_until(start_us)
         self._position = max(self._position, (start_us, frame, -1))  # earlier frames first
@@ -236,7 +248,9 @@ class Machine:
         if self._phased_skip:
             self._phased_skip -= 1
             return None
-        timeline = phased_timeline(plan, frame, start_us, self.cpus)
+        timeline = phased_timeline(
+            plan, frame, start_us, self.cpus, self.lock_holds, self.charged_us
+        )
         if timeline is None:
             self._phased_refusals = min(self._phased_refusals + 1, 7)
             self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
@@ -256,16 +270,32 @@ class Machine:
         if time_us != float("inf") and time_us > self.now_us:
             self.now_us = time_us
 
+    def finish(self) -> None:
+        """Run every thread still alive to its end (threads that outlive the last frame) and
+        close the critical sections released inside runs; the trace is then complete."""
+        self.run_until()
+        for state in self._locks.values():
+            if state.holder is not None and state.release_at is not None:
+                self._log_hold(state, state.release_at)
+                state.holder = state.release_at = None
+
+    def _log_hold(self, state: _Lock, end_us: float) -> None:
+        holder = state.holder
+        self.lock_holds.append((state.name, holder.frame, holder.name, state.since, end_us))
+
     def _execute_serial(self, thread: Thread, frame: int, now: float) -> float:
         if not 0 <= thread.cpu < self.cpus:
             raise PlanError(f"thread {thread.name!r}: cpu {thread.cpu} out of range")
         rows, cpu, name = self.trace.rows, thread.cpu, thread.name
+        charged = 0.0
         # Trace.record inlined (hot path): zero-length intervals are skipped the same way
         for activity, cost in thread.ops:
             if cost > 0:
                 end = now + cost
                 rows.append((frame, cpu, name, activity, now, end))
                 now = end
+                charged += cost
+        self.charged_us.append(charged)
         return now
 
     # -- events ------------------------------------------------------------------------------
@@ -518,11 +548,12 @@ class Machine:
             at = state.release_at
             in_run = holder.run_end_pc >= 0 and holder.run_id == state.release_run
             if at < self.now_us or not in_run or self._position >= (at, holder.frame, holder.rank):
+                self._log_hold(state, at)
                 holder = state.holder = state.release_at = None
             else:  # the holder must now release it as an operation, at its time
                 self._truncate_run(holder, lock)
         if holder is None:
-            state.holder = run
+            state.holder, state.since = run, self.now_us
             run.held.add(lock)
             return True
         run.began = self.now_us
@@ -539,6 +570,8 @@ class Machine:
     def _release(self, run: _Run, lock: Hashable) -> None:
         state = self._held(run, lock)
         run.held.discard(lock)
+        self._log_hold(state, self.now_us)
+        state.since = self.now_us
         if state.waiters:
             waiter = state.waiters.popleft()
             state.holder = waiter

@@ -24,10 +24,20 @@ Row = tuple[int, int, str, str, float, float]
 
 
 def phased_timeline(
-    plan: FramePlan, frame: int, start_us: float, cpus: int
+    plan: FramePlan,
+    frame: int,
+    start_us: float,
+    cpus: int,
+    lock_holds: list | None = None,
+    charged_us: list | None = None,
 ) -> tuple[list[Row], float] | None:
     """The trace rows and the coordinator's end (us) of ``plan`` started at ``start_us``, or
-    ``None`` when the plan is not barrier-phased and free of contention (see module doc)."""
+    ``None`` when the plan is not barrier-phased and free of contention (see module doc).
+
+    With ``lock_holds``, each lock a thread takes in a phase is logged there as
+    ``(lock, frame, thread, phase start, the thread's end of the phase)`` (us): a superset of
+    its critical sections, for the lock-exclusion invariant; with ``charged_us``, the CPU time
+    the plan charges (its computations' costs, us) is appended there."""
     threads = plan.threads
     parties = len(threads)
     phases_of: list[list[list[Compute]]] = []  # per thread, per phase: its computations
@@ -35,6 +45,7 @@ def phased_timeline(
     names: list = []  # the barriers every thread passes, in order (thread 0's)
     lock_owner: dict = {}  # (phase, lock) -> thread index
     used_cpus = set()
+    charged = 0.0
     for index, thread in enumerate(threads):
         cpu = thread.cpu
         if thread.spawned or not 0 <= cpu < cpus or cpu in used_cpus:
@@ -49,6 +60,7 @@ def phased_timeline(
             if kind is Compute:
                 if op.cost_us > 0:
                     segment.append(op)
+                    charged += op.cost_us
             elif kind is BarrierWait:
                 passed = len(waits)
                 if held or not is_wait(op.activity):
@@ -78,7 +90,14 @@ def phased_timeline(
             return None
         phases_of.append(phases)
         waits_of.append(waits)
-    return _timeline(plan, frame, start_us, phases_of, waits_of)
+    timeline = _timeline(plan, frame, start_us, phases_of, waits_of)
+    if timeline is not None and charged_us is not None:
+        charged_us.append(charged)
+    if timeline is not None and lock_holds is not None and lock_owner:
+        for (phase, lock), index in lock_owner.items():
+            opened, end = timeline[2][phase - 1], timeline[3][phase - 1][index]
+            lock_holds.append((lock, frame, threads[index].name, opened, end))
+    return None if timeline is None else timeline[:2]
 
 
 def _timeline(
@@ -87,13 +106,17 @@ def _timeline(
     start_us: float,
     phases_of: list[list[list[Compute]]],
     waits_of: list[list[BarrierWait]],
-) -> tuple[list[Row], float] | None:
+) -> tuple[list[Row], float, list[float], list[list[float]]] | None:
+    """(rows, coordinator end, each phase's start, each phase's thread ends), us."""
     threads = plan.threads
     barriers = len(waits_of[0])
     rows: list[Row] = []
     opened = start_us  # the instant the current phase began (the last barrier opened)
     ends = [0.0] * len(threads)
+    starts: list[float] = []
+    phase_ends: list[list[float]] = []
     for phase in range(barriers + 1):
+        starts.append(opened)
         for index, thread in enumerate(threads):
             t, cpu, name = opened, thread.cpu, thread.name
             for activity, cost in phases_of[index][phase]:
@@ -101,6 +124,7 @@ def _timeline(
                 rows.append((frame, cpu, name, activity, t, end))
                 t = end
             ends[index] = t
+        phase_ends.append(list(ends))
         if phase == barriers:
             break
         opens = max(ends)
@@ -112,4 +136,4 @@ def _timeline(
         opened = opens
     if max(ends) > ends[0]:
         return None  # a thread outlives the coordinator: the engine keeps it running
-    return rows, ends[0]
+    return rows, ends[0], starts, phase_ends

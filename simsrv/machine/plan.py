@@ -119,6 +119,15 @@ class FramePlan(NamedTuple):
     threads: tuple[Thread, ...]
     barriers: Mapping[str, int] = {}  # noqa: RUF012 (never mutated)
 
+    def charged_us(self) -> float:
+        """The CPU time the plan charges: the sum of its computations' costs, us."""
+        total = 0.0
+        for thread in self.threads:
+            for op in thread.ops:
+                if type(op) is Compute and op.cost_us > 0:
+                    total += op.cost_us
+        return total
+
     def is_serial(self) -> bool:
         """True when the plan is one thread of plain computations (no synchronisation)."""
         if len(self.threads) != 1:

@@ -14,8 +14,14 @@ from simsrv.toml_file import read_toml
 PLATFORM_DIR = Path(__file__).parent
 
 
+MAX_COST_US = 1e6
+"""Largest cost of one operation: one second of CPU, microseconds.  Every modelled operation
+is a system call or a few thousand instructions; a cost above a second is a unit mistake (and
+would make one frame outlast any run)."""
+
+
 def _us(description: str, default: float = 0.0):
-    return Field(default, ge=0, description=f"{description}, microseconds")
+    return Field(default, ge=0, le=MAX_COST_US, description=f"{description}, microseconds (<= 1e6)")
 
 
 class Costs(StrictModel):

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from simsrv.errors import InputError
+from simsrv.machine.engines import ENGINES
 from simsrv.platforms.profile import load_platform
+from simsrv.scenario.bounds import check_run_measures_packets
 from simsrv.scenario.schema import (
     ClientsSection,
     MachineSection,
@@ -118,12 +120,16 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
     )
 
     machine = validate(MachineSection, sections["machine"], "machine")
+    ENGINES.get(machine.engine, "machine.engine")
     load_platform(machine.platform)
+    run = validate(RunSection, sections["run"], "run")
+    clients = validate(ClientsSection, sections["clients"], "clients")
+    check_run_measures_packets(run, players, clients)
     return Scenario(
-        run=validate(RunSection, sections["run"], "run"),
+        run=run,
         map=map_section,
         players=players,
-        clients=validate(ClientsSection, sections["clients"], "clients"),
+        clients=clients,
         server=server,
         machine=machine,
     )

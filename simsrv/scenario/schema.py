@@ -16,13 +16,17 @@ from pydantic import BaseModel, Field, model_validator
 
 from simsrv.scenario.validation import StrictModel
 
+MAX_SEED = 2**32 - 1  # seeds are stored as int64 with a sweep's seed offsets added
+
 
 class RunSection(StrictModel):
     """Length of the run and its seed."""
 
     duration_s: float = Field(10.0, gt=0, le=1e6, description="measured simulated time, s")
     warmup_s: float = Field(1.0, ge=0, le=1e6, description="simulated time discarded first, s")
-    seed: int = Field(1, ge=0, description="root seed of every random stream")
+    seed: int = Field(
+        1, ge=0, le=MAX_SEED, description="root seed of every random stream (0 to 2**32 - 1)"
+    )
 
 
 class MapSection(StrictModel):
@@ -68,9 +72,12 @@ class ClientsSection(StrictModel):
     )
     packet_loss: float = Field(0.0, ge=0, lt=1, description="probability a packet is lost")
     bandwidth_control: bool = Field(False, description="QuakeWorld per-client reply rate limit")
-    rate_bytes_per_s: float = Field(2500.0, gt=0, description="client 'rate' (bytes/s)")
+    rate_bytes_per_s: float = Field(2500.0, gt=0, le=1e9, description="client 'rate' (bytes/s)")
     socket_buffer_messages: int = Field(
-        0, ge=0, description="socket receive buffer in packets per socket; 0 = unbounded"
+        0,
+        ge=0,
+        le=1_000_000,
+        description="socket receive buffer in packets per socket; 0 = unbounded",
     )
 
     @model_validator(mode="after")
@@ -89,13 +96,18 @@ class ServerSection(StrictModel):
     strategy: str = Field("sequential", description="registered strategy name")
     options: Any = None
     max_messages_per_frame: int = Field(
-        0, ge=0, description="messages read per frame; 0 = one per client slot"
+        0,
+        ge=0,
+        le=100_000_000,
+        description="messages read per frame; 0 = one per client slot",
     )
     sv_mintic_s: float = Field(0.03, ge=0, le=1, description="minimum world-physics step, s")
     reply_header_bytes: int = Field(40, ge=0, le=1450, description="fixed bytes per reply")
     reply_bytes_per_entity: int = Field(12, ge=0, le=1450, description="bytes per entity")
-    reply_max_entities: int = Field(64, ge=1, description="entities per reply (QW: 64)")
-    reply_max_bytes: int = Field(1450, ge=1, description="largest datagram, bytes")
+    reply_max_entities: int = Field(64, ge=1, le=65536, description="entities per reply (QW: 64)")
+    reply_max_bytes: int = Field(
+        1450, ge=1, le=65507, description="largest datagram, bytes (UDP/IPv4: 65507)"
+    )
 
     @model_validator(mode="after")
     def _header_fits_a_datagram(self) -> ServerSection:
@@ -112,15 +124,20 @@ class MachineSection(StrictModel):
 
     platform: str = Field("cordeiro2007-xeon", description="platform name or .toml path")
     cpus: int = Field(2, ge=1, le=65536, description="logical CPUs")
+    engine: str = Field(
+        "fast",
+        description="machine engine: fast, or simpy (a reference engine on simpy, op by op, "
+        "slower; the same results)",
+    )
     costs: dict[str, float] = Field(
         default_factory=dict,
-        description="per-scenario overrides of platform costs, microseconds "
+        description="per-scenario overrides of platform costs, microseconds, each 0 to 1e6 "
         "(e.g. costs.request_per_message = 40)",
     )
 
     @model_validator(mode="after")
     def _known_costs(self) -> MachineSection:
-        from simsrv.platforms.profile import Costs
+        from simsrv.platforms.profile import MAX_COST_US, Costs
 
         for name, value in self.costs.items():
             if name not in Costs.model_fields:
@@ -129,6 +146,11 @@ class MachineSection(StrictModel):
                 )
             if value < 0:
                 raise ValueError(f"costs.{name}: must be >= 0 microseconds, got {value}")
+            if value > MAX_COST_US:
+                raise ValueError(
+                    f"costs.{name}: must be <= {MAX_COST_US:g} microseconds (one second of CPU "
+                    f"per operation), got {value:g}"
+                )
         return self
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import json
+import types
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from simsrv.errors import InputError
 
@@ -18,6 +21,29 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, data: Any) -> Any:
+        """``true`` is not a number and ``1`` or ``"yes"`` is not a boolean: pydantic would
+        convert them (issue 26)."""
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name)
+                if field is not None and field.annotation is bool and not isinstance(value, bool):
+                    raise ValueError(f"{name}: must be true or false, got {json.dumps(value)}")
+                if field is None or not _bool_for_number(field.annotation, value):
+                    continue
+                if isinstance(value, dict):  # name the entry: costs.world_base
+                    name, value = next(
+                        (f"{name}.{key}", v)
+                        for key, v in value.items()
+                        if _bool_for_number(field.annotation, {key: v})
+                    )
+                raise ValueError(
+                    f"{name}: must be a number, not a boolean, got {json.dumps(value)}"
+                )
+        return data
 
 
 def validate(model: type[M], data: Any, prefix: str) -> M:
@@ -67,6 +93,30 @@ def _first_error_line(error: ValidationError, model: type[BaseModel], prefix: st
     value = first.get("input")
     shown = "" if isinstance(value, dict) else f", got {value!r}"
     return f"{field}: {message}{shown}"
+
+
+def _bool_for_number(annotation: Any, value: Any) -> bool:
+    """True when ``value`` is, or holds, a boolean where ``annotation`` wants a number (or a
+    literal that is not a boolean).  Other type mismatches are left to pydantic."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _bool_for_number(get_args(annotation)[0], value)
+    if origin in (Union, types.UnionType):
+        return all(_bool_for_number(member, value) for member in get_args(annotation))
+    if isinstance(value, bool):
+        if origin is Literal:
+            return not any(isinstance(choice, bool) for choice in get_args(annotation))
+        return annotation in (int, float)
+    args = get_args(annotation)
+    if isinstance(value, list | tuple) and isinstance(origin, type):
+        if not issubclass(origin, Sequence | set | frozenset) or not args:
+            return False
+        if origin is tuple and args[-1] is not Ellipsis:
+            return any(_bool_for_number(a, v) for a, v in zip(args, value, strict=False))
+        return any(_bool_for_number(args[0], v) for v in value)
+    if isinstance(value, dict) and origin is dict and len(args) == 2:
+        return any(_bool_for_number(args[1], v) for v in value.values())
+    return False
 
 
 def _owner_model(model: type[BaseModel], path: list[str]) -> type[BaseModel]:

@@ -10,6 +10,8 @@ Override points of :class:`Strategy`
 ``plan(frame)``          required: the plan of one frame.
 ``frame_record()``       optional: extra per-frame columns (name -> value) for the frame just
                          planned; they are appended to the run's per-frame records.
+``check_invariants()``   optional: raise :class:`~simsrv.invariants.InvariantViolation` if the
+                         frames planned broke an invariant (called once, at the end of a run).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class Strategy:
     def frame_record(self) -> dict[str, Any]:
         """Extra per-frame values (e.g. group statistics) for the frame just planned."""
         return {}
+
+    def check_invariants(self) -> None:
+        """The strategy's own invariants over the run (e.g. ``entity_partition``)."""
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field, field_validator
 
+from simsrv.invariants import PartitionLog
 from simsrv.machine.plan import SPAWNER_CPU, Compute, FramePlan, Join, RunFirst, Spawn, Thread
 from simsrv.platforms.profile import Costs
 from simsrv.scenario.validation import StrictModel
@@ -82,7 +83,10 @@ class BspGroupOptions(StrictModel):
         1.0, ge=0, description="initial balancer load of the coordinator (entities)"
     )
     max_workers: int = Field(
-        0, ge=0, description="cap on workers per frame; 0 = CPUs - 1 (one process per CPU)"
+        0,
+        ge=0,
+        le=65536,
+        description="cap on workers per frame; 0 = CPUs - 1 (one process per CPU)",
     )
 
     @field_validator("balancer")
@@ -125,6 +129,7 @@ class BspGroup(Strategy):
         cap = options.max_workers or context.cpus - 1
         self.max_workers = 0 if options.spawn == "none" else min(cap, context.cpus - 1)
         self._record: dict[str, Any] = {}
+        self.partition = PartitionLog()
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -140,6 +145,15 @@ class BspGroup(Strategy):
             self.balance(weights, initial, groups)
             if workers
             else np.zeros(groups.count, dtype=np.int64)
+        )
+        self.partition.add(
+            frame.index,
+            messages["client"],
+            groups.entities,
+            groups.entity_group,
+            groups.sizes,
+            assignment,
+            processes,
         )
         platform = self.context.platform
         share = _shares(
@@ -233,6 +247,9 @@ class BspGroup(Strategy):
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
+
+    def check_invariants(self) -> None:
+        self.partition.check()
 
 
 def _shares(

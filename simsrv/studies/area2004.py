@@ -33,6 +33,7 @@ from simsrv.capacity import find_capacity
 from simsrv.figures.stage_breakdown import end_barrier_figure, stage_breakdown_figure
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
+from simsrv.sweep.orphan import exit_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios" / "area2004"
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = range(1, args.seeds + 1)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(args.workers) as pool:
+    with ProcessPoolExecutor(args.workers, initializer=exit_with_parent) as pool:
         if "capacity" in parts:
             jobs = [(v, s, 8, 8, ()) for v in VARIANTS for s in seeds]
             jobs += [(v, s, 24, 4, ()) for v in VARIANTS for s in seeds]

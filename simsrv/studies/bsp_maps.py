@@ -38,6 +38,7 @@ from simsrv.scenario.load import apply_override, build_scenario
 from simsrv.scheduling.balancers import lpt, makespan
 from simsrv.seeding import spawn_streams
 from simsrv.simulation import build_map
+from simsrv.sweep.orphan import exit_with_parent
 from simsrv.toml_file import read_toml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         for strategy in STRATEGIES
         for seed in range(1, args.seeds + 1)
     ]
-    with ProcessPoolExecutor() as pool:
+    with ProcessPoolExecutor(initializer=exit_with_parent) as pool:
         rows = pd.DataFrame(pool.map(_row, jobs))
     rows.to_csv(f"{args.out}.csv", index=False)
     text = table(rows)

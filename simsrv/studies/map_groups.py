@@ -33,6 +33,7 @@ import pandas as pd
 
 from simsrv.result import run
 from simsrv.scenario.load import apply_override, build_scenario, load_scenario
+from simsrv.sweep.orphan import exit_with_parent
 from simsrv.toml_file import read_toml
 from simsrv.world.snapshot import snapshots
 
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "maps")
     args = parser.parse_args(argv)
     seeds = range(1, args.seeds + 1)
-    with ProcessPoolExecutor() as pool:
+    with ProcessPoolExecutor(initializer=exit_with_parent) as pool:
         kind_jobs = [(k, s, args.duration) for k in KINDS for s in seeds]
         kinds = pd.DataFrame(pool.map(_kind_row, kind_jobs))
         kinds.to_csv(f"{args.out}-kinds.csv", index=False)

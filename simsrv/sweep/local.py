@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from simsrv.result import describe_error
 from simsrv.sweep.grid import GridRun
+from simsrv.sweep.orphan import exit_with_parent
 from simsrv.sweep.records import RunRecords, execute, failed
 
 T = TypeVar("T")
@@ -62,7 +63,8 @@ def run_parallel(
     An exception that escapes ``function`` (or a dead worker) becomes
     ``on_done(index, on_failure(index, error))``; the other items go on.  A
     ``KeyboardInterrupt`` reports the items that had already finished, cancels the rest
-    without waiting for them and propagates.
+    without waiting for them and propagates.  Pool workers exit when this process dies,
+    even by ``kill -9`` (:mod:`simsrv.sweep.orphan`).
     """
     if workers <= 1 or len(items) <= 1:
         for i, item in enumerate(items):
@@ -72,7 +74,7 @@ def run_parallel(
                 result = on_failure(i, error)
             on_done(i, result)
         return
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)))
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), initializer=exit_with_parent)
     pending = {pool.submit(function, item): i for i, item in enumerate(items)}
     try:
         while pending:

@@ -104,8 +104,12 @@ class RunRecords:
 
 
 def scenario_hash(scenario: Scenario) -> str:
-    """A stable fingerprint of the resolved scenario (16 hex digits)."""
-    text = json.dumps(scenario.to_dict(), sort_keys=True)
+    """A stable fingerprint of the resolved scenario (16 hex digits).  The machine engine is
+    left out: both engines give the same results, and stores made before it existed stay
+    valid."""
+    data = scenario.to_dict()
+    data["machine"].pop("engine", None)
+    text = json.dumps(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

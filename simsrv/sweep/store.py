@@ -130,7 +130,8 @@ class _Index:
 class SweepStore:
     """The run and part files under ``out / "runs"`` (module docstring)."""
 
-    def __init__(self, out: Path, *, compact_every: int = COMPACT_EVERY) -> None:
+    def __init__(self, out: str | os.PathLike[str], *, compact_every: int = COMPACT_EVERY) -> None:
+        out = Path(out)  # a plain string is fine: SweepStore("results/sweeps/x").read()
         self.out = out
         self.runs_dir = out / RUNS_DIR
         self.compact_every = compact_every

@@ -1,0 +1,23 @@
+"""The machine engines, by name (``machine.engine``): both execute the same plans and give the
+same trace, bit for bit (``tests/test_engines.py``).
+
+``fast`` (default)  :class:`simsrv.machine.executor.Machine`: a hand-written event heap with
+                    exact shortcuts (runs 1.3-2.7x faster on the scenarios, where the world
+                    and the workload take much of the time).
+``simpy``           :class:`simsrv.machine.simpy_engine.SimpyMachine`: simpy processes,
+                    resources and events, op by op, written for clarity: the reference.
+
+An engine is a class built as ``Engine(cpus, smt_per_core, smt_throughput)`` with
+``execute(plan, frame, start_s) -> end_s``, ``finish()``, ``trace``, ``charged_us``,
+``lock_holds`` and ``smt_per_core``.
+"""
+
+from __future__ import annotations
+
+from simsrv.machine.executor import Machine
+from simsrv.machine.simpy_engine import SimpyMachine
+from simsrv.registry import Registry
+
+ENGINES: Registry[type] = Registry("machine engine")
+ENGINES.register("fast", Machine)
+ENGINES.register("simpy", SimpyMachine)

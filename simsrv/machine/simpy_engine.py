@@ -1,0 +1,348 @@
+"""A second engine (``machine.engine = "simpy"``): the same plans, executed op by op with simpy.
+
+Written for clarity, not speed: every thread of a frame is a simpy *process* that walks its
+operations one by one; every CPU and every lock is a simpy ``Resource`` of capacity 1 (FIFO);
+a barrier, a thread's end and each timer are simpy *events*.  It implements the model of
+:mod:`simsrv.machine.executor` (read its docstring) without any shortcut, and must give the
+same trace rows, bit for bit (``tests/test_engines.py`` runs every scenario and random plans on
+both).
+
+How simultaneous events keep the fast engine's order
+----------------------------------------------------
+The fast engine orders what happens at one instant by the key ``(frame, index in the plan)``:
+earlier frames first, then the coordinator, then the other threads.  Here every event a thread
+waits for is scheduled with a simpy *priority* that encodes that key (:meth:`_priority`), so
+simpy's queue ``(time, priority, insertion)`` pops them in the fast engine's order.  Before each
+operation a thread yields a *turn*: an event for now at its own priority, so that a thread with
+a smaller key that has something to do at this instant acts first, exactly as the fast engine
+makes a thread yield to earlier keys.  Events that simpy triggers itself (a resource granted, a
+barrier or a thread's end succeeding, a condition) carry simpy's own priorities 0 and 1, which
+come before every key: a process woken that way continues at once, as the fast engine's
+synchronous hand-overs do (a freed CPU goes to the next thread in its queue in the same step).
+
+Times are microseconds, as in the fast engine; timers are scheduled at absolute times computed
+with the same floating-point expressions (``now + cost``, and with SMT ``now + remaining /
+speed``), so that the trace's numbers are the same floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Hashable
+from typing import Any
+
+import simpy
+
+from simsrv.machine.executor import US_PER_S, PlanError
+from simsrv.machine.plan import (
+    SPAWNER_CPU,
+    Acquire,
+    BarrierWait,
+    Compute,
+    FramePlan,
+    Join,
+    Release,
+    RunFirst,
+    Spawn,
+    Thread,
+)
+from simsrv.machine.trace import Trace, is_wait
+
+RANKS = 1 << 20  # threads per frame that the priority encoding can tell apart
+FIRST_KEY = 2  # priorities below are simpy's own (URGENT = 0, NORMAL = 1)
+
+
+class _Timer(simpy.Event):
+    """A timeout with a priority: it happens ``delay`` us from now, after the events of that
+    instant with a smaller priority (``simpy.Timeout`` always uses ``NORMAL``)."""
+
+    def __init__(self, env: simpy.Environment, priority: int, delay: float) -> None:
+        super().__init__(env)
+        self._ok, self._value = True, None  # as simpy.Timeout: triggered when created
+        env.schedule(self, priority, delay)
+
+
+class _Environment(simpy.Environment):
+    """simpy's environment with a clock that can be set to the start of a frame (the fast
+    engine starts a frame at exactly ``start_s * 1e6``; ``now + (start - now)`` may round)."""
+
+    def jump_to(self, time: float) -> None:
+        """Set the clock to ``time`` (us); no event may be pending before it."""
+        if self.peek() < time or (time < self._now and self.peek() != float("inf")):
+            raise RuntimeError("events pending before the new time")
+        self._now = time
+
+
+class _ThreadState:
+    """One thread of one frame: where it runs, what it computes, what it waits for."""
+
+    def __init__(self, thread: Thread, frame: int, rank: int) -> None:
+        self.thread = thread
+        self.name = thread.name
+        self.frame = frame
+        self.rank = rank
+        self.cpu = thread.cpu
+        self.finished = False
+        self.end: simpy.Event | None = None  # succeeds when the thread has run every operation
+        self.process: simpy.Process | None = None
+        # a computation under SMT: work left (us at speed 1), its speed, when last updated
+        self.remaining = 0.0
+        self.speed = 1.0
+        self.last = 0.0
+        self.token = 0  # the current finish timer (a speed change makes a new one)
+        self.done: simpy.Event | None = None  # succeeds when the current computation ends
+        self.requests: dict[Hashable, simpy.Resource] = {}  # the locks it holds
+
+
+class SimpyMachine:
+    """N simulated CPUs on simpy; the same interface and trace as
+    :class:`simsrv.machine.executor.Machine` (``execute``, ``finish``, ``trace``,
+    ``charged_us``, ``lock_holds``)."""
+
+    def __init__(self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0) -> None:
+        self.cpus = cpus
+        self.smt_per_core = smt_per_core
+        self.smt_throughput = smt_throughput
+        self._smt = smt_per_core > 1 and smt_throughput < 1.0
+        self.env = _Environment()
+        self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
+        self._computing: list[_ThreadState | None] = [None] * cpus
+        self._core_busy = [0] * (-(-cpus // smt_per_core))
+        self._locks: dict[Hashable, simpy.Resource] = {}
+        self._lock_since: dict[Hashable, float] = {}
+        self.trace = Trace()
+        self.charged_us: list[float] = []
+        self.lock_holds: list[tuple] = []
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def execute(self, plan: FramePlan, frame: int, start_s: float) -> float:
+        """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s."""
+        self._check(plan)
+        self.charged_us.append(plan.charged_us())
+        start_us = start_s * US_PER_S
+        self._run_until(start_us)
+        if plan.is_serial() and self.env.peek() == float("inf"):
+            # as the fast engine: one serial thread on an idle machine starts at exactly
+            # start_us, even a rounding error before the previous frame's end
+            self.env.jump_to(start_us)
+        states = {t.name: _ThreadState(t, frame, i) for i, t in enumerate(plan.threads)}
+        barriers = {
+            name: [parties, [], self.env.event()] for name, parties in plan.barriers.items()
+        }
+        for state in states.values():
+            state.end = self.env.event()
+            if not state.thread.spawned:
+                state.process = self.env.process(self._thread(state, states, barriers))
+        coordinator = states[plan.threads[0].name]
+        while not coordinator.finished:
+            if self.env.peek() == float("inf"):
+                raise PlanError(f"frame {frame}: plan deadlocked (no event can happen)")
+            self.env.step()
+        self._run_until(self.env.now)
+        return self.env.now / US_PER_S
+
+    def finish(self) -> None:
+        """Run every thread still alive to its end."""
+        while self.env.peek() != float("inf"):
+            self.env.step()
+
+    def _run_until(self, time_us: float) -> None:
+        """Process every event up to ``time_us`` included; the clock then reads ``time_us``
+        (or stays later)."""
+        while self.env.peek() <= time_us:
+            self.env.step()
+        if time_us > self.env.now:
+            self.env.jump_to(time_us)
+
+    @staticmethod
+    def _priority(state: _ThreadState) -> int:
+        return FIRST_KEY + state.frame * RANKS + state.rank
+
+    def _turn(self, state: _ThreadState) -> simpy.Event:
+        """Let every thread with a smaller key act first at this instant."""
+        return _Timer(self.env, self._priority(state), 0.0)
+
+    # -- one thread --------------------------------------------------------------------------
+
+    def _thread(
+        self, state: _ThreadState, states: dict[str, _ThreadState], barriers: dict
+    ) -> Generator[simpy.Event, Any, None]:
+        """The process of one thread: its operations, one by one."""
+        for op in state.thread.ops:
+            kind = type(op)
+            if kind is Compute and op.cost_us <= 0:
+                continue
+            yield self._turn(state)
+            if kind is Compute:
+                yield from self._compute(state, op)
+            elif kind is BarrierWait:
+                yield from self._barrier(state, op, barriers)
+            elif kind is Acquire:
+                yield from self._acquire(state, op.lock)
+            elif kind is Release:
+                self._release(state, op.lock)
+            elif kind is Spawn:
+                self._spawn(state, states, op.thread, barriers)
+            elif kind is Join or kind is RunFirst:
+                yield from self._join(state, states, op)
+        if state.requests:
+            held = sorted(map(str, state.requests))
+            raise PlanError(f"thread {state.name!r} ended holding locks {held}")
+        state.finished = True
+        state.end.succeed()
+
+    def _record(self, state: _ThreadState, activity: str, start: float, end: float) -> None:
+        self.trace.rows.append((state.frame, state.cpu, state.name, activity, start, end))
+
+    def _compute(self, state: _ThreadState, op: Compute) -> Generator:
+        """Take the thread's CPU (FIFO), hold it for the cost (slower while an SMT sibling
+        computes), record the interval, give the CPU back."""
+        cpu = state.cpu
+        request = self._cpu[cpu].request()
+        yield request
+        began = self.env.now
+        self._computing[cpu] = state
+        state.done = self.env.event()
+        if self._smt:
+            state.remaining, state.last = op.cost_us, began
+            state.speed = self._smt_change(cpu, +1)
+            self._finish_in(state, state.remaining / state.speed)
+        else:
+            self._finish_in(state, op.cost_us)
+        yield state.done
+        self._record(state, op.activity, began, self.env.now)
+        if self._smt:
+            self._smt_change(cpu, -1)
+        self._computing[cpu] = None
+        self._cpu[cpu].release(request)
+
+    def _finish_in(self, state: _ThreadState, delay: float) -> None:
+        """The current computation ends ``delay`` us from now unless a speed change moves it
+        (the fast engine's ``now + cost`` and ``last + remaining / speed``, with ``last`` =
+        now: the same floats)."""
+        state.token += 1
+        token = state.token
+        timer = _Timer(self.env, self._priority(state), delay)
+
+        def end(_event: simpy.Event) -> None:
+            if token == state.token:  # not superseded by a speed change
+                state.done.succeed()
+
+        timer.callbacks.append(end)
+
+    def _smt_change(self, cpu: int, delta: int) -> float:
+        """A logical CPU of ``cpu``'s core starts (+1) or stops (-1) computing: the siblings'
+        computations change speed now, keeping the work done; return the new speed."""
+        per_core = self.smt_per_core
+        core = cpu // per_core
+        self._core_busy[core] += delta
+        speed = 1.0 if self._core_busy[core] <= 1 else self.smt_throughput
+        now = self.env.now
+        for sibling in range(core * per_core, min(self.cpus, (core + 1) * per_core)):
+            other = self._computing[sibling]
+            if sibling == cpu or other is None:
+                continue
+            other.remaining -= (now - other.last) * other.speed
+            other.last = now
+            other.speed = speed
+            self._finish_in(other, other.remaining / other.speed)
+        return speed
+
+    def _barrier(self, state: _ThreadState, op: BarrierWait, barriers: dict) -> Generator:
+        """Wait until every party of the barrier has arrived."""
+        barrier = barriers.get(op.name)
+        if barrier is None:
+            raise PlanError(f"{state.name!r} waits at undeclared barrier {op.name!r}")
+        if not is_wait(op.activity):
+            raise PlanError(f"{state.name!r}: barrier activity {op.activity!r} must end in _wait")
+        parties, arrived, opened = barrier
+        arrived.append(state)
+        if len(arrived) > parties:
+            raise PlanError(f"barrier {op.name!r}: more than {parties} parties arrived")
+        began = self.env.now
+        if len(arrived) == parties:
+            opened.succeed()
+        yield opened
+        yield self._turn(state)  # the fast engine wakes waiters in key order
+        if self.env.now > began:
+            self._record(state, op.activity, began, self.env.now)
+
+    def _acquire(self, state: _ThreadState, lock: Hashable) -> Generator:
+        """Take the lock (a FIFO resource that outlives the frame), waiting while it is held."""
+        resource = self._locks.get(lock)
+        if resource is None:
+            resource = self._locks[lock] = simpy.Resource(self.env, capacity=1)
+        began = self.env.now
+        request = resource.request()
+        state.requests[lock] = request
+        if not request.triggered:
+            yield request
+            yield self._turn(state)
+            if self.env.now > began:
+                self._record(state, "lock_wait", began, self.env.now)
+        self._lock_since[lock] = self.env.now
+
+    def _release(self, state: _ThreadState, lock: Hashable) -> None:
+        request = state.requests.pop(lock, None)
+        if request is None:
+            raise PlanError(f"{state.name!r} releases {lock!r}, which it does not hold")
+        self.lock_holds.append(
+            (lock, state.frame, state.name, self._lock_since.pop(lock), self.env.now)
+        )
+        self._locks[lock].release(request)
+        # the next waiter holds it from now on (it records its wait at its turn)
+        if self._locks[lock].users:
+            self._lock_since[lock] = self.env.now
+
+    def _spawn(
+        self, state: _ThreadState, states: dict[str, _ThreadState], name: str, barriers: dict
+    ) -> None:
+        child = states.get(name)
+        if child is None or not child.thread.spawned or child.process is not None:
+            raise PlanError(f"{state.name!r} spawns {name!r}, not a spawned thread of the plan")
+        if child.cpu == SPAWNER_CPU:
+            child.cpu = state.cpu
+        child.process = self.env.process(self._thread(child, states, barriers))
+
+    def _join(self, state: _ThreadState, states: dict[str, _ThreadState], op) -> Generator:
+        """Wait for a thread's end; a run-first parent may instead move to an idle CPU after
+        ``migrate_after_us``."""
+        target = states.get(op.thread)
+        if target is None:
+            raise PlanError(f"{state.name!r} joins unknown thread {op.thread!r}")
+        if target.finished:
+            return
+        began = self.env.now
+        activity = "join_wait"
+        if type(op) is RunFirst:
+            activity = "runqueue_wait"
+            timer = _Timer(self.env, self._priority(state), op.migrate_after_us)
+            yield target.end | timer
+            if not target.finished:  # the timer: move to the lowest idle CPU, if any
+                idle = self._idle_cpu(exclude=state.cpu)
+                if idle is not None:
+                    self._record(state, activity, began, self.env.now)
+                    state.cpu = idle
+                    return
+        if not target.finished:
+            yield target.end
+        yield self._turn(state)  # the fast engine wakes joiners in key order
+        if self.env.now > began:
+            self._record(state, activity, began, self.env.now)
+
+    def _idle_cpu(self, exclude: int) -> int | None:
+        for index, cpu in enumerate(self._cpu):
+            if index != exclude and cpu.count == 0 and not cpu.queue:
+                return index
+        return None
+
+    def _check(self, plan: FramePlan) -> None:
+        if len(plan.threads) == 0 or plan.threads[0].spawned:
+            raise PlanError("the coordinator (threads[0]) must exist and not be spawned")
+        if len(plan.threads) >= RANKS:
+            raise PlanError(f"more than {RANKS - 1} threads in one frame")
+        if len({t.name for t in plan.threads}) != len(plan.threads):
+            raise PlanError(f"thread names are not unique: {[t.name for t in plan.threads]}")
+        for t in plan.threads:
+            if not 0 <= t.cpu < self.cpus and not (t.spawned and t.cpu == SPAWNER_CPU):
+                raise PlanError(f"thread {t.name!r}: cpu {t.cpu} out of range 0..{self.cpus - 1}")

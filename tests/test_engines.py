@@ -1,0 +1,109 @@
+"""The two machine engines give identical traces (issue 26): ``fast`` (the default, with exact
+shortcuts) and ``simpy`` (simpy processes, resources and events, op by op), on every scenario in
+scenarios/ and on generated plans, with and without SMT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsrv.machine import Join, Machine, RunFirst
+from simsrv.machine.simpy_engine import SimpyMachine
+from simsrv.scenario.load import load_scenario
+from simsrv.simulation import simulate
+from tests.test_machine_properties import scripts
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*.toml"))
+HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
+SHORT = ["run.duration_s=0.2", "run.warmup_s=0.1"]
+SMT = [(1, 1.0), (2, 0.6), (3, 0.5)]  # (logical CPUs per core, throughput while shared)
+
+
+def _sorted(trace: pd.DataFrame) -> pd.DataFrame:
+    columns = ["frame", "cpu", "thread", "activity", "start_s", "end_s", "busy"]
+    out = trace[columns].astype({"thread": str, "activity": str})
+    return out.sort_values(columns).reset_index(drop=True)
+
+
+def _both(path: str) -> tuple:
+    fast = simulate(load_scenario(ROOT / path, SHORT))
+    slow = simulate(load_scenario(ROOT / path, [*SHORT, 'machine.engine="simpy"']))
+    return fast, slow
+
+
+def _assert_identical(fast, slow) -> None:
+    pd.testing.assert_frame_equal(_sorted(fast.trace), _sorted(slow.trace), check_exact=True)
+    pd.testing.assert_frame_equal(fast.frames, slow.frames, check_exact=True)
+    assert fast.accounting == slow.accounting
+    assert fast.end_s == slow.end_s
+    assert slow.checks == fast.checks
+
+
+@pytest.mark.parametrize("path", [p for p in SCENARIOS if p not in HEAVY])
+def test_every_scenario_gives_the_same_trace_on_both_engines(path):
+    fast, slow = _both(path)
+    assert len(fast.trace) > 0
+    _assert_identical(fast, slow)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(HEAVY))
+def test_the_scale_scenarios_give_the_same_trace_on_both_engines(path):
+    _assert_identical(*_both(path))
+
+
+def _execute(machine, frames, gaps) -> tuple[list[float], list[tuple]]:
+    now, ends = 0.0, []
+    for index, (plan, gap) in enumerate(zip(frames, gaps, strict=False)):
+        now = machine.execute(plan, index, now + gap * 1e-6)
+        ends.append(now)
+    machine.finish()
+    return ends, sorted(machine.trace.rows, key=repr)
+
+
+@st.composite
+def scripts_with_run_first(draw):
+    """The machine property scripts, where a join may be a run-first wait (the parent of a
+    forked child may migrate to an idle CPU after a delay)."""
+    cpus, frames, gaps = draw(scripts())
+    out = []
+    for plan in frames:
+        threads = []
+        for thread in plan.threads:
+            ops = tuple(
+                RunFirst(op.thread, draw(st.sampled_from([0.0, 1.0, 2.5])))
+                if type(op) is Join and draw(st.booleans())
+                else op
+                for op in thread.ops
+            )
+            threads.append(thread._replace(ops=ops))
+        out.append(plan._replace(threads=tuple(threads)))
+    return cpus, out, gaps
+
+
+def _same_on_both(script, smt: tuple[int, float]) -> None:
+    cpus, frames, gaps = script
+    fast = Machine(cpus, *smt)
+    slow = SimpyMachine(cpus, *smt)
+    assert _execute(fast, frames, gaps) == _execute(slow, frames, gaps)
+    assert fast.charged_us == slow.charged_us
+
+
+@pytest.mark.parametrize("smt", SMT)
+@settings(max_examples=40, deadline=None)
+@given(script=scripts_with_run_first())
+def test_generated_plans_give_the_same_trace_on_both_engines(script, smt):
+    _same_on_both(script, smt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("smt", SMT)
+@settings(max_examples=500, deadline=None)
+@given(script=scripts_with_run_first())
+def test_generated_plans_give_the_same_trace_on_both_engines_long(script, smt):
+    _same_on_both(script, smt)

@@ -1,0 +1,214 @@
+"""The invariants checked in every run (issue 26): they hold on every scenario and on random
+plans, and each one catches the violation it is about, naming the frame and the entities."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+
+from simsrv.cli.main import main
+from simsrv.invariants import (
+    CHECKS,
+    InvariantViolation,
+    PartitionLog,
+    check_conservation,
+    check_locks,
+    check_trace,
+)
+from simsrv.machine import Acquire, Machine
+from simsrv.machine.executor import Machine as MachineClass
+from tests.test_machine_properties import scripts
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*.toml"))
+HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
+SHORT = ["--set", "run.duration_s=0.3", "--set", "run.warmup_s=0.1"]
+
+
+def _run_json(capsys, path: str) -> dict:
+    assert main(["run", str(ROOT / path), "--json", *SHORT]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("path", [p for p in SCENARIOS if p not in HEAVY])
+def test_every_scenario_reports_every_check_true(capsys, path):
+    data = _run_json(capsys, path)
+    assert data["checks"] == dict.fromkeys(CHECKS, True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(HEAVY))
+def test_the_scale_scenarios_report_every_check_true(capsys, path):
+    assert _run_json(capsys, path)["checks"] == dict.fromkeys(CHECKS, True)
+
+
+def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
+    capsys, monkeypatch
+):
+    """A machine that loses the second computation of frame 5 breaks costs_accounted."""
+    original = MachineClass._execute_serial
+
+    def lossy(self, thread, frame, now):
+        end = original(self, thread, frame, now)
+        if frame == 5:
+            self.trace.rows.pop()
+        return end
+
+    monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
+    assert main(["run", "--json", *SHORT]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(
+        "simsrv: invariant violated: costs_accounted: frame 5: the plan charged"
+    )
+
+
+def test_a_violation_still_writes_the_trace_asked_for(capsys, monkeypatch, tmp_path):
+    original = MachineClass._execute_serial
+
+    def lossy(self, thread, frame, now):
+        end = original(self, thread, frame, now)
+        if frame == 5:
+            self.trace.rows.pop()
+        return end
+
+    monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
+    trace = tmp_path / "t.csv"
+    assert main(["run", "--trace", str(trace), *SHORT]) == 3
+    assert "costs_accounted: frame 5" in capsys.readouterr().err
+    rows = pd.read_csv(trace)
+    assert len(rows) > 100 and 5 in set(rows["frame"])
+
+
+def test_a_cpu_running_two_threads_at_once_is_caught(monkeypatch, capsys):
+    original = MachineClass._execute_serial
+
+    def overlapping(self, thread, frame, now):
+        end = original(self, thread, frame, now)
+        if frame == 3:  # a phantom thread on the same CPU in the middle of the frame
+            self.trace.rows.append((3, thread.cpu, "ghost", "world", now, end))
+            self.charged_us[-1] += end - now
+        return end
+
+    monkeypatch.setattr(MachineClass, "_execute_serial", overlapping)
+    assert main(["run", *SHORT]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("simsrv: invariant violated: cpu_exclusive: frame 3: cpu 0 runs thread")
+    assert "ghost" in err and err.count("\n") == 1
+
+
+def test_check_trace_names_the_overlapping_threads():
+    frame = np.array([0, 0, 1])
+    cpu = np.array([0, 1, 0])
+    start, end = np.array([0.0, 0.0, 1.0]), np.array([2.0, 2.0, 3.0])
+    busy = np.array([True, True, True])
+    names = ["a", "b", "c"]
+    with pytest.raises(InvariantViolation, match="cpu_exclusive: frame 1: cpu 0 runs thread a"):
+        check_trace(frame, cpu, names.__getitem__, start, end, busy, np.array([4.0, 2.0]), 1.0)
+    busy[2] = False  # a wait does not hold the CPU
+    check_trace(frame, cpu, names.__getitem__, start, end, busy, np.array([4.0, 0.0]), 1.0)
+    with pytest.raises(InvariantViolation, match="costs_accounted: frame 1: the plan charged"):
+        check_trace(frame, cpu, names.__getitem__, start, end, busy, np.array([4.0, 1.0]), 1.0)
+    # with SMT a computation may last up to cost / throughput, not longer
+    check_trace(frame, cpu, names.__getitem__, start, end, busy, np.array([2.5, 0.0]), 0.6)
+    with pytest.raises(InvariantViolation, match="costs_accounted: frame 0"):
+        check_trace(frame, cpu, names.__getitem__, start, end, busy, np.array([2.0, 0.0]), 0.6)
+
+
+def test_check_locks_names_the_lock_and_both_threads():
+    check_locks([("L", 0, "a", 0.0, 2.0), ("L", 0, "b", 2.0, 3.0), (("n", 1), 0, "c", 1.0, 4.0)])
+    with pytest.raises(
+        InvariantViolation,
+        match=r"lock_exclusive: frame 1: lock \('n', 1\) held by thread c \(frame 0\) until "
+        r"4.000 us and taken by thread d",
+    ):
+        check_locks([(("n", 1), 0, "c", 1.0, 4.0), ("L", 0, "a", 0, 9), (("n", 1), 1, "d", 3.0, 5)])
+
+
+def test_check_conservation_names_every_term():
+    ok = {"sent": 10, "lost": 1, "in_flight": 2, "dropped": 0, "processed": 5, "queued": 2}
+    check_conservation(ok, 5)
+    with pytest.raises(InvariantViolation, match="message_conservation: at the end of the run: "):
+        check_conservation({**ok, "sent": 11}, 5)
+    with pytest.raises(InvariantViolation, match="5 packets processed but the frames read 6"):
+        check_conservation(ok, 6)
+
+
+def _partition(**changes) -> PartitionLog:
+    frame = {
+        "frame": 7,
+        "senders": np.array([3, 9]),
+        "entities": np.array([1, 3, 9]),
+        "entity_group": np.array([0, 0, 1]),
+        "sizes": np.array([2, 1]),
+        "assignment": np.array([1, 0]),
+        "workers": 2,
+    }
+    log = PartitionLog()
+    log.add(frame=2, **{k: v for k, v in frame.items() if k != "frame"})  # a good frame first
+    log.add(**{**frame, **changes})
+    return log
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({}, None),
+        ({"entities": np.array([1, 3, 3])}, "frame 7: entity 3 is listed twice"),
+        ({"senders": np.array([3, 4])}, "frame 7: entity 4 sent a packet but is in no group"),
+        ({"entity_group": np.array([0, 1, 1])}, "frame 7: group 0 holds 1 entities but is sized 2"),
+        ({"assignment": np.array([1, 2])}, "a group is on no worker or on one that does not"),
+        ({"assignment": np.array([1])}, "a group is on no worker"),
+    ],
+)
+def test_the_partition_check_catches_each_kind_of_break(changes, message):
+    log = _partition(**changes)
+    if message is None:
+        log.check()
+        return
+    with pytest.raises(InvariantViolation, match=f"entity_partition: .*{message}"):
+        log.check()
+
+
+@settings(max_examples=200, deadline=None)
+@given(scripts())
+def test_random_plans_keep_every_machine_invariant_and_log_every_critical_section(script):
+    cpus, frames, gaps = script
+    machine = Machine(cpus)
+    now = 0.0
+    for index, (plan, gap) in enumerate(zip(frames, gaps, strict=False)):
+        now = machine.execute(plan, index, now + gap * 1e-6)
+    machine.finish()
+    check_locks(machine.lock_holds)
+    rows = machine.trace.rows
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+    frame, cpu, thread, activity, start, end = (np.array(c) for c in columns)
+    busy = np.array([not a.endswith("_wait") for a in activity], dtype=bool)
+    check_trace(
+        frame.astype(int),
+        cpu.astype(int),
+        lambda i: thread[i],
+        start.astype(float),
+        end.astype(float),
+        busy,
+        np.array(machine.charged_us),
+        1.0,
+    )
+    # every thread that takes a lock has a logged critical section of it (the phased shortcut
+    # logs one superset per lock and phase, the engine one per acquisition)
+    taken = {
+        (op.lock, index, t.name)
+        for index, plan in enumerate(frames)
+        for t in plan.threads
+        for op in t.ops
+        if type(op) is Acquire
+    }
+    assert {hold[:3] for hold in machine.lock_holds} == taken
+    acquires = sum(type(op) is Acquire for plan in frames for t in plan.threads for op in t.ops)
+    assert len(machine.lock_holds) <= acquires
