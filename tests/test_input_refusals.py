@@ -51,12 +51,16 @@ def test_an_empty_only_name_is_refused(capsys, only):
 
 
 def test_an_empty_only_name_is_refused_before_any_run(capsys, monkeypatch):
-    import simsrv.cli.validate_command as command
+    import importlib
+
+    # the command imports validate() from this module when it runs (the package's own
+    # attribute of that name is the function, hence import_module)
+    module = importlib.import_module("simsrv.validation.validate")
 
     def no_run(*args, **kwargs):
         raise AssertionError("validation started")
 
-    monkeypatch.setattr(command, "validate", no_run)
+    monkeypatch.setattr(module, "validate", no_run)
     _one_line_error(capsys, ["validate", "--quick", "--only", "area2004", "--only", ""])
 
 

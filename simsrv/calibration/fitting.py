@@ -21,6 +21,7 @@ from typing import Any
 from scipy.optimize import brentq
 
 from simsrv.registry import Registry
+from simsrv.sweep.orphan import exit_with_parent
 from simsrv.validation.jobs import RunJob, execute
 
 
@@ -64,7 +65,11 @@ class SeedAverage:
     def __init__(self, options: FitOptions) -> None:
         self.seeds = range(1, options.seeds + 1)
         self.duration_s = options.duration_s
-        self.pool = ProcessPoolExecutor(options.workers) if options.workers > 1 else None
+        self.pool = (
+            ProcessPoolExecutor(options.workers, initializer=exit_with_parent)
+            if options.workers > 1
+            else None
+        )
 
     def mean(self, scenario: Path, overrides: Sequence[str], quantity: str) -> float:
         """Mean of ``quantity`` over the seeds of ``scenario`` with ``overrides``."""

@@ -35,6 +35,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from simsrv.calibration.fitting import FitOptions
+from simsrv.sweep.orphan import exit_with_parent
 from simsrv.validation.jobs import RunJob, execute
 
 PIN_FLOOR = 1.0
@@ -227,7 +228,11 @@ class JointFit:
         self.log = log
         self.evaluations = 0
         self.cache: dict[tuple[float, ...], np.ndarray] = {}
-        self.pool = ProcessPoolExecutor(options.workers) if options.workers > 1 else None
+        self.pool = (
+            ProcessPoolExecutor(options.workers, initializer=exit_with_parent)
+            if options.workers > 1
+            else None
+        )
         # one run set per distinct (scenario, overrides): several targets read the same runs
         self.runs = list(dict.fromkeys((t.scenario, t.overrides) for t in self.targets))
 

@@ -24,6 +24,7 @@ import pandas as pd  # noqa: E402
 from simsrv.figures.time_split import part_shares, time_split_figure  # noqa: E402
 from simsrv.result import run  # noqa: E402
 from simsrv.scenario.load import load_scenario  # noqa: E402
+from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ("sequential", "groups-only", "clone-wait", "clone-nowait", "clone-nowait-cube")
@@ -50,7 +51,7 @@ def measure(seeds: int, duration: float, workers: int = 2) -> pd.DataFrame:
     """One row per run, seed and part or moment (columns ``run``, ``seed``, ``kind``,
     ``name``, ``share``)."""
     jobs = [(name, s, duration) for name in RUNS for s in range(1, seeds + 1)]
-    with ProcessPoolExecutor(workers) as pool:
+    with ProcessPoolExecutor(workers, initializer=exit_with_parent) as pool:
         rows = [r for rs in pool.map(_one, jobs) for r in rs]
     return pd.DataFrame(rows)
 
