@@ -2,7 +2,7 @@
 
 Runs the exact command (a fresh process each time, all default workers) ``--runs`` times and
 reports the median and range of the wall time, and the largest peak resident memory of any
-one process (the command or one of its pool workers).  Target (issue 7): well under
+one process (the command or one of its pool workers).  Target: well under
 a minute on a 2-core machine.
 """
 

@@ -1,7 +1,7 @@
 """Speed and peak memory of the simulator core on the default 160-client scenario.
 
 Reports simulated seconds per wall-clock second (median of several fresh-process runs; the
-simulated time includes the warm-up) and peak resident memory.  Target (issue 2): >= 20x faster
+simulated time includes the warm-up) and peak resident memory.  Target: >= 20x faster
 than real time on a 2-core machine.
 """
 

@@ -1,4 +1,4 @@
-"""Cost of the end-of-run invariants (issue 26): their share of each run's wall time.
+"""Cost of the end-of-run invariants: their share of each run's wall time.
 
 Times, per scenario, the whole ``simulate()`` and the parts that exist only for the checks:
 keeping and checking the partition of ``bsp-group`` frames, and the end-of-run checks

@@ -1,4 +1,4 @@
-"""Speed and peak memory at the paper's scale and beyond (issue 9's targets).
+"""Speed and peak memory at the paper's scale and beyond.
 
 Cases (each run is a fresh process, so its peak resident memory is its own):
 

@@ -1,4 +1,4 @@
-"""Invariants checked at the end of every run (issue 26): cheap facts that must always hold.
+"""Invariants checked at the end of every run: cheap facts that must always hold.
 
 =======================  ====================================================================
 ``message_conservation`` every packet sent is lost, in flight, dropped, processed or queued

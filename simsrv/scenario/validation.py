@@ -26,7 +26,7 @@ class StrictModel(BaseModel):
     @classmethod
     def _no_booleans_for_numbers(cls, data: Any) -> Any:
         """``true`` is not a number and ``1`` or ``"yes"`` is not a boolean: pydantic would
-        convert them (issue 26)."""
+        convert them."""
         if isinstance(data, dict):
             for name, value in data.items():
                 field = cls.model_fields.get(name)
