@@ -15,10 +15,10 @@ from simsrv.machine import Join, Machine, RunFirst
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
+from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*.toml"))
 HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
 SHORT = ["run.duration_s=0.2", "run.warmup_s=0.1"]
 SMT = [(1, 1.0), (2, 0.6), (3, 0.5)]  # (logical CPUs per core, throughput while shared)
@@ -44,7 +44,7 @@ def _assert_identical(fast, slow) -> None:
     assert slow.checks == fast.checks
 
 
-@pytest.mark.parametrize("path", [p for p in SCENARIOS if p not in HEAVY])
+@pytest.mark.parametrize("path", scenario_params([p for p in SCENARIOS if p not in HEAVY]))
 def test_every_scenario_gives_the_same_trace_on_both_engines(path):
     fast, slow = _both(path)
     assert len(fast.trace) > 0

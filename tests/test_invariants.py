@@ -22,10 +22,10 @@ from simsrv.invariants import (
 )
 from simsrv.machine import Acquire, Machine
 from simsrv.machine.executor import Machine as MachineClass
+from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*.toml"))
 HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
 SHORT = ["--set", "run.duration_s=0.3", "--set", "run.warmup_s=0.1"]
 
@@ -35,7 +35,7 @@ def _run_json(capsys, path: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("path", [p for p in SCENARIOS if p not in HEAVY])
+@pytest.mark.parametrize("path", scenario_params([p for p in SCENARIOS if p not in HEAVY]))
 def test_every_scenario_reports_every_check_true(capsys, path):
     data = _run_json(capsys, path)
     assert data["checks"] == dict.fromkeys(CHECKS, True)
