@@ -11,6 +11,7 @@ import pytest  # noqa: E402
 
 from simsrv import result as result_module  # noqa: E402
 from simsrv.figures.comparison import comparison_figures, save_figures  # noqa: E402
+from simsrv.figures.load_balance import load_balance_figure  # noqa: E402
 from simsrv.figures.style import (  # noqa: E402
     ACTIVITY_COLOURS,
     CATEGORY_FALLBACK,
@@ -122,6 +123,18 @@ def test_load_balance_has_a_panel_per_cpu_count_with_the_even_share(figures):
     for ax, n in zip(axes, (2, 4), strict=True):
         even = [line for line in ax.get_lines() if line.get_label() == "even share"]
         assert even and even[0].get_ydata()[0] == pytest.approx(1 / n)
+
+
+@pytest.mark.parametrize("words", [3, 12, 30])
+def test_the_load_balance_title_fits_inside_a_two_cpu_figure(results, words):
+    """The narrowest case (one panel of 2 CPUs): a long title wraps instead of being cut."""
+    load = results.cpu_load[results.cpu_load["cpus"] == 2]
+    title = " ".join(["platform-cordeiro2007"] * words)
+    fig = load_balance_figure(load, title)
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert fig._suptitle.get_text().replace("\n", " ") == title
 
 
 def test_gantt_has_a_panel_per_strategy_and_cpu_count(results, figures):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ["simsrv", "tests", "benchmarks"]
+TARGETS = ["simsrv", "tests", "benchmarks", "mkdocs_hooks.py"]
 
 
 @pytest.mark.skipif(

@@ -3,6 +3,8 @@ of the machine's busy time, per strategy, against the even share ``1 / CPUs``.""
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -25,10 +27,11 @@ def load_balance_figure(cpu_load: pd.DataFrame, title: str = "") -> Figure:
     stats = data.groupby(["strategy", "cpus", "cpu"], sort=False).share.agg(["mean", "min", "max"])
     cpu_counts = sorted(data["cpus"].unique())
     strategies = list(dict.fromkeys(data["strategy"]))
+    fig_width = min(16.0, max(5.0, 1.2 + 1.1 * sum(min(c, 16) for c in cpu_counts)))
     fig, axes = plt.subplots(
         1,
         len(cpu_counts),
-        figsize=(min(16.0, 1.2 + 1.1 * sum(min(c, 16) for c in cpu_counts)), 4.0),
+        figsize=(fig_width, 4.0),
         layout="constrained",
         squeeze=False,
     )
@@ -54,5 +57,9 @@ def load_balance_figure(cpu_load: pd.DataFrame, title: str = "") -> Figure:
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].set_ylabel("share of the machine's busy time")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(title or f"Load balance among processors ({clients} clients)", fontsize=10)
+    title = title or f"Load balance among processors ({clients} clients)"
+    # Wrapped to the figure's width (~12 characters per inch at 10 pt), never cut at its edges.
+    fig.suptitle(
+        "\n".join(textwrap.wrap(title, int(fig_width * 12), break_on_hyphens=False)), fontsize=10
+    )
     return fig
