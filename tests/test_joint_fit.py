@@ -43,17 +43,16 @@ def _fit(start: dict[str, float], targets, files) -> JointFit:
 
 
 def test_joint_fit_recovers_known_costs_from_targets_made_by_the_model():
-    files = PlatformFiles(cordeiro2007.PLATFORM)
-    try:
+    with PlatformFiles(cordeiro2007.PLATFORM) as files:
         truth = {**cordeiro2007.committed_values(), **KNOWN}
         probe = [Target(f"t{i}", s, SHORT, q, 1.0, 1.0) for i, (s, q) in enumerate(QUANTITIES)]
-        values = _fit(truth, probe, files).model(np.zeros(len(PARAMETERS)))
+        with _fit(truth, probe, files) as joint:
+            values = joint.model(np.zeros(len(PARAMETERS)))
         targets = [replace(t, value=v, scale=0.001 * v) for t, v in zip(probe, values, strict=True)]
         start = {**truth, **{k: v * 1.25 for k, v in KNOWN.items()}}
         start["reply_per_client"] = KNOWN["reply_per_client"] * 0.75
-        report = _fit(start, targets, files).fit(max_evaluations=80, xtol=1e-4)
-    finally:
-        files.close()
+        with _fit(start, targets, files) as joint:
+            report = joint.fit(max_evaluations=80, xtol=1e-4)
     for key, value in KNOWN.items():
         assert report.values[key] == pytest.approx(value, rel=0.02), report.format()
     assert float(report.residuals @ report.residuals) < 1.0  # within 0.1 % of each target
@@ -71,14 +70,14 @@ def test_a_bound_that_holds_has_no_residual_and_one_that_fails_counts_its_excess
 
 def test_a_parameter_no_target_sees_is_flagged_unpinned():
     # the sequential server never forks: no sequential target can pin the fork cost
-    files = PlatformFiles(cordeiro2007.PLATFORM)
     parameters = (*PARAMETERS[:1], FitParameter("fork", ("fork",), 1.0, 1e5))
-    try:
-        targets = [Target("fps", SEQUENTIAL, SHORT, "frames_per_s", 2000.0, 60.0)]
-        fit = JointFit(parameters, targets, cordeiro2007.committed_values(), files, OPTIONS, print)
+    targets = [Target("fps", SEQUENTIAL, SHORT, "frames_per_s", 2000.0, 60.0)]
+    start = cordeiro2007.committed_values()
+    with (
+        PlatformFiles(cordeiro2007.PLATFORM) as files,
+        JointFit(parameters, targets, start, files, OPTIONS, print) as fit,
+    ):
         report = fit.report()
-    finally:
-        files.close()
     assert report.unpinned == ["fork"]
     assert report.pin_strength[0] >= PIN_FLOOR
     assert "NOT PINNED" in report.format()

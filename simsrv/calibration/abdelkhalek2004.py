@@ -108,12 +108,11 @@ def _parameters(base: Costs) -> tuple[FitParameter, ...]:
     )
 
 
-def _joint_fit(options: FitOptions, log: Callable[[str], None]) -> tuple[JointFit, PlatformFiles]:
+def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformFiles) -> JointFit:
     factors = {k: v * options.start for k, v in current_factors().items()}
     start = costs_for(factors["game"], factors["network"])
-    files = PlatformFiles(PLATFORM)
     base = load_platform(BASE).costs
-    return JointFit(_parameters(base), targets(), start, files, options, log), files
+    return JointFit(_parameters(base), targets(), start, files, options, log)
 
 
 def _factors(values: dict[str, float]) -> dict[str, float]:
@@ -126,23 +125,15 @@ def _factors(values: dict[str, float]) -> dict[str, float]:
 
 def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
     """The identifiability report at the committed factors (times ``options.start``)."""
-    joint, files = _joint_fit(options, log)
-    try:
+    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
         return joint.report()
-    finally:
-        joint.close()
-        files.close()
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """``{"game": ..., "network": ...}`` fitted from the committed factors times
     ``options.start``; logs the report."""
-    joint, files = _joint_fit(options, log)
-    try:
+    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
         result = joint.fit(max_evaluations=60, xtol=1e-3)
-    finally:
-        joint.close()
-        files.close()
     log(result.format())
     return _factors(result.values)
 

@@ -109,33 +109,24 @@ def committed_values() -> dict[str, float]:
     return {**{k: v for k, v in data.items() if k in fitted}, **data["costs"]}
 
 
-def _joint_fit(options: FitOptions, log: Callable[[str], None]) -> tuple[JointFit, PlatformFiles]:
+def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformFiles) -> JointFit:
     start = committed_values()
     for p in PARAMETERS:
         for key in p.keys:
             start[key] *= options.start
-    files = PlatformFiles(PLATFORM)
-    return JointFit(PARAMETERS, targets(), start, files, options, log), files
+    return JointFit(PARAMETERS, targets(), start, files, options, log)
 
 
 def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
     """The identifiability report at the committed values (times ``options.start``)."""
-    fit, files = _joint_fit(options, log)
-    try:
-        return fit.report()
-    finally:
-        fit.close()
-        files.close()
+    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
+        return joint.report()
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """The joint fit from the committed values times ``options.start``; logs the report."""
-    joint, files = _joint_fit(options, log)
-    try:
+    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
         result = joint.fit()
-    finally:
-        joint.close()
-        files.close()
     log(result.format())
     return result.values
 

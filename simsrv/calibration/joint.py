@@ -358,3 +358,9 @@ class JointFit:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown()
+
+    def __enter__(self) -> JointFit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -48,6 +48,12 @@ class PlatformFiles:
     def close(self) -> None:
         self.tmpdir.cleanup()
 
+    def __enter__(self) -> PlatformFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def dump_toml(data: dict[str, Any]) -> str:
     """A platform dictionary as TOML (scalars, then one level of tables)."""
