@@ -47,10 +47,10 @@ def test_the_scale_scenarios_report_every_check_true(capsys, path):
     assert _run_json(capsys, path)["checks"] == dict.fromkeys(CHECKS, True)
 
 
-def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
-    capsys, monkeypatch
-):
-    """A machine that loses the second computation of frame 5 breaks costs_accounted."""
+@pytest.fixture
+def lossy_machine(monkeypatch):
+    """A machine that loses the trace row of a computation in frame 5 (breaks
+    costs_accounted)."""
     original = MachineClass._execute_serial
 
     def lossy(self, thread, frame, now):
@@ -60,6 +60,11 @@ def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
         return end
 
     monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
+
+
+def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
+    capsys, lossy_machine
+):
     assert main(["run", "--json", *SHORT]) == 3
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -69,16 +74,7 @@ def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
     )
 
 
-def test_a_violation_still_writes_the_trace_asked_for(capsys, monkeypatch, tmp_path):
-    original = MachineClass._execute_serial
-
-    def lossy(self, thread, frame, now):
-        end = original(self, thread, frame, now)
-        if frame == 5:
-            self.trace.rows.pop()
-        return end
-
-    monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
+def test_a_violation_still_writes_the_trace_asked_for(capsys, lossy_machine, tmp_path):
     trace = tmp_path / "t.csv"
     assert main(["run", "--trace", str(trace), *SHORT]) == 3
     assert "costs_accounted: frame 5" in capsys.readouterr().err

@@ -44,7 +44,7 @@ def verdict(result: RowResult) -> str:
         return "pass"
     if result.row.kind == "prediction":
         return "miss"
-    return "conf" if result.row.conflict and result.model_value is not None else "FAIL"
+    return "conf" if result.conflicted else "FAIL"
 
 
 def format_text(results: Sequence[RowResult], reference: Reference) -> str:

@@ -69,6 +69,12 @@ class RowResult:
         value = self.model_value
         return value is not None and self.row.passes(value)
 
+    @property
+    def conflicted(self) -> bool:
+        """Out of tolerance, but the row records why the joint fit cannot meet it
+        (``ReferenceRow.conflict``); a row that did not run is never just a conflict."""
+        return not self.passed and bool(self.row.conflict) and self.model_value is not None
+
     def to_json(self, paper_title: str) -> dict:
         """The row as ``simsrv validate --json`` prints it."""
         row = self.row
@@ -96,13 +102,7 @@ class RowResult:
 def calibration_failures(results: Sequence[RowResult]) -> list[RowResult]:
     """The calibration rows that are out of tolerance (or did not run), except those whose
     conflict with the other targets is recorded (``ReferenceRow.conflict``) and that ran."""
-    return [
-        r
-        for r in results
-        if r.row.kind == "calibration"
-        and not r.passed
-        and not (r.row.conflict and r.model_value is not None)
-    ]
+    return [r for r in results if r.row.kind == "calibration" and not r.passed and not r.conflicted]
 
 
 def validate(
