@@ -164,7 +164,9 @@ class Scenario(BaseModel):
     players: PlayersSection = PlayersSection()
     clients: ClientsSection = ClientsSection()
     server: ServerSection = ServerSection()
-    machine: MachineSection = MachineSection()
+    # a factory: validating a MachineSection imports the platform profiles, which import this
+    # module (building the default at class creation would make that import circular)
+    machine: MachineSection = Field(default_factory=MachineSection)
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved scenario as plain data (TOML layout: params flattened into sections)."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simsrv.errors import InputError
-from simsrv.world.maps.base import GameMap
+
+if TYPE_CHECKING:  # the maps import this module (map entities are placed with it)
+    from simsrv.world.maps.base import GameMap
 
 
 def spawn_positions(game_map: GameMap, count: int, rng: np.random.Generator) -> np.ndarray:
