@@ -1,7 +1,8 @@
 """Cost of the end-of-run invariants: their share of each run's wall time.
 
 Times, per scenario, the whole ``simulate()`` and the parts that exist only for the checks:
-keeping and checking the partition of ``bsp-group`` frames, and the end-of-run checks
+the per-frame partition checks (compiled; ``bsp-group``, ``abdelkhalek``, ``area-quadrant``),
+and the end-of-run checks
 (conservation, running the threads that outlive the last frame, CPU and lock exclusivity,
 costs accounted), and the charged-cost sum of each plan that is not one serial thread.  Two
 small per-frame costs are not separable and count as run time: the charged-cost sum of a serial
@@ -18,7 +19,9 @@ import time
 from pathlib import Path
 
 import simsrv.simulation as simulation
-from simsrv.invariants import PartitionLog
+import simsrv.strategies.abdelkhalek as abdelkhalek
+import simsrv.strategies.area_quadrant as area_quadrant
+import simsrv.strategies.bsp_group as bsp_group
 from simsrv.machine.plan import FramePlan
 from simsrv.scenario.load import load_scenario
 
@@ -57,8 +60,9 @@ def main() -> None:
     for name in ("check_conservation", "check_machine"):
         timed(simulation, name, spent)
     timed(FramePlan, "charged_us", spent)
-    timed(PartitionLog, "add", spent)
-    timed(PartitionLog, "check", spent)
+    timed(bsp_group, "check_partition", spent)
+    timed(abdelkhalek, "check_packet_workers", spent)
+    timed(area_quadrant, "check_packet_workers", spent)
     print("| scenario | frames | run wall s | checks wall s | share |\n|---|---|---|---|---|")
     for name in args.scenarios:
         scenario = load_scenario(

@@ -5,8 +5,12 @@
                          (the end-of-run accounting balances), and the processed packets are
                          the packets the frames read
 ``entity_partition``     every active entity of a frame is in exactly one group and every
-                         group on exactly one worker (strategies that partition entities:
-                         ``bsp-group``; trivially true for the others)
+                         group on exactly one worker (``bsp-group``); every packet on one
+                         existing thread, and all of one client's packets on its thread
+                         (``abdelkhalek``, ``sequential``: threads own clients); every packet
+                         on one existing thread (``area-quadrant``: a packet goes to the
+                         thread of its sender's area at its tick, so a player crossing a
+                         border within a frame has packets on two threads, as in [R §3])
 ``cpu_exclusive``        no CPU runs two busy intervals at once (waits do not hold a CPU)
 ``lock_exclusive``       the critical sections of a lock never overlap
 ``costs_accounted``      every frame's trace holds exactly the CPU time its plan charged
@@ -16,13 +20,15 @@
 
 A violation raises :class:`InvariantViolation`: one line naming the invariant, the frame and
 the entities involved (threads, packets, entities or the lock).  ``simsrv`` prints it and exits
-with status 3.  The checks are vectorised over the trace (numpy); their cost is measured in
-``docs/performance.md``.
+with status 3.  The trace checks are vectorised (numpy) at the end of the run, the partition
+checks compiled per frame; their cost is measured in ``docs/performance.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -59,98 +65,59 @@ def check_conservation(accounting: dict[str, int], frame_messages: int) -> None:
         )
 
 
-class PartitionLog:
-    """``entity_partition`` for a strategy that groups entities and assigns groups to workers:
-    :meth:`add` keeps each frame's arrays (no work per frame), :meth:`check` checks every frame
-    at once at the end of the run (vectorised: a few microseconds a frame)."""
+def check_partition(
+    frame: int,
+    senders: np.ndarray,
+    entities: np.ndarray,
+    entity_group: np.ndarray,
+    sizes: np.ndarray,
+    assignment: np.ndarray,
+    workers: int,
+) -> None:
+    """``entity_partition`` of one frame of a strategy that groups entities and assigns groups
+    to workers: its packets' ``senders`` (every one must be an active entity), its active
+    ``entities`` (sorted, each once), the group of each (``entity_group``), the groups'
+    ``sizes`` and the worker of each group (``assignment``, in ``0..workers - 1``).  Compiled
+    (:mod:`simsrv.invariant_kernels`): well under a microsecond a frame."""
+    code, a, b, c = _kernels().partition_kernel(
+        senders, entities, entity_group, sizes, assignment, workers
+    )
+    if code:
+        raise InvariantViolation("entity_partition", frame, _partition_message(code, a, b, c))
 
-    CHECK_EVERY = 1 << 20  # entities kept before checking early (bounds the memory)
 
-    def __init__(self) -> None:
-        self._frames: list[tuple] = []
-        self._kept = 0
+def check_packet_workers(
+    frame: int, senders: np.ndarray, worker: np.ndarray, workers: int, per_entity: bool
+) -> None:
+    """``entity_partition`` of one frame of a thread strategy: every packet (sent by
+    ``senders[p]``) executed by one worker ``worker[p]`` in ``0..workers - 1``; with
+    ``per_entity``, every packet of one entity by the same worker (strategies whose threads own
+    clients).  Compiled, as :func:`check_partition`."""
+    code, a, b, c = _kernels().packet_workers_kernel(senders, worker, workers, per_entity)
+    if code:
+        raise InvariantViolation("entity_partition", frame, _partition_message(code, a, b, c))
 
-    def add(
-        self,
-        frame: int,
-        senders: np.ndarray,
-        entities: np.ndarray,
-        entity_group: np.ndarray,
-        sizes: np.ndarray,
-        assignment: np.ndarray,
-        workers: int,
-    ) -> None:
-        """Frame ``frame``: its packets' ``senders`` (every one must be an active entity), its
-        active ``entities`` (each once), the group of each (``entity_group``), the groups'
-        ``sizes`` and the worker of each group (``assignment``, in ``0..workers - 1``)."""
-        self._frames.append((frame, senders, entities, entity_group, sizes, assignment, workers))
-        self._kept += len(entities) + len(senders)
-        if self._kept > self.CHECK_EVERY:
-            self.check()
 
-    def check(self) -> None:
-        """Raise :class:`InvariantViolation` naming the first bad frame and entities."""
-        if not self._frames:
-            return
-        frame_ids, senders, entities, entity_group, sizes, assignment, workers = zip(
-            *self._frames, strict=True
-        )
-        self._frames.clear()
-        self._kept = 0
-        frame_ids = np.asarray(frame_ids, dtype=np.int64)
-        n_entities = np.fromiter(map(len, entities), np.int64, len(entities))
-        n_senders = np.fromiter(map(len, senders), np.int64, len(senders))
-        all_entities = np.concatenate(entities).astype(np.int64)
-        all_senders = np.concatenate(senders).astype(np.int64)
-        # keys (frame position, entity): one entity of one frame
-        span = 1 + max(all_entities.max(initial=0), all_senders.max(initial=0))
-        at = np.repeat(np.arange(len(entities)), n_entities)
-        keys = at * span + all_entities
-        if len(keys) > 1 and not (np.diff(keys) > 0).all():
-            i = int(np.flatnonzero(np.diff(keys) <= 0)[0]) + 1
-            raise InvariantViolation(
-                "entity_partition",
-                int(frame_ids[at[i]]),
-                f"entity {keys[i] % span} is listed twice (in more than one group)",
-            )
-        sender_keys = np.repeat(np.arange(len(senders)), n_senders) * span + all_senders
-        found = np.searchsorted(keys, sender_keys)
-        missing = (found >= len(keys)) | (keys[np.minimum(found, len(keys) - 1)] != sender_keys)
-        if missing.any():
-            key = int(sender_keys[np.flatnonzero(missing)[0]])
-            raise InvariantViolation(
-                "entity_partition",
-                int(frame_ids[key // span]),
-                f"entity {key % span} sent a packet but is in no group",
-            )
-        n_groups = np.fromiter(map(len, sizes), np.int64, len(sizes))
-        offsets = np.concatenate([[0], np.cumsum(n_groups)[:-1]])
-        groups = np.concatenate(entity_group).astype(np.int64)
-        if len(groups) != len(keys) or (
-            len(groups) and ((groups < 0) | (groups >= np.repeat(n_groups, n_entities))).any()
-        ):
-            raise InvariantViolation(
-                "entity_partition", None, "an entity has no group or a group that does not exist"
-            )
-        counted = np.bincount(groups + np.repeat(offsets, n_entities), minlength=n_groups.sum())
-        all_sizes = np.concatenate(sizes)
-        if not np.array_equal(counted, all_sizes):
-            g = int(np.flatnonzero(counted != all_sizes)[0])
-            f = int(np.searchsorted(offsets, g, side="right")) - 1
-            raise InvariantViolation(
-                "entity_partition",
-                int(frame_ids[f]),
-                f"group {g - offsets[f]} holds {counted[g]} entities but is sized {all_sizes[g]}",
-            )
-        assigned = np.concatenate(assignment).astype(np.int64)
-        limit = np.repeat(np.asarray(workers), n_groups)
-        bad = (np.fromiter(map(len, assignment), np.int64, len(sizes)) != n_groups).any() or (
-            len(assigned) and ((assigned < 0) | (assigned >= limit)).any()
-        )
-        if bad:
-            raise InvariantViolation(
-                "entity_partition", None, "a group is on no worker or on one that does not exist"
-            )
+@cache
+def _kernels() -> ModuleType:
+    """The compiled kernels, imported on first use (numba loads in ~0.3 s; runs of strategies
+    that check no partition do not pay it)."""
+    from simsrv import invariant_kernels
+
+    return invariant_kernels
+
+
+def _partition_message(code: int, a: int, b: int, c: int) -> str:
+    k = _kernels()
+    return {
+        k.LISTED_TWICE: f"entity {a} is listed twice (in more than one group)",
+        k.SENDER_IN_NO_GROUP: f"entity {a} sent a packet but is in no group",
+        k.BAD_GROUP: "an entity has no group or a group that does not exist",
+        k.WRONG_SIZE: f"group {a} holds {b} entities but is sized {c}",
+        k.BAD_WORKER: "a group is on no worker or on one that does not exist",
+        k.PACKET_ON_BAD_WORKER: f"packet {a} is on worker {b}, which does not exist",
+        k.ENTITY_ON_TWO_WORKERS: f"entity {a} has packets on workers {b} and {c}",
+    }[code]
 
 
 def check_trace(

@@ -15,9 +15,10 @@ from simsrv.cli.main import main
 from simsrv.invariants import (
     CHECKS,
     InvariantViolation,
-    PartitionLog,
     check_conservation,
     check_locks,
+    check_packet_workers,
+    check_partition,
     check_trace,
 )
 from simsrv.machine import Acquire, Machine
@@ -136,20 +137,15 @@ def test_check_conservation_names_every_term():
         check_conservation(ok, 6)
 
 
-def _partition(**changes) -> PartitionLog:
-    frame = {
-        "frame": 7,
-        "senders": np.array([3, 9]),
-        "entities": np.array([1, 3, 9]),
-        "entity_group": np.array([0, 0, 1]),
-        "sizes": np.array([2, 1]),
-        "assignment": np.array([1, 0]),
-        "workers": 2,
-    }
-    log = PartitionLog()
-    log.add(frame=2, **{k: v for k, v in frame.items() if k != "frame"})  # a good frame first
-    log.add(**{**frame, **changes})
-    return log
+GOOD_FRAME = {
+    "frame": 7,
+    "senders": np.array([3, 9]),
+    "entities": np.array([1, 3, 9]),
+    "entity_group": np.array([0, 0, 1]),
+    "sizes": np.array([2, 1]),
+    "assignment": np.array([1, 0]),
+    "workers": 2,
+}
 
 
 @pytest.mark.parametrize(
@@ -159,17 +155,40 @@ def _partition(**changes) -> PartitionLog:
         ({"entities": np.array([1, 3, 3])}, "frame 7: entity 3 is listed twice"),
         ({"senders": np.array([3, 4])}, "frame 7: entity 4 sent a packet but is in no group"),
         ({"entity_group": np.array([0, 1, 1])}, "frame 7: group 0 holds 1 entities but is sized 2"),
+        ({"entity_group": np.array([0, 2, 1])}, "an entity has no group or a group that does"),
         ({"assignment": np.array([1, 2])}, "a group is on no worker or on one that does not"),
         ({"assignment": np.array([1])}, "a group is on no worker"),
     ],
 )
 def test_the_partition_check_catches_each_kind_of_break(changes, message):
-    log = _partition(**changes)
+    frame = {**GOOD_FRAME, **changes}
     if message is None:
-        log.check()
+        check_partition(**frame)
         return
     with pytest.raises(InvariantViolation, match=f"entity_partition: .*{message}"):
-        log.check()
+        check_partition(**frame)
+
+
+@pytest.mark.parametrize(
+    ("senders", "worker", "per_entity", "message"),
+    [
+        ([4, 5, 4], [0, 1, 0], True, None),
+        ([4, 5, 4], [0, 1, 1], False, None),  # per packet only: a sender may change thread
+        ([4, 5, 4], [0, 1, 1], True, "frame 3: entity 4 has packets on workers 0 and 1"),
+        ([4, 5], [0, 2], False, "frame 3: packet 1 is on worker 2, which does not exist"),
+        ([4, 5], [-1, 0], True, "frame 3: packet 0 is on worker -1"),
+        ([], [], True, None),
+    ],
+)
+def test_the_packet_worker_check_catches_a_client_on_two_threads(
+    senders, worker, per_entity, message
+):
+    args = (3, np.array(senders, dtype=np.int32), np.array(worker, dtype=np.int64), 2, per_entity)
+    if message is None:
+        check_packet_workers(*args)
+        return
+    with pytest.raises(InvariantViolation, match=f"entity_partition: .*{message}"):
+        check_packet_workers(*args)
 
 
 @settings(max_examples=200, deadline=None)

@@ -123,9 +123,11 @@ class FramePlan(NamedTuple):
         """The CPU time the plan charges: the sum of its computations' costs, us."""
         total = 0.0
         for thread in self.threads:
-            for op in thread.ops:
-                if type(op) is Compute and op.cost_us > 0:
-                    total += op.cost_us
+            for op in thread.ops:  # the invariants' per-frame cost: one attribute read an op
+                if type(op) is Compute:
+                    cost = op.cost_us
+                    if cost > 0:
+                        total += cost
         return total
 
     def is_serial(self) -> bool:

@@ -65,6 +65,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
+from simsrv.invariants import check_packet_workers
 from simsrv.machine.plan import Acquire, Compute, FramePlan, Release, Thread
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
@@ -171,7 +172,7 @@ class AreaQuadrant(Strategy):
             )
             boundary = 0
         else:
-            boundary = self._parallel_requests(messages, ops, barriers)
+            boundary = self._parallel_requests(frame.index, messages, ops, barriers)
         spread = self._replies(frame, ops, barriers)
         plan_threads = tuple(
             Thread(f"thread{t}", int(self.cpu_of[t]), tuple(ops[t])) for t in range(self.threads)
@@ -183,13 +184,16 @@ class AreaQuadrant(Strategy):
         }
         return FramePlan(plan_threads, dict.fromkeys(barriers, self.threads))
 
-    def _parallel_requests(self, messages: np.ndarray, ops: list[list], barriers: list) -> int:
+    def _parallel_requests(
+        self, index: int, messages: np.ndarray, ops: list[list], barriers: list
+    ) -> int:
         """Sorting on thread 0, then the steps of the request schedule; returns the packets
         executed above the area level."""
         k = self.costs
         m = len(messages)
         own, packed = self.player_areas.gather(messages)
         schedule = request_schedule(own, self.threads, self.stage2)
+        check_packet_workers(index, messages["client"], schedule.thread, self.threads, False)
         sort = (k.queue_per_message + k.lock_per_node * self.depth) * m
         ops[0].append(Compute("sort", sort))
         self._barrier(ops, "sorted", barriers)

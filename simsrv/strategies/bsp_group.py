@@ -50,7 +50,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field, field_validator
 
-from simsrv.invariants import PartitionLog
+from simsrv.invariants import check_partition
 from simsrv.machine.plan import SPAWNER_CPU, Compute, FramePlan, Join, RunFirst, Spawn, Thread
 from simsrv.platforms.profile import Costs
 from simsrv.scenario.validation import StrictModel
@@ -129,7 +129,6 @@ class BspGroup(Strategy):
         cap = options.max_workers or context.cpus - 1
         self.max_workers = 0 if options.spawn == "none" else min(cap, context.cpus - 1)
         self._record: dict[str, Any] = {}
-        self.partition = PartitionLog()
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -146,7 +145,7 @@ class BspGroup(Strategy):
             if workers
             else np.zeros(groups.count, dtype=np.int64)
         )
-        self.partition.add(
+        check_partition(
             frame.index,
             messages["client"],
             groups.entities,
@@ -247,9 +246,6 @@ class BspGroup(Strategy):
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
-
-    def check_invariants(self) -> None:
-        self.partition.check()
 
 
 def _shares(

@@ -1,0 +1,78 @@
+"""Compiled per-frame kernels of the ``entity_partition`` invariant (:mod:`simsrv.invariants`).
+
+Numba, ``cache=True``: the first process after an install compiles them (about a second), later
+processes load the cache.  Each kernel returns ``(code, a, b, c)``: ``code`` 0 when the frame
+is sound, else which rule broke, with the entity, group or packet and the counts involved;
+:mod:`simsrv.invariants` turns that into the one-line message.  A frame costs well under a
+microsecond plus a few nanoseconds an entity.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+OK = 0
+LISTED_TWICE = 1  # a: entity
+SENDER_IN_NO_GROUP = 2  # a: entity
+BAD_GROUP = 3  # an entity has no group or one that does not exist
+WRONG_SIZE = 4  # a: group, b: entities counted, c: size
+BAD_WORKER = 5  # a group is on no worker or on one that does not exist
+PACKET_ON_BAD_WORKER = 6  # a: packet, b: its worker
+ENTITY_ON_TWO_WORKERS = 7  # a: entity, b: one worker, c: the other
+
+
+@numba.njit(cache=True)
+def partition_kernel(senders, entities, entity_group, sizes, assignment, workers):
+    """Entities sorted and unique, every sender an entity, every entity in one existing group,
+    groups sized as their entities, every group on one existing worker."""
+    n = entities.shape[0]
+    for i in range(1, n):
+        if entities[i] <= entities[i - 1]:
+            return LISTED_TWICE, entities[i], 0, 0
+    groups = sizes.shape[0]
+    if entity_group.shape[0] != n:
+        return BAD_GROUP, 0, 0, 0
+    counted = np.zeros(groups, np.int64)
+    for i in range(n):
+        g = entity_group[i]
+        if g < 0 or g >= groups:
+            return BAD_GROUP, 0, 0, 0
+        counted[g] += 1
+    for s in range(senders.shape[0]):
+        j = np.searchsorted(entities, senders[s])
+        if j >= n or entities[j] != senders[s]:
+            return SENDER_IN_NO_GROUP, senders[s], 0, 0
+    for g in range(groups):
+        if counted[g] != sizes[g]:
+            return WRONG_SIZE, g, counted[g], sizes[g]
+    if assignment.shape[0] != groups:
+        return BAD_WORKER, 0, 0, 0
+    for g in range(groups):
+        if assignment[g] < 0 or assignment[g] >= workers:
+            return BAD_WORKER, 0, 0, 0
+    return OK, 0, 0, 0
+
+
+@numba.njit(cache=True)
+def packet_workers_kernel(senders, worker, workers, per_entity):
+    """Every packet on one existing worker; with ``per_entity``, all the packets of one sender
+    on the same worker."""
+    m = senders.shape[0]
+    for p in range(m):
+        if worker[p] < 0 or worker[p] >= workers:
+            return PACKET_ON_BAD_WORKER, p, worker[p], 0
+    if per_entity and m:
+        top = 0
+        for p in range(m):
+            if senders[p] < 0:
+                return PACKET_ON_BAD_WORKER, p, worker[p], 0
+            top = max(top, senders[p])
+        seen = np.full(top + 1, -1, np.int64)
+        for p in range(m):
+            s = senders[p]
+            if seen[s] < 0:
+                seen[s] = worker[p]
+            elif seen[s] != worker[p]:
+                return ENTITY_ON_TWO_WORKERS, s, seen[s], worker[p]
+    return OK, 0, 0, 0
