@@ -37,7 +37,7 @@ from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
 from simsrv.calibration.joint import FitParameter, FitReport, JointFit, target_from_row
 from simsrv.calibration.platform_file import write_atomic
 from simsrv.interconnect.profile import PROFILE_DIR, load_profile
-from simsrv.validation.pingpong import PingpongJob, measure
+from simsrv.validation.pingpong import measure
 from simsrv.validation.reference import load_reference
 
 NAME = "libvip2004"
@@ -108,10 +108,7 @@ class PingpongFit(JointFit):
             for name in PROFILES
         }
         return np.array(
-            [
-                measure(row.quantity, profiles[row.pingpong], row.message_bytes)
-                for row in self.rows
-            ]
+            [measure(row.quantity, profiles[row.pingpong], row.message_bytes) for row in self.rows]
         )
 
 

@@ -72,9 +72,7 @@ def row_jobs(
     ``profile_dir`` replaces the built-in interconnect profiles (pingpong rows).
     """
     if row.pingpong:
-        return [
-            PingpongJob(row.pingpong, row.quantity, row.message_bytes, row.versus, profile_dir)
-        ]
+        return [PingpongJob(row.pingpong, row.quantity, row.message_bytes, row.versus, profile_dir)]
     overrides = (*row.set, f"run.seed={seed}", *extra)
     if row.quantity not in CAPACITY_QUANTITIES:
         return [RunJob(str(row.scenario_path()), overrides)]
