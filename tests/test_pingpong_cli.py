@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
@@ -79,3 +80,4 @@ def test_the_figure_has_a_line_per_profile_and_the_papers_points():
     whole = fig.axes[0]
     labels = [t.get_text() for t in whole.get_legend().get_texts()]
     assert labels[:2] == ["libvip (model)", "tcp (model)"] and "tcp ([V] text, ±10 %)" in labels
+    plt.close(fig)
