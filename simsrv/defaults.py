@@ -29,7 +29,12 @@ QUICK_SEEDS = 3
 QUICK_DURATION_S = 3.0
 """``simsrv validate --quick``: simulated seconds per run (capacity searches included)."""
 
-CALIBRATED_PLATFORMS = ("abdelkhalek2004-xeon-ht", "area2004-ultrasparc", "cordeiro2007-xeon")
+CALIBRATED_PLATFORMS = (
+    "abdelkhalek2004-xeon-ht",
+    "area2004-ultrasparc",
+    "cordeiro2007-xeon",
+    "libvip2004",
+)
 """``simsrv calibrate PLATFORM``: the platforms that have a calibrator (sorted; each module of
 :mod:`simsrv.calibration` registers one, and a test checks that the two lists agree)."""
 

@@ -16,8 +16,10 @@ import pytest
 from simsrv.calibration import CALIBRATORS, cordeiro2007
 from simsrv.cli.main import main
 from simsrv.errors import InputError
+from simsrv.interconnect import load_profile
 from simsrv.scenario.load import load_scenario
 from simsrv.validation import load_reference
+from simsrv.validation.pingpong import NEEDS_VERSUS, PINGPONG_QUANTITIES
 from simsrv.validation.quantities import QUANTITIES, measure_all
 from simsrv.validation.reference import CAPACITY_QUANTITIES, ReferenceRow
 from simsrv.validation.report import BEGIN, END, update_doc
@@ -55,6 +57,12 @@ def _row(**fields) -> ReferenceRow:
 def test_every_row_names_a_scenario_a_quantity_and_a_calibrated_platform():
     reference = load_reference()
     for row in reference.row:
+        if row.pingpong:  # measured on the interconnect model, not on a scenario
+            assert row.quantity in PINGPONG_QUANTITIES, row.id
+            load_profile(row.pingpong)
+            assert not row.versus or load_profile(row.versus)
+            assert (row.quantity in NEEDS_VERSUS) == bool(row.versus), row.id
+            continue
         assert row.scenario_path().is_file(), row.id
         assert row.baseline is None or row.scenario_path(row.baseline).is_file(), row.id
         assert row.quantity in CAPACITY_QUANTITIES or row.quantity in QUANTITIES.names(), row.id
@@ -242,7 +250,9 @@ def test_update_doc_replaces_the_marked_tables_and_keeps_the_prose(tmp_path):
 
 
 def test_the_validation_page_has_every_row():
+    # the ping-pong rows' table lives on the interconnect page
     text = (ROOT / "docs" / "validation.md").read_text()
+    text += (ROOT / "docs" / "interconnect.md").read_text()
     for paper in load_reference().papers:
         assert BEGIN.format(paper=paper) in text, paper
     for row in load_reference().row:

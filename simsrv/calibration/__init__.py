@@ -2,10 +2,16 @@
 
 One module per platform registers a :class:`~simsrv.calibration.fitting.Calibrator`
 (``simsrv calibrate PLATFORM``): ``cordeiro2007`` (the 2 x Xeon, fitted first: the other two
-scale its costs), ``abdelkhalek2004`` and ``area2004``.
+scale its costs), ``abdelkhalek2004`` and ``area2004``; ``libvip2004`` fits the interconnect
+profiles (:mod:`simsrv.interconnect`) to the ping-pong of [V §4.1].
 """
 
-from simsrv.calibration import abdelkhalek2004, area2004, cordeiro2007  # noqa: F401 (registers)
+from simsrv.calibration import (  # noqa: F401 (registers)
+    abdelkhalek2004,
+    area2004,
+    cordeiro2007,
+    libvip2004,
+)
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions, NoBracket
 
 __all__ = ["CALIBRATORS", "Calibrator", "FitOptions", "NoBracket"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from simsrv.cli.parser import (
     add_workers_argument,
     finite_float,
+    prepare_output_dir,
     prepare_output_file,
     resolve_workers,
 )
@@ -28,7 +29,9 @@ def add_parser(subparsers) -> None:
         "least-squares fit of every parameter to every target, frame rates and time shares, "
         "printing each target's residual, the sensitivity of each target to each parameter and "
         "the condition number; area2004-ultrasparc: three one-dimensional roots over "
-        "seed-averaged runs), write the platform "
+        "seed-averaged runs; libvip2004: the interconnect profiles libvip, libvip-altered and "
+        "tcp, a joint fit to the ping-pong of [V], written as a directory of profiles), write "
+        "the platform "
         f"file, then check every calibration row with the new file over {VALIDATION_SEEDS} seeds.  "
         f"Platforms: {names}.  Fit cordeiro2007-xeon first: the other two scale its costs.  "
         "Exit status 1 when a target ends out of tolerance (rows whose conflict with the other "
@@ -60,7 +63,8 @@ def add_parser(subparsers) -> None:
         "--out",
         type=Path,
         default=None,
-        help="platform file to write (default: the committed simsrv/platforms/PLATFORM.toml)",
+        help="platform file to write (default: the committed simsrv/platforms/PLATFORM.toml; "
+        "for libvip2004 a directory, default simsrv/interconnect/profiles)",
     )
     p.set_defaults(handler=handle)
 
@@ -84,9 +88,13 @@ def handle(args: argparse.Namespace) -> int:
     workers = resolve_workers(args.workers)
     if args.report:
         return _report(calibrator, args, workers)
-    source = PLATFORM_DIR / f"{calibrator.platform}.toml"
+    profile_set = getattr(calibrator, "source_dir", None)  # interconnect profiles
+    source = profile_set or PLATFORM_DIR / f"{calibrator.platform}.toml"
     out = args.out if args.out is not None else source
-    prepare_output_file(out, "--out")
+    if profile_set is not None:
+        prepare_output_dir(out, "--out")
+    else:
+        prepare_output_file(out, "--out")
 
     options = FitOptions(
         seeds=args.seeds,

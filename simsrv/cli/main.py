@@ -9,6 +9,7 @@ from simsrv.cli import (
     capacity_command,
     compare_command,
     map_command,
+    pingpong_command,
     run_command,
     sweep_command,
     validate_command,
@@ -25,6 +26,7 @@ SUBCOMMANDS = (
     sweep_command,
     validate_command,
     calibrate_command,
+    pingpong_command,
 )
 """Modules that each add one subcommand (``add_parser(subparsers)``)."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from simsrv.capacity import find_capacity
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
+from simsrv.validation.pingpong import PingpongJob
 from simsrv.validation.quantities import measure_all
 from simsrv.validation.reference import CAPACITY_QUANTITIES, ReferenceRow
 
@@ -52,7 +53,7 @@ class CapacityJob:
         return {"capacity_clients": float(result.capacity_clients)}
 
 
-Job = RunJob | CapacityJob
+Job = RunJob | CapacityJob | PingpongJob
 
 
 def execute(job: Job) -> dict[str, float]:
@@ -60,12 +61,18 @@ def execute(job: Job) -> dict[str, float]:
     return job.execute()
 
 
-def row_jobs(row: ReferenceRow, seed: int, extra: Iterable[str] = ()) -> list[Job]:
+def row_jobs(
+    row: ReferenceRow, seed: int, extra: Iterable[str] = (), profile_dir: str | None = None
+) -> list[Job]:
     """The jobs one seed of ``row`` needs: its run, its capacity search, or (``capacity_gain``)
-    the searches of its scenario and of its baseline, in that order.
+    the searches of its scenario and of its baseline, in that order; a ``pingpong`` row's
+    ping-pong (the same job for every seed: it is deterministic).
 
-    ``extra`` overrides come after the row's own (a quick-mode duration, a platform file).
+    ``extra`` overrides come after the row's own (a quick-mode duration, a platform file);
+    ``profile_dir`` replaces the built-in interconnect profiles (pingpong rows).
     """
+    if row.pingpong:
+        return [PingpongJob(row.pingpong, row.quantity, row.message_bytes, row.versus, profile_dir)]
     overrides = (*row.set, f"run.seed={seed}", *extra)
     if row.quantity not in CAPACITY_QUANTITIES:
         return [RunJob(str(row.scenario_path()), overrides)]

@@ -9,7 +9,12 @@ The data live in ``reference.toml`` beside this module (one ``[[row]]`` per figu
 ``source``                     section, table or figure of the paper(s)
 ``description``                what was measured, in words
 ``kind``                       ``calibration`` (fitted, or set as an input) or ``prediction``
-``scenario``                   scenario file under the repository's ``scenarios/``
+``scenario``                   scenario file under the repository's ``scenarios/`` (not for
+                               ``pingpong`` rows)
+``pingpong``                   instead of a scenario: an interconnect profile whose ping-pong
+                               [V §4.1] the row measures (:mod:`simsrv.validation.pingpong`)
+``versus``                     ``pingpong`` rows: the profile compared with (ratio, crossover)
+``message_bytes``              ``pingpong`` rows: the message size (or the range's end)
 ``set``                        ``KEY=VALUE`` overrides of the scenario (as ``--set``)
 ``quantity``                   a run quantity (:mod:`simsrv.validation.quantities`),
                                ``capacity_clients`` or ``capacity_gain``
@@ -61,7 +66,10 @@ class ReferenceRow(StrictModel):
     source: str
     description: str
     kind: Literal["calibration", "prediction"]
-    scenario: str
+    scenario: str = ""
+    pingpong: str = ""
+    versus: str = ""
+    message_bytes: int | None = Field(default=None, ge=0)
     set: tuple[str, ...] = ()
     quantity: str
     statistic: Literal["mean", "sd"] = "mean"
@@ -81,6 +89,12 @@ class ReferenceRow(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> ReferenceRow:
+        if bool(self.scenario) == bool(self.pingpong):
+            raise ValueError("scenario: give exactly one of scenario and pingpong")
+        if self.pingpong and not self.quantity.startswith("pingpong_"):
+            raise ValueError("quantity: a pingpong row needs a pingpong_* quantity")
+        if self.pingpong and self.message_bytes is None:
+            raise ValueError("message_bytes: required by pingpong rows")
         if self.conflict and self.kind != "calibration":
             raise ValueError("conflict: only calibration rows can record a conflict")
         if (self.rel_tol is None) == (self.abs_tol is None):
@@ -116,7 +130,8 @@ class ReferenceRow(StrictModel):
         return abs(model_value - self.value) <= self.tolerance
 
     def scenario_path(self, name: str | None = None) -> Path:
-        """The absolute path of the row's scenario (or of ``name``, e.g. the baseline)."""
+        """The absolute path of the row's scenario (or of ``name``, e.g. the baseline); the
+        scenarios directory itself for a ``pingpong`` row."""
         return SCENARIO_DIR / (name or self.scenario)
 
 

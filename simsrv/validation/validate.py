@@ -22,6 +22,7 @@ from simsrv.result import describe_error
 from simsrv.sweep.local import run_parallel
 from simsrv.sweep.statistics import ci95_half_width
 from simsrv.validation.jobs import CapacityJob, Job, execute, row_jobs, row_value
+from simsrv.validation.pingpong import PingpongJob
 from simsrv.validation.reference import ReferenceRow, load_reference
 
 DEFAULT_SEEDS = VALIDATION_SEEDS
@@ -139,11 +140,15 @@ def validate(
         if quick:
             extra.append(f"run.duration_s={QUICK_DURATION_S}")
         platform = reference.papers[row.paper].platform
-        if platform in platforms:
+        profile_dir = None
+        if platform in platforms and row.pingpong:
+            profile_dir = platforms[platform]  # a directory of interconnect profiles
+        elif platform in platforms:
             extra.append(f'machine.platform="{platforms[platform]}"')
         per_seed = []
         for seed in range(1, seeds + 1):
-            per_seed.append([jobs.setdefault(job, len(jobs)) for job in row_jobs(row, seed, extra)])
+            row_seed = row_jobs(row, seed, extra, profile_dir)
+            per_seed.append([jobs.setdefault(job, len(jobs)) for job in row_seed])
         plan.append((row, per_seed))
 
     # capacity searches are the longest jobs: start them first
@@ -156,8 +161,11 @@ def validate(
         job = ordered[index]
         outcomes[jobs[job]] = outcome
         if on_job is not None:
-            name = job.scenario.rsplit("/scenarios/", 1)[-1]
-            label = f"{name} {' '.join(o for o in job.overrides if 'platform' not in o)}"
+            if isinstance(job, PingpongJob):
+                label = f"pingpong {job.profile} {job.quantity} {job.message_bytes}"
+            else:
+                name = job.scenario.rsplit("/scenarios/", 1)[-1]
+                label = f"{name} {' '.join(o for o in job.overrides if 'platform' not in o)}"
             on_job(label, outcome if isinstance(outcome, str) else None)
 
     try:
