@@ -507,6 +507,8 @@ class Machine:
             if sibling == cpu or other is None:
                 continue
             other.remaining -= (self.now_us - other.last) * other.speed
+            if other.remaining < 0.0:  # rounding: the work is done now, not before now
+                other.remaining = 0.0
             other.last = self.now_us
             other.speed = speed
             self._reschedule(other)

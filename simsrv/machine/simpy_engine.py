@@ -243,6 +243,8 @@ class SimpyMachine:
             if sibling == cpu or other is None:
                 continue
             other.remaining -= (now - other.last) * other.speed
+            if other.remaining < 0.0:  # rounding: the work is done now, not before now
+                other.remaining = 0.0
             other.last = now
             other.speed = speed
             self._finish_in(other, other.remaining / other.speed)
