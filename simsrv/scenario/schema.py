@@ -129,11 +129,30 @@ class MachineSection(StrictModel):
         description="machine engine: fast, or simpy (a reference engine on simpy, op by op, "
         "slower; the same results)",
     )
+    background: list[float] = Field(
+        default_factory=list,
+        description="busy share of each CPU taken by other programs, CPU 0 first (missing "
+        "CPUs: 0), each 0 <= share < 1; the server's computations there run at 1 - share "
+        "of the CPU's speed (e.g. [0, 0, 0, 0.5]: one CPU shared with one CPU-bound program)",
+    )
     costs: dict[str, float] = Field(
         default_factory=dict,
         description="per-scenario overrides of platform costs, microseconds, each 0 to 1e6 "
         "(e.g. costs.request_per_message = 40)",
     )
+
+    @model_validator(mode="after")
+    def _background_shares(self) -> MachineSection:
+        if len(self.background) > self.cpus:
+            raise ValueError(
+                f"background: at most one share per CPU ({self.cpus}), got {len(self.background)}"
+            )
+        for cpu, share in enumerate(self.background):
+            if not 0.0 <= share < 1.0:
+                raise ValueError(
+                    f"background[{cpu}]: a busy share must be >= 0 and < 1, got {share}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _known_costs(self) -> MachineSection:
