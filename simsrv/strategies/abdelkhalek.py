@@ -49,6 +49,10 @@ Every barrier costs ``barrier`` per thread.  Options (``[server.options]``):
     to and the node covering the range (the earlier reading, for the ablation).
 ``client_locks``
     Lock the sender's client record (on by default, [R §2.2]).
+``stack_pages``
+    Resident pages of each thread's stack: the run reports ``memory_bytes`` (threads x pages x
+    4 kB) and ``memory_reserved_bytes`` (threads x 2 MiB of virtual stack) [M], the memory
+    side of a thread per client against one thread per CPU.
 ``gamestate_share``
     Share of each packet's execution done under the game-state lock (0 = no such lock).
     Default 0.25: the QuakeC interpreter's share of ``SV_RunCmd`` in id's own profile of the
@@ -72,7 +76,12 @@ from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, Strate
 from simsrv.strategies.phases import reply_info_phase
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
 from simsrv.strategies.region_locks import LockScope, path_locks, path_nodes, walked_nodes
-from simsrv.strategies.threads import BarrierPassages, place_threads, resume_costs
+from simsrv.strategies.threads import (
+    BarrierPassages,
+    place_threads,
+    resume_costs,
+    thread_memory_bytes,
+)
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
@@ -99,6 +108,13 @@ class AbdelkhalekOptions(StrictModel):
         "linked node ('two-nodes')",
     )
     client_locks: bool = Field(True, description="lock the sender's client record (R §2.2)")
+    stack_pages: int = Field(
+        1,
+        ge=1,
+        le=512,
+        description="resident 4 kB pages of each thread's stack (M: at least one; the metric "
+        "memory_bytes)",
+    )
     gamestate_share: float = Field(
         0.25,
         ge=0.0,
@@ -130,6 +146,9 @@ class Abdelkhalek(Strategy):
         self.player_locks = PerTick(world, self._player_locks)
         self._lock_ops_of: dict[tuple[int, int], tuple[tuple, tuple]] = {}
         self._record: dict[str, Any] = {}
+        self.memory_bytes, self.memory_reserved_bytes = thread_memory_bytes(
+            self.threads, options.stack_pages
+        )
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
         k = self.costs
@@ -184,7 +203,12 @@ class Abdelkhalek(Strategy):
         threads = tuple(
             Thread(f"thread{t}", int(self.cpu_of[t]), tuple(ops[t])) for t in range(self.threads)
         )
-        self._record = {"threads": self.threads, "master_thread": master}
+        self._record = {
+            "threads": self.threads,
+            "master_thread": master,
+            "memory_bytes": self.memory_bytes,
+            "memory_reserved_bytes": self.memory_reserved_bytes,
+        }
         return FramePlan(threads, self.barrier_parties)
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
