@@ -10,7 +10,7 @@ network treats them; ``[server]`` the strategy, its options and the QuakeWorld f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -129,7 +129,7 @@ class MachineSection(StrictModel):
         description="machine engine: fast, or simpy (a reference engine on simpy, op by op, "
         "slower; the same results)",
     )
-    background: list[float] = Field(
+    background: list[Annotated[float, Field(ge=0.0, lt=1.0)]] = Field(
         default_factory=list,
         description="busy share of each CPU taken by other programs, CPU 0 first (missing "
         "CPUs: 0), each 0 <= share < 1; the server's computations there run at 1 - share "
@@ -147,11 +147,6 @@ class MachineSection(StrictModel):
             raise ValueError(
                 f"background: at most one share per CPU ({self.cpus}), got {len(self.background)}"
             )
-        for cpu, share in enumerate(self.background):
-            if not 0.0 <= share < 1.0:
-                raise ValueError(
-                    f"background[{cpu}]: a busy share must be >= 0 and < 1, got {share}"
-                )
         return self
 
     @model_validator(mode="after")
