@@ -112,8 +112,7 @@ def test_generated_plans_give_the_same_trace_on_both_engines_long(script, smt):
 @pytest.mark.parametrize("smt", SMT)
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(
-    script=scripts(),  # no run-first waits: a zero-delay migration racing a child's end is
-    # a tie the engines break differently (seen with background shares all 0, i.e. without it)
+    script=scripts_with_run_first(),
     shares=st.lists(st.sampled_from([0.0, 0.25, 0.5]), min_size=1, max_size=4),
 )
 def test_generated_plans_with_background_load_give_the_same_trace_on_both_engines(

@@ -177,6 +177,10 @@ class SimpyMachine:
         self, state: _ThreadState, states: dict[str, _ThreadState], barriers: dict
     ) -> Generator[simpy.Event, Any, None]:
         """The process of one thread: its operations, one by one."""
+        if state.thread.spawned:
+            # the fast engine starts a spawned thread at its own turn (simpy would run the new
+            # process at once): a parent's zero-delay run-first timer comes first, as there
+            yield self._turn(state)
         for op in state.thread.ops:
             kind = type(op)
             if kind is Compute and op.cost_us <= 0:
