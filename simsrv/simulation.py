@@ -105,7 +105,12 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
     strategy = kind.create(scenario.server.options, context)
     engine = ENGINES.get(scenario.machine.engine, "machine.engine")
-    machine = engine(scenario.machine.cpus, platform.smt_per_core, platform.smt_throughput)
+    machine = engine(
+        scenario.machine.cpus,
+        platform.smt_per_core,
+        platform.smt_throughput,
+        background=tuple(scenario.machine.background),
+    )
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
@@ -209,6 +214,7 @@ def check_machine(machine: Machine, trace: pd.DataFrame, smt_throughput: float) 
         return str(threads.iloc[row] if row < len(threads) else extra[row - len(threads)][2])
 
     speed = min(smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
+    speed *= 1.0 - max(machine.background, default=0.0)  # the most loaded CPU
     check_trace(
         frame, cpu, thread_of, start_s, end_s, busy, np.array(machine.charged_us) * US, speed
     )

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from simsrv.machine.plan import Acquire, Release
 from simsrv.metrics.waiting import waiting_fractions
 from simsrv.platforms.profile import load_platform
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
 from simsrv.strategies import STRATEGIES, StrategyContext
+from simsrv.strategies.region_locks import path_locks, path_nodes
 from simsrv.world.areanode import AreanodeTree
 from tests.strategy_harness import FakeWorld, execute, floor, frame_of, make_strategy
 
@@ -45,6 +47,8 @@ def test_link_is_the_deepest_node_containing_the_whole_box(seed, size):
 
 
 def _plan(positions, clients, options, cpus, costs):
+    # the areanode locks alone unless a test asks for the game-state lock
+    options = {"gamestate_share": 0.0, **options}
     strategy = make_strategy("abdelkhalek", positions, options, cpus, costs)
     return execute(strategy, frame_of(clients), cpus)
 
@@ -139,7 +143,9 @@ def test_every_packet_is_processed_exactly_once(locking):
     )
     result = run(scenario)
     frames, trace = result.frames, result.trace
-    assert int((trace.activity == "request").sum()) == int(frames.messages.sum())
+    # a packet's execution is one interval, or two around the game-state lock when locking
+    per_packet = 1 if locking == "none" else 2
+    assert int((trace.activity == "request").sum()) == per_packet * int(frames.messages.sum())
     assert result.summary["dropped_fraction"] == 0.0
     if locking == "none":
         assert result.summary["lock_wait_fraction"] == 0.0
@@ -183,3 +189,140 @@ def test_capacity_cli_reports_the_last_count_that_kept_up(capsys):
     assert points[1]["replies_per_s"] < 0.8 * points[1]["offered_per_s"]
     assert main(["capacity", "--step", "0"]) == 2
     assert "--step: must be a whole number >= 1" in capsys.readouterr().err
+
+
+# -- the sources' mechanisms (issue 24) --------------------------------------------------------
+
+
+def _expected_path(tree, origin, half):
+    """By brute force: the nodes containing the origin, deepest first, up to and including the
+    first whose region contains the whole range box (the root at the latest)."""
+    depth = AreanodeTree.node_depth(np.arange(tree.nodes))
+    holding = [
+        n
+        for n in np.argsort(-depth, kind="stable")
+        if np.all(tree.lo[n] <= origin[:2]) and np.all(origin[:2] <= tree.hi[n])
+    ]
+    path = []
+    for n in holding:
+        if path and (path[-1] - 1) // 2 != n:
+            continue  # another leaf holding a point on a split plane: not on this path
+        path.append(int(n))
+        if np.all(tree.lo[n] <= origin[:2] - half) and np.all(origin[:2] + half <= tree.hi[n]):
+            break
+    return tuple(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    extent=st.tuples(st.floats(600.0, 4096.0), st.floats(600.0, 4096.0)),
+    where=st.tuples(st.floats(0.05, 0.95), st.floats(0.05, 0.95)),
+    half=st.sampled_from([8.0, 64.0, 128.0, 300.0]),
+)
+def test_a_requests_lock_set_is_the_path_from_its_leaf_up_to_the_node_covering_its_region(
+    extent, where, half
+):
+    tree = AreanodeTree.build(np.zeros(3), np.array([*extent, 512.0]))
+    origin = np.array([where[0] * extent[0], where[1] * extent[1], 24.0])
+    inner = tree.axis >= 0
+    assume(not np.any(origin[tree.axis[inner]] == tree.dist[inner]))  # not on a split plane
+    leaf, top = path_locks(
+        tree, origin[None], origin[None] - [half, half, 0], origin[None] + [half, half, 0]
+    )
+    got = path_nodes(int(leaf[0]), int(top[0]))
+    assert got == _expected_path(tree, origin, half)
+    assert AreanodeTree.node_depth(np.array([got[0]]))[0] == tree.depth  # starts at a leaf
+
+
+def test_the_strategy_takes_exactly_the_leaf_to_root_path_and_the_walk_costs_per_node():
+    # two players of the cube: one well inside a leaf, one whose range crosses split planes
+    strategy = make_strategy(
+        "abdelkhalek",
+        _floor([(700.0, 700.0), (1000.0, 700.0)]),
+        {"threads": 2, "client_locks": False, "gamestate_share": 0.0},
+        2,
+        {"lock_acquire": 1.0, "lock_per_node": 10.0},
+    )
+    plan = strategy.plan(frame_of([0, 1]))
+    tree = strategy.tree
+    for client, thread in enumerate(plan.threads):
+        origin = np.array([[700.0, 700.0, 24.0], [1000.0, 700.0, 24.0]])[client]
+        expected = _expected_path(tree, origin, 128.0)
+        locks = tuple(op.lock[1] for op in thread.ops if type(op) is Acquire)
+        assert locks == expected
+        releases = tuple(op.lock[1] for op in thread.ops if type(op) is Release)
+        assert releases == expected[::-1]
+        lock_cost = next(op.cost_us for op in thread.ops if getattr(op, "activity", "") == "lock")
+        walked = tree.depth + len(expected) - 1  # down to the leaf, then up
+        assert lock_cost == pytest.approx(1.0 * len(expected) + 10.0 * walked)
+    inside, crossing = (
+        _expected_path(tree, np.array([x, 700.0, 24.0]), 128.0) for x in (700.0, 1000.0)
+    )
+    assert len(crossing) > len(inside) >= 1
+
+
+def test_two_nodes_scope_locks_at_most_the_linked_and_covering_nodes():
+    strategy = make_strategy(
+        "abdelkhalek",
+        _floor([(700.0, 700.0)]),
+        {"threads": 1, "client_locks": False, "gamestate_share": 0.0, "lock_scope": "two-nodes"},
+        1,
+        {},
+    )
+    ops = strategy.plan(frame_of([0])).threads[0].ops
+    assert 1 <= sum(type(op) is Acquire for op in ops) <= 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(share=st.floats(0.0, 1.0), threads=st.integers(1, 6), cost=st.floats(10.0, 1000.0))
+def test_the_game_state_lock_serialises_exactly_its_share_of_the_request_work(share, threads, cost):
+    # one packet per thread, players in far-apart corners (no areanode lock in common): only
+    # the game-state lock can make a thread wait.  The first share*cost parts run one after the
+    # other: the frame lasts (1 - share) * cost + threads * share * cost.
+    # centres of six leaves (512 x 512 on the 2048 cube): each range stays in its leaf
+    corners = [(256.0, 256.0), (1792.0, 1792.0), (256.0, 1792.0), (1792.0, 256.0)]
+    corners += [(768.0, 256.0), (256.0, 768.0)]
+    positions = _floor(corners[:threads])
+    strategy = make_strategy(
+        "abdelkhalek",
+        positions,
+        {"threads": threads, "gamestate_share": share},
+        2 * threads,  # one thread per physical core whatever the platform's SMT
+        {"request_per_message": cost},
+    )
+    assert len(set(strategy.cpu_of.tolist())) == threads
+    end, trace = execute(strategy, frame_of(list(range(threads))), 2 * threads)
+    assert end == pytest.approx((1 - share) * cost + threads * share * cost, rel=1e-9)
+    waits = trace[trace.activity == "lock_wait"]
+    waited = float((waits.end_s - waits.start_s).sum()) * 1e6
+    # thread k waits k shares: share * cost * (0 + 1 + ... + threads - 1)
+    assert waited == pytest.approx(share * cost * threads * (threads - 1) / 2, abs=1e-6)
+    work = trace[trace.activity == "request"]
+    assert float((work.end_s - work.start_s).sum()) * 1e6 == pytest.approx(threads * cost)
+
+
+def test_client_records_are_locked_per_packet():
+    strategy = make_strategy(
+        "abdelkhalek", _floor([(300.0, 300.0)]), {"threads": 1, "gamestate_share": 0.0}, 1, {}
+    )
+    ops = strategy.plan(frame_of([0, 0])).threads[0].ops
+    # (named tuples compare as tuples: check the type too)
+    assert sum(type(op) is Acquire and op.lock == ("client", 0) for op in ops) == 2
+    assert sum(type(op) is Release and op.lock == ("client", 0) for op in ops) == 2
+
+
+def test_thread_stacks_memory_grows_with_the_threads():
+    scenario = load_scenario(
+        "scenarios/abdelkhalek2004/thread-per-client.toml",
+        ["players.count=16", "run.duration_s=0.2", "run.warmup_s=0"],
+    )
+    summary = run(scenario).summary
+    assert summary["memory_bytes"] == 16 * 4096
+    assert summary["memory_reserved_bytes"] == 16 * 2 * 1024 * 1024
+    eight = run(
+        load_scenario(
+            "scenarios/abdelkhalek2004/threads8-region.toml",
+            ["players.count=16", "run.duration_s=0.2", "run.warmup_s=0"],
+        )
+    ).summary
+    assert eight["memory_bytes"] == 8 * 4096

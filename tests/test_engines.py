@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.machine import Join, Machine, RunFirst
+from simsrv.machine import Compute, FramePlan, Join, Machine, RunFirst, Thread
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
@@ -107,3 +107,61 @@ def test_generated_plans_give_the_same_trace_on_both_engines(script, smt):
 @given(script=scripts_with_run_first())
 def test_generated_plans_give_the_same_trace_on_both_engines_long(script, smt):
     _same_on_both(script, smt)
+
+
+@pytest.mark.parametrize("smt", SMT)
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(
+    script=scripts_with_run_first(),
+    shares=st.lists(st.sampled_from([0.0, 0.25, 0.5]), min_size=1, max_size=4),
+)
+def test_generated_plans_with_background_load_give_the_same_trace_on_both_engines(
+    script, smt, shares
+):
+    cpus, frames, gaps = script
+    background = tuple(shares[:cpus])
+    fast = Machine(cpus, *smt, background=background)
+    slow = SimpyMachine(cpus, *smt, background=background)
+    assert _execute(fast, frames, gaps) == _execute(slow, frames, gaps)
+    assert fast.charged_us == slow.charged_us
+
+
+@pytest.mark.parametrize("engine", [Machine, SimpyMachine])
+@settings(max_examples=30, deadline=None)
+@given(
+    share=st.floats(0.0, 0.9),
+    cost=st.floats(1.0, 1e4),
+    smt=st.sampled_from([(1, 1.0), (2, 0.6)]),
+)
+def test_background_load_slows_a_computation_on_its_cpu_by_exactly_its_share(
+    engine, share, cost, smt
+):
+    # CPU 1 carries the load; a thread there and one on CPU 2 (another core) compute the same
+    machine = engine(4, *smt, background=(0.0, share))
+    plan = FramePlan(
+        (
+            Thread("main", 2, (Compute("work", cost),)),
+            Thread("loaded", 1, (Compute("work", cost),)),
+        )
+    )
+    machine.execute(plan, 0, 0.0)
+    machine.finish()
+    took = {row[2]: (row[5] - row[4]) for row in machine.trace.rows}
+    assert took["main"] == pytest.approx(cost, rel=1e-9)  # an unloaded CPU: full speed
+    assert took["loaded"] * (1.0 - share) == pytest.approx(cost, rel=1e-9)
+
+
+def test_a_scenario_with_background_load_gives_the_same_trace_on_both_engines():
+    sets = [
+        "server.strategy=abdelkhalek",
+        "machine.cpus=4",
+        "machine.background=[0, 0, 0, 0.5]",
+        "players.count=24",
+        "run.duration_s=0.3",
+        "run.warmup_s=0",
+    ]
+    fast = simulate(load_scenario(None, sets))
+    slow = simulate(load_scenario(None, [*sets, 'machine.engine="simpy"']))
+    pd.testing.assert_frame_equal(fast.trace, slow.trace)
+    on_loaded = fast.trace[(fast.trace.cpu == 3) & (fast.trace.activity == "request")]
+    assert len(on_loaded) > 0

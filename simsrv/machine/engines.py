@@ -7,7 +7,8 @@ same trace, bit for bit (``tests/test_engines.py``).
 ``simpy``           :class:`simsrv.machine.simpy_engine.SimpyMachine`: simpy processes,
                     resources and events, op by op, written for clarity: the reference.
 
-An engine is a class built as ``Engine(cpus, smt_per_core, smt_throughput)`` with
+An engine is a class built as ``Engine(cpus, smt_per_core, smt_throughput, background=())``
+(``background``: busy share of each CPU taken by other programs) with
 ``execute(plan, frame, start_s) -> end_s``, ``finish()``, ``trace``, ``charged_us``,
 ``lock_holds`` and ``smt_per_core``.
 """

@@ -9,6 +9,10 @@ Model
   a wait interval (``barrier_wait``, ``lock_wait``, ``join_wait``, ``runqueue_wait``) that does
   not count as busy.
 * Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
+* Optional background load: CPU ``i`` is busy a share ``background[i]`` of the time with
+  programs outside the server (time-sliced finely), so the server's computations on it run
+  at ``1 - background[i]`` of its speed (a cost ``c`` takes ``c / (1 - share)``), on top of
+  any SMT slowdown.
 * Optional SMT: logical CPU ``i`` is on core ``i // smt_per_core``.  A computation runs at
   speed 1 (one unit of cost per us) while it is the only computing logical CPU of its core and
   at ``smt_throughput`` while a sibling computes too; speeds change the instant a sibling starts
@@ -178,10 +182,17 @@ class Machine:
     runs:
         Use the run shortcut (module docstring); ``False`` schedules every computation as its
         own event.  Both give the same trace (tests check); the shortcut is only faster.
+    background:
+        Busy share of each CPU taken by other programs (CPU 0 first; missing CPUs: 0).
     """
 
     def __init__(
-        self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0, runs: bool = True
+        self,
+        cpus: int,
+        smt_per_core: int = 1,
+        smt_throughput: float = 1.0,
+        runs: bool = True,
+        background: tuple[float, ...] | list[float] = (),
     ) -> None:
         self.cpus = cpus
         self._runs = runs
@@ -200,6 +211,10 @@ class Machine:
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
+        self.background = tuple(background) + (0.0,) * (cpus - len(background))
+        self._share = [1.0 - b for b in self.background]  # the server's share of each CPU
+        self._background = any(b > 0.0 for b in self.background)
+        self._speeds = self._smt or self._background  # computations at a speed, op by op
         self._core_busy = [0] * (-(-cpus // smt_per_core)) if self._smt else []
         self.trace = Trace()
         self.charged_us: list[float] = []
@@ -217,9 +232,9 @@ class Machine:
     def execute(self, plan: FramePlan, frame: int, start_s: float) -> float:
         """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s."""
         start_us = start_s * US_PER_S
-        if self._live_threads == 0 and plan.is_serial():
+        if self._live_threads == 0 and not self._background and plan.is_serial():
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
-        if self._runs and not self._live_threads and not self._heap and not self._smt:
+        if self._runs and not self._live_threads and not self._heap and not self._speeds:
             end_us = self._execute_phased(plan, frame, max(start_us, self.now_us))
             if end_us is not None:
                 return end_us / US_PER_S
@@ -396,7 +411,7 @@ class Machine:
         now, cpu, ops = self.now_us, run.cpu, run.ops
         self._holder[cpu] = run
         run.began = now
-        if self._smt:
+        if self._speeds:
             self._begin_smt(run, ops[run.pc].cost_us)
             return
         if not self._runs or self._queue[cpu]:  # others wait: it gives the CPU up after one
@@ -488,11 +503,12 @@ class Machine:
                 return index
         return None
 
-    # -- SMT ---------------------------------------------------------------------------------
+    # -- SMT and background load: computations at a speed ---------------------------------
 
     def _begin_smt(self, run: _Run, cost: float) -> None:
         run.remaining, run.last = cost, self.now_us
-        run.speed = self._smt_change(run.cpu, +1)
+        speed = self._smt_change(run.cpu, +1) if self._smt else 1.0
+        run.speed = speed * self._share[run.cpu]
         self._reschedule(run)
 
     def _smt_change(self, cpu: int, delta: int) -> float:
@@ -507,8 +523,10 @@ class Machine:
             if sibling == cpu or other is None:
                 continue
             other.remaining -= (self.now_us - other.last) * other.speed
+            if other.remaining < 0.0:  # rounding: the work is done now, not before now
+                other.remaining = 0.0
             other.last = self.now_us
-            other.speed = speed
+            other.speed = speed * self._share[sibling]
             self._reschedule(other)
         return speed
 

@@ -98,11 +98,20 @@ class SimpyMachine:
     :class:`simsrv.machine.executor.Machine` (``execute``, ``finish``, ``trace``,
     ``charged_us``, ``lock_holds``)."""
 
-    def __init__(self, cpus: int, smt_per_core: int = 1, smt_throughput: float = 1.0) -> None:
+    def __init__(
+        self,
+        cpus: int,
+        smt_per_core: int = 1,
+        smt_throughput: float = 1.0,
+        background: tuple[float, ...] | list[float] = (),
+    ) -> None:
         self.cpus = cpus
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
+        self.background = tuple(background) + (0.0,) * (cpus - len(background))
+        self._share = [1.0 - b for b in self.background]  # the server's share of each CPU
+        self._speeds = self._smt or any(b > 0.0 for b in self.background)
         self.env = _Environment()
         self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
         self._computing: list[_ThreadState | None] = [None] * cpus
@@ -168,6 +177,10 @@ class SimpyMachine:
         self, state: _ThreadState, states: dict[str, _ThreadState], barriers: dict
     ) -> Generator[simpy.Event, Any, None]:
         """The process of one thread: its operations, one by one."""
+        if state.thread.spawned:
+            # the fast engine starts a spawned thread at its own turn (simpy would run the new
+            # process at once): a parent's zero-delay run-first timer comes first, as there
+            yield self._turn(state)
         for op in state.thread.ops:
             kind = type(op)
             if kind is Compute and op.cost_us <= 0:
@@ -196,16 +209,18 @@ class SimpyMachine:
 
     def _compute(self, state: _ThreadState, op: Compute) -> Generator:
         """Take the thread's CPU (FIFO), hold it for the cost (slower while an SMT sibling
-        computes), record the interval, give the CPU back."""
+        computes, and by the CPU's background load), record the interval, give the CPU
+        back."""
         cpu = state.cpu
         request = self._cpu[cpu].request()
         yield request
         began = self.env.now
         self._computing[cpu] = state
         state.done = self.env.event()
-        if self._smt:
+        if self._speeds:
             state.remaining, state.last = op.cost_us, began
-            state.speed = self._smt_change(cpu, +1)
+            speed = self._smt_change(cpu, +1) if self._smt else 1.0
+            state.speed = speed * self._share[cpu]
             self._finish_in(state, state.remaining / state.speed)
         else:
             self._finish_in(state, op.cost_us)
@@ -243,8 +258,10 @@ class SimpyMachine:
             if sibling == cpu or other is None:
                 continue
             other.remaining -= (now - other.last) * other.speed
+            if other.remaining < 0.0:  # rounding: the work is done now, not before now
+                other.remaining = 0.0
             other.last = now
-            other.speed = speed
+            other.speed = speed * self._share[sibling]
             self._finish_in(other, other.remaining / other.speed)
         return speed
 

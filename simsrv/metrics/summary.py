@@ -37,8 +37,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     blocked and may overlap other threads' work), ``simulated_time_s``, ``frames``, ``moments``
     and ``os_time_fraction`` (:mod:`simsrv.metrics.moments`), ``lock_wait_fraction``,
     ``barrier_wait_fraction`` and ``any_waiting_fraction`` (:mod:`simsrv.metrics.waiting`),
-    ``stage_time_fraction`` and ``per_thread`` (:mod:`simsrv.metrics.stages`), and ``groups``
-    for strategies that group entities.
+    ``stage_time_fraction`` and ``per_thread`` (:mod:`simsrv.metrics.stages`), ``groups``
+    for strategies that group entities, and ``memory_bytes`` / ``memory_reserved_bytes``
+    (resident and reserved thread-stack memory, bytes) for strategies that record them.
     """
     t0 = scenario.run.warmup_s
     t1 = t0 + scenario.run.duration_s
@@ -82,4 +83,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     result["per_thread"] = threads
     if "groups" in frames:
         result["groups"] = group_statistics(frames)
+    for name in ("memory_bytes", "memory_reserved_bytes"):  # strategies with static threads
+        if name in frames and n:
+            result[name] = int(frames[name].max())
     return result

@@ -10,7 +10,7 @@ network treats them; ``[server]`` the strategy, its options and the QuakeWorld f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -129,11 +129,25 @@ class MachineSection(StrictModel):
         description="machine engine: fast, or simpy (a reference engine on simpy, op by op, "
         "slower; the same results)",
     )
+    background: list[Annotated[float, Field(ge=0.0, lt=1.0)]] = Field(
+        default_factory=list,
+        description="busy share of each CPU taken by other programs, CPU 0 first (missing "
+        "CPUs: 0), each 0 <= share < 1; the server's computations there run at 1 - share "
+        "of the CPU's speed (e.g. [0, 0, 0, 0.5]: one CPU shared with one CPU-bound program)",
+    )
     costs: dict[str, float] = Field(
         default_factory=dict,
         description="per-scenario overrides of platform costs, microseconds, each 0 to 1e6 "
         "(e.g. costs.request_per_message = 40)",
     )
+
+    @model_validator(mode="after")
+    def _background_shares(self) -> MachineSection:
+        if len(self.background) > self.cpus:
+            raise ValueError(
+                f"background: at most one share per CPU ({self.cpus}), got {len(self.background)}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _known_costs(self) -> MachineSection:

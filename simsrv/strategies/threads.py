@@ -9,6 +9,12 @@ Used by the strategies that keep a fixed set of threads across frames (``abdelkh
 * a thread that shares its CPU with another thread of the server was switched out while it
   waited, so every time it resumes after a barrier it pays a context switch plus
   ``thread_cache_refill`` (its cold stack and state: the per-thread memory cost of MODEL.md §6).
+  Switches therefore grow linearly with the threads sharing CPUs, as [M §3.2] measured
+  (context switches proportional to the number of threads, none added by event-loop tasks);
+* every thread has its own stack (:func:`thread_memory_bytes`): [M §3.1] "each thread has
+  its memory area for its stack ... the default stack size in modern operating systems is
+  2 MB" of *virtual* memory, of which only the pages touched are resident, "at least one page
+  of 4 kB" per thread [M §3.3], where tasks of an event loop share pages.
 """
 
 from __future__ import annotations
@@ -17,6 +23,17 @@ import numpy as np
 
 from simsrv.machine.plan import BarrierWait, Compute
 from simsrv.platforms.profile import Costs
+
+STACK_RESERVED_BYTES = 2 * 1024 * 1024
+"""Virtual memory a thread's stack reserves by default [M §3.1] (2 MiB)."""
+PAGE_BYTES = 4096
+"""A page: the least a thread's stack makes resident [M §3.3]."""
+
+
+def thread_memory_bytes(threads: int, stack_pages: int) -> tuple[int, int]:
+    """(resident, reserved) bytes of ``threads`` thread stacks, each touching ``stack_pages``
+    pages of its :data:`STACK_RESERVED_BYTES` reservation."""
+    return threads * stack_pages * PAGE_BYTES, threads * STACK_RESERVED_BYTES
 
 
 def place_threads(threads: int, cpus: int, smt_per_core: int) -> np.ndarray:

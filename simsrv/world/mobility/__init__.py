@@ -5,6 +5,7 @@ from simsrv.world.mobility import (  # noqa: F401  (register themselves)
     hotspot,
     quake_bot,
     random_waypoint,
+    replay,
     team,
 )
 from simsrv.world.mobility.registry import MOBILITY_MODELS, Mobility, MobilityKind, TickActions
