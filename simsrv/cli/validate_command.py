@@ -35,7 +35,8 @@ def add_parser(subparsers) -> None:
         action="append",
         default=[],
         metavar="NAME[,NAME]",
-        help="only these papers (cordeiro2007, abdelkhalek2004, area2004) or row ids (repeatable)",
+        help="only these papers (cordeiro2007, abdelkhalek2004, area2004, libvip2004) or row ids "
+        "(repeatable)",
     )
     p.add_argument(
         "--quick",
