@@ -1,7 +1,7 @@
 """Cost of the end-of-run invariants: their share of each run's wall time.
 
 Times, per scenario, the whole ``simulate()`` and the parts that exist only for the checks:
-the per-frame partition checks (compiled; ``bsp-group``, ``abdelkhalek``, ``area-quadrant``),
+the per-frame partition checks (compiled; ``bsp-group``, ``area-quadrant``),
 and the end-of-run checks
 (conservation, running the threads that outlive the last frame, CPU and lock exclusivity,
 costs accounted), and the charged-cost sum of each plan that is not one serial thread.  Two
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import simsrv.simulation as simulation
-import simsrv.strategies.abdelkhalek as abdelkhalek
 import simsrv.strategies.area_quadrant as area_quadrant
 import simsrv.strategies.bsp_group as bsp_group
 from simsrv.machine.plan import FramePlan
@@ -61,7 +60,6 @@ def main() -> None:
         timed(simulation, name, spent)
     timed(FramePlan, "charged_us", spent)
     timed(bsp_group, "check_partition", spent)
-    timed(abdelkhalek, "check_packet_workers", spent)
     timed(area_quadrant, "check_packet_workers", spent)
     print("| scenario | frames | run wall s | checks wall s | share |\n|---|---|---|---|---|")
     for name in args.scenarios:

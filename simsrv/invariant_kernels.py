@@ -19,7 +19,6 @@ BAD_GROUP = 3  # an entity has no group or one that does not exist
 WRONG_SIZE = 4  # a: group, b: entities counted, c: size
 BAD_WORKER = 5  # a group is on no worker or on one that does not exist
 PACKET_ON_BAD_WORKER = 6  # a: packet, b: its worker
-ENTITY_ON_TWO_WORKERS = 7  # a: entity, b: one worker, c: the other
 
 
 @numba.njit(cache=True)
@@ -55,24 +54,9 @@ def partition_kernel(senders, entities, entity_group, sizes, assignment, workers
 
 
 @numba.njit(cache=True)
-def packet_workers_kernel(senders, worker, workers, per_entity):
-    """Every packet on one existing worker; with ``per_entity``, all the packets of one sender
-    on the same worker."""
-    m = senders.shape[0]
-    for p in range(m):
+def packet_workers_kernel(worker, workers):
+    """Every packet on one existing worker."""
+    for p in range(worker.shape[0]):
         if worker[p] < 0 or worker[p] >= workers:
             return PACKET_ON_BAD_WORKER, p, worker[p], 0
-    if per_entity and m:
-        top = 0
-        for p in range(m):
-            if senders[p] < 0:
-                return PACKET_ON_BAD_WORKER, p, worker[p], 0
-            top = max(top, senders[p])
-        seen = np.full(top + 1, -1, np.int64)
-        for p in range(m):
-            s = senders[p]
-            if seen[s] < 0:
-                seen[s] = worker[p]
-            elif seen[s] != worker[p]:
-                return ENTITY_ON_TWO_WORKERS, s, seen[s], worker[p]
     return OK, 0, 0, 0

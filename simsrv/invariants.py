@@ -5,12 +5,13 @@
                          (the end-of-run accounting balances), and the processed packets are
                          the packets the frames read
 ``entity_partition``     every active entity of a frame is in exactly one group and every
-                         group on exactly one worker (``bsp-group``); every packet on one
-                         existing thread, and all of one client's packets on its thread
-                         (``abdelkhalek``, ``sequential``: threads own clients); every packet
-                         on one existing thread (``area-quadrant``: a packet goes to the
-                         thread of its sender's area at its tick, so a player crossing a
-                         border within a frame has packets on two threads, as in [R §3])
+                         group on exactly one worker (``bsp-group``, checked every frame);
+                         every packet on one existing thread (``area-quadrant``, checked
+                         every frame: a packet goes to the thread of its sender's area at
+                         its tick, so a player crossing a border within a frame has packets
+                         on two threads, as in [R §3]); ``abdelkhalek`` and ``sequential``
+                         give each client to one thread by a fixed rule (``c mod T``; one
+                         thread), so it holds by construction and is not re-checked
 ``cpu_exclusive``        no CPU runs two busy intervals at once (waits do not hold a CPU)
 ``lock_exclusive``       the critical sections of a lock never overlap
 ``costs_accounted``      every frame's trace holds exactly the CPU time its plan charged
@@ -86,14 +87,11 @@ def check_partition(
         raise InvariantViolation("entity_partition", frame, _partition_message(code, a, b, c))
 
 
-def check_packet_workers(
-    frame: int, senders: np.ndarray, worker: np.ndarray, workers: int, per_entity: bool
-) -> None:
-    """``entity_partition`` of one frame of a thread strategy: every packet (sent by
-    ``senders[p]``) executed by one worker ``worker[p]`` in ``0..workers - 1``; with
-    ``per_entity``, every packet of one entity by the same worker (strategies whose threads own
-    clients).  Compiled, as :func:`check_partition`."""
-    code, a, b, c = _kernels().packet_workers_kernel(senders, worker, workers, per_entity)
+def check_packet_workers(frame: int, worker: np.ndarray, workers: int) -> None:
+    """``entity_partition`` of one frame of a thread strategy that deals packets to threads:
+    every packet executed by one worker ``worker[p]`` in ``0..workers - 1``.  Compiled, as
+    :func:`check_partition`."""
+    code, a, b, c = _kernels().packet_workers_kernel(worker, workers)
     if code:
         raise InvariantViolation("entity_partition", frame, _partition_message(code, a, b, c))
 
@@ -116,7 +114,6 @@ def _partition_message(code: int, a: int, b: int, c: int) -> str:
         k.WRONG_SIZE: f"group {a} holds {b} entities but is sized {c}",
         k.BAD_WORKER: "a group is on no worker or on one that does not exist",
         k.PACKET_ON_BAD_WORKER: f"packet {a} is on worker {b}, which does not exist",
-        k.ENTITY_ON_TWO_WORKERS: f"entity {a} has packets on workers {b} and {c}",
     }[code]
 
 

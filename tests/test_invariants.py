@@ -170,20 +170,16 @@ def test_the_partition_check_catches_each_kind_of_break(changes, message):
 
 
 @pytest.mark.parametrize(
-    ("senders", "worker", "per_entity", "message"),
+    ("worker", "message"),
     [
-        ([4, 5, 4], [0, 1, 0], True, None),
-        ([4, 5, 4], [0, 1, 1], False, None),  # per packet only: a sender may change thread
-        ([4, 5, 4], [0, 1, 1], True, "frame 3: entity 4 has packets on workers 0 and 1"),
-        ([4, 5], [0, 2], False, "frame 3: packet 1 is on worker 2, which does not exist"),
-        ([4, 5], [-1, 0], True, "frame 3: packet 0 is on worker -1"),
-        ([], [], True, None),
+        ([0, 1, 1], None),
+        ([], None),
+        ([0, 2], "frame 3: packet 1 is on worker 2, which does not exist"),
+        ([-1, 0], "frame 3: packet 0 is on worker -1"),
     ],
 )
-def test_the_packet_worker_check_catches_a_client_on_two_threads(
-    senders, worker, per_entity, message
-):
-    args = (3, np.array(senders, dtype=np.int32), np.array(worker, dtype=np.int64), 2, per_entity)
+def test_the_packet_worker_check_catches_a_packet_on_no_thread(worker, message):
+    args = (3, np.array(worker, dtype=np.int64), 2)
     if message is None:
         check_packet_workers(*args)
         return

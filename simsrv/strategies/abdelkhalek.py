@@ -69,7 +69,6 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from simsrv.invariants import check_packet_workers
 from simsrv.machine.plan import Acquire, Compute, FramePlan, Release, Thread
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
@@ -155,7 +154,6 @@ class Abdelkhalek(Strategy):
         k = self.costs
         messages = frame.messages
         thread_of = messages["client"] % self.threads
-        check_packet_workers(frame.index, messages["client"], thread_of, self.threads, True)
         master = int(thread_of[0]) if len(messages) else 0
         lock_ops = None if self.options.locking == "none" else self._lock_ops(messages)
         request = c.request_us(k, 1, messages["commands"], messages["range_count"])

@@ -193,7 +193,7 @@ class AreaQuadrant(Strategy):
         m = len(messages)
         own, packed = self.player_areas.gather(messages)
         schedule = request_schedule(own, self.threads, self.stage2)
-        check_packet_workers(index, messages["client"], schedule.thread, self.threads, False)
+        check_packet_workers(index, schedule.thread, self.threads)
         sort = (k.queue_per_message + k.lock_per_node * self.depth) * m
         ops[0].append(Compute("sort", sort))
         self._barrier(ops, "sorted", barriers)
