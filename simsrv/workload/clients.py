@@ -7,7 +7,11 @@ uniform in one period and the jitter uniform in ``[0, jitter_s)`` (both seeded);
 ``latency_s``; it is lost with probability ``packet_loss``.  The packet carries the world state of
 that tick (action-range and visible counts).
 
-The stream is generated lazily in chunks of ticks, and released in arrival order.  Once the
+The stream is generated lazily in chunks of ticks, and released in arrival order.  A chunk's
+packets are sorted among themselves and merged into the sorted backlog of packets not yet
+released: a packet of tick ``k`` arrives in ``[k / rate_hz, (k + 2) / rate_hz)`` plus the
+latency, so only the backlog's last couple of ticks can interleave with a new chunk; they are
+sorted again with it, the rest of the backlog is kept as is.  Once the
 server has stopped (:meth:`ClientStream.close`), packets are still generated for the end-of-run
 accounting (sent, lost, in flight, queued: the last frame can end seconds after the run's end
 when a frame is long), with the same send times and losses, but the world is no longer advanced:
@@ -16,7 +20,7 @@ those packets are never processed, so they carry no world state (zero counts).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 import numpy as np
 
@@ -100,16 +104,34 @@ class ClientStream:
                 self._tick_messages(state.tick, state)
                 for state in (self.world.advance(self.dt_s) for _ in range(CHUNK_TICKS))
             ]
-        self._set_pending(sort_by_arrival(np.concatenate([self.pending, *parts])))
+        self._merge(sort_by_arrival(np.concatenate(parts)))
         self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
-    def _set_pending(self, pending: np.ndarray) -> None:
+    def _merge(self, chunk: np.ndarray) -> None:
+        """Merge ``chunk`` (sorted by arrival, client, tick) into the pending backlog (sorted
+        the same way): the backlog's packets arriving before the chunk's first stay in front,
+        the others are sorted with the chunk.  The order is the one sorting everything would
+        give."""
+        if len(chunk) == 0:
+            return
+        head = self._head
+        split = bisect_left(self._arrivals, float(chunk["arrival_s"][0]), lo=head)
+        if split < len(self._arrivals):
+            chunk = sort_by_arrival(np.concatenate([self._buffer[split:], chunk]))
+        kept = self._buffer[head:split]
+        arrivals = self._arrivals[head:split]
+        arrivals += chunk["arrival_s"].tolist()
+        self._set_pending(np.concatenate([kept, chunk]) if len(kept) else chunk, arrivals)
+
+    def _set_pending(self, pending: np.ndarray, arrivals: list[float] | None = None) -> None:
         # released packets are the prefix [:_head]; arrival times as a list for bisect
         if self._head:
             self._released_s.append(self._buffer["arrival_s"][: self._head].copy())
         self._buffer = pending
         self._head = 0
-        self._arrivals: list[float] = pending["arrival_s"].tolist()
+        self._arrivals: list[float] = (
+            pending["arrival_s"].tolist() if arrivals is None else arrivals
+        )
 
     def _tick_messages(self, tick: int, state: TickState | None) -> np.ndarray:
         """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""
