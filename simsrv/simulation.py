@@ -114,6 +114,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     extra_rows: list[dict[str, Any]] = []
     processed = 0
     now = 0.0
+    trimmed_at = 0  # client ticks generated when the world's history was last trimmed
     while now < stop_s:
         arrived = stream.release_until(now)
         if len(socket) == 0 and len(arrived) == 0:
@@ -140,6 +141,9 @@ def simulate(scenario: Scenario) -> SimulationOutput:
             extra_rows.append(strategy.frame_record())
         processed += len(batch)
         now = end
+        if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
+            trimmed_at = stream.next_tick
+            world.forget_before(stream.oldest_unread_tick(socket.first_tick()))
 
     stream.close()  # the accounting below needs packets, not world states
     counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)

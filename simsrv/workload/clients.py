@@ -69,6 +69,23 @@ class ClientStream:
             self._generate_chunk()
         return self._arrivals[self._head]
 
+    def oldest_unread_tick(self, socket_first_tick: int | None) -> int:
+        """A lower bound on the client tick of every packet not yet read by the server, given
+        the tick of the packet at the head of the socket (None: empty socket).
+
+        Packets are read in arrival order, and a packet of tick ``k`` arrives in
+        ``[k, k + 2)`` client periods (plus the latency): every packet arriving after one of
+        tick ``k`` has a tick of at least ``k - 1`` (``k - 2`` returned: a tick of margin for
+        rounding).
+        """
+        if socket_first_tick is not None:
+            first = socket_first_tick
+        elif self._head < len(self._arrivals):
+            first = int(self._buffer["tick"][self._head])
+        else:
+            first = self.next_tick
+        return first - 2
+
     @property
     def pending(self) -> np.ndarray:
         """Generated packets not yet released, in arrival order."""

@@ -31,6 +31,10 @@ class SocketQueue:
         """Packets dropped so far because the buffer was full."""
         return sum(len(d) for d in self.dropped_arrival_s)
 
+    def first_tick(self) -> int | None:
+        """Client tick of the packet at the head of the queue (None when empty)."""
+        return int(self._chunks[0]["tick"][0]) if self._chunks else None
+
     def deliver(self, messages: np.ndarray) -> None:
         """Enqueue packets (in arrival order) that arrived since the last read."""
         if len(messages) == 0:
