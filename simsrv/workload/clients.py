@@ -11,16 +11,20 @@ The stream is generated lazily in chunks of ticks, and released in arrival order
 packets are sorted among themselves and merged into the sorted backlog of packets not yet
 released: a packet of tick ``k`` arrives in ``[k / rate_hz, (k + 2) / rate_hz)`` plus the
 latency, so only the backlog's last couple of ticks can interleave with a new chunk; they are
-sorted again with it, the rest of the backlog is kept as is.  Once the
-server has stopped (:meth:`ClientStream.close`), packets are still generated for the end-of-run
-accounting (sent, lost, in flight, queued: the last frame can end seconds after the run's end
-when a frame is long), with the same send times and losses, but the world is no longer advanced:
-those packets are never processed, so they carry no world state (zero counts).
+sorted again with it, the rest of the backlog is kept as is.  Released packets are counted
+(those arriving in the run's measured window), not remembered.
+
+Once the server has stopped (:meth:`ClientStream.close`), packets are still drawn for the
+end-of-run accounting (sent, lost, in flight, queued: the last frame can end seconds after the
+run's end when a frame is long), with the same send times and losses, but the world is no longer
+advanced: those packets are never processed, so they carry no world state (zero counts), and
+:meth:`ClientStream.settle` only counts them, tick by tick, without storing them.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,10 +36,35 @@ CHUNK_TICKS = 32
 """Client ticks generated at a time (about one simulated second at 31.25 Hz)."""
 
 
-class ClientStream:
-    """Lazily generated, arrival-ordered stream of client packets."""
+class Settlement(NamedTuple):
+    """The client side of the end-of-run accounting at a time ``t``: packets ``sent`` at or
+    before ``t``, of which ``lost`` on the way, ``in_flight`` (arriving after ``t``) and
+    ``arrived`` (at the socket by ``t``, not yet released); ``arrival_s``: the arrived packets'
+    arrival times in arrival order (None unless asked for)."""
 
-    def __init__(self, clients: ClientsSection, world: World, rng: np.random.Generator) -> None:
+    sent: int
+    lost: int
+    in_flight: int
+    arrived: int
+    arrival_s: np.ndarray | None
+
+
+class ClientStream:
+    """Lazily generated, arrival-ordered stream of client packets.
+
+    ``window`` ``[t0, t1)`` (s): released packets arriving in it are counted
+    (:meth:`arrived_in_window`).
+    """
+
+    def __init__(
+        self,
+        clients: ClientsSection,
+        world: World,
+        rng: np.random.Generator,
+        window: tuple[float, float] = (0.0, np.inf),
+    ) -> None:
+        self.window = window
+        self._arrived_in_window = 0
         self.cfg = clients
         self.world = world
         self.rng = rng
@@ -46,7 +75,6 @@ class ClientStream:
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
-        self._released_s: list[np.ndarray] = []
         self._closed = False
 
     horizon_s: float = 0.0
@@ -91,23 +119,53 @@ class ClientStream:
         """Generated packets not yet released, in arrival order."""
         return self._buffer[self._head :]
 
-    def released_arrival_s(self) -> np.ndarray:
-        """Arrival times of every packet released so far, in release order, s."""
-        return np.concatenate([*self._released_s, self._buffer["arrival_s"][: self._head]])
+    def arrived_in_window(self) -> int:
+        """Packets released so far whose arrival is in ``window``."""
+        return self._arrived_in_window + self._count_in_window(self._buffer[: self._head])
 
-    def count_sent_before(self, t_s: float) -> dict[str, int]:
-        """Packets sent at or before ``t_s``: total, lost on the way, and still in flight."""
-        while self.next_tick * self.dt_s <= t_s:
-            self._generate_chunk()
+    def _count_in_window(self, released: np.ndarray) -> int:
+        t0, t1 = self.window
+        arrival = released["arrival_s"]
+        return int(np.count_nonzero((arrival >= t0) & (arrival < t1)))
+
+    def settle(self, t_s: float, arrival_times: bool = False) -> Settlement:
+        """The end-of-run accounting at ``t_s`` (after :meth:`close`, at or after the last
+        release); the packets arrived by ``t_s`` count as released.
+
+        The ticks not generated yet (their send times and losses drawn as :meth:`release_until`
+        would draw them) are counted one by one and not stored, so the accounting costs one
+        tick of packets however far ``t_s`` is.  ``arrival_times``: also return the arrival
+        times of the packets arrived by ``t_s`` (for a bounded socket).
+        """
+        pending = self.pending
         lost = np.concatenate(self.lost_sent_s) if self.lost_sent_s else np.zeros(0)
-        in_flight = int(np.count_nonzero(self.pending["sent_s"] <= t_s))
-        unsent = int(np.count_nonzero(self.pending["sent_s"] > t_s))
-        unsent_lost = int(np.count_nonzero(lost > t_s))
-        return {
-            "sent": self.sent - unsent - unsent_lost,
-            "lost": int(lost.size) - unsent_lost,
-            "in_flight": in_flight,
-        }
+        released = self.sent - len(pending) - lost.size  # every one sent before ``t_s``
+        cut = bisect_right(self._arrivals, t_s, lo=self._head) - self._head
+        lost_n = int(np.count_nonzero(lost <= t_s))
+        flying = int(np.count_nonzero(pending["sent_s"] <= t_s)) - cut
+        sent = released + lost_n + cut + flying
+        arrived = cut
+        times = [pending["arrival_s"][:cut]]
+        t0, t1 = self.window
+        tick = self.next_tick
+        while tick * self.dt_s <= t_s:
+            sent_s, kept = self._draw(tick)
+            sent += int(np.count_nonzero(sent_s <= t_s))
+            if kept is not None:
+                lost_n += int(np.count_nonzero(sent_s[~kept] <= t_s))
+                sent_s = sent_s[kept]
+            arrival = sent_s + self.cfg.latency_s
+            here = arrival <= t_s
+            arrived += int(np.count_nonzero(here))
+            flying += int(np.count_nonzero((sent_s <= t_s) & ~here))
+            inside = here & (arrival >= t0) & (arrival < t1)
+            self._arrived_in_window += int(np.count_nonzero(inside))
+            if arrival_times:
+                times.append(arrival[here])
+            tick += 1
+        self._head += cut  # the pending packets arrived by ``t_s`` are released
+        arrival_s = np.sort(np.concatenate(times), kind="stable") if arrival_times else None
+        return Settlement(sent, lost_n, flying, arrived, arrival_s)
 
     def close(self) -> None:
         """The server has stopped: later ticks are generated without advancing the world."""
@@ -143,7 +201,7 @@ class ClientStream:
     def _set_pending(self, pending: np.ndarray, arrivals: list[float] | None = None) -> None:
         # released packets are the prefix [:_head]; arrival times as a list for bisect
         if self._head:
-            self._released_s.append(self._buffer["arrival_s"][: self._head].copy())
+            self._arrived_in_window += self._count_in_window(self._buffer[: self._head])
         self._buffer = pending
         self._head = 0
         self._arrivals: list[float] = (
@@ -154,7 +212,7 @@ class ClientStream:
         """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""
         cfg, n = self.cfg, self.world.players
         self.next_tick = tick + 1
-        sent = tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, cfg.jitter_s, n)
+        sent, kept = self._draw(tick)
         msgs = np.zeros(n, dtype=MESSAGE_DTYPE)
         msgs["sent_s"] = sent
         msgs["arrival_s"] = sent + cfg.latency_s
@@ -167,8 +225,16 @@ class ClientStream:
             msgs["pvs_rooms"] = state.pvs_rooms
             msgs["shot"] = state.actions.shot
         self.sent += n
-        if cfg.packet_loss > 0:
-            lost = self.rng.random(n) < cfg.packet_loss
-            self.lost_sent_s.append(sent[lost])
-            msgs = msgs[~lost]
+        if kept is not None:
+            self.lost_sent_s.append(sent[~kept])
+            msgs = msgs[kept]
         return msgs
+
+    def _draw(self, tick: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Send times (s) of every client's packet of ``tick`` and which are not lost (None:
+        no loss), from the stream's random draws (jitter, then losses)."""
+        n = self.world.players
+        sent = tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, self.cfg.jitter_s, n)
+        if self.cfg.packet_loss > 0:
+            return sent, ~(self.rng.random(n) < self.cfg.packet_loss)
+        return sent, None
