@@ -24,6 +24,7 @@ advanced: those packets are never processed, so they carry no world state (zero 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import deque
 from typing import NamedTuple
 
 import numpy as np
@@ -70,8 +71,13 @@ class ClientStream:
         self.rng = rng
         self.dt_s = 1.0 / clients.rate_hz
         self.phase_s = rng.uniform(0.0, self.dt_s, world.players)
+        # the backlog: blocks sorted by (arrival, client, tick), each arriving before the next;
+        # the first one is ``_buffer`` (released up to ``_head``), the others ``_later``; each
+        # block's arrival times also as a list, for bisect
+        self._buffer = EMPTY
+        self._arrivals: list[float] = []
         self._head = 0
-        self._set_pending(EMPTY)
+        self._later: deque[tuple[np.ndarray, list[float]]] = deque()
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
@@ -84,18 +90,39 @@ class ClientStream:
         """Remove and return, in arrival order, every packet with ``arrival_s <= t_s``."""
         while self.horizon_s <= t_s:
             self._generate_chunk()
+        return self._take(t_s)
+
+    def _take(self, t_s: float) -> np.ndarray:
         head = self._head
         cut = bisect_right(self._arrivals, t_s, lo=head)
-        if cut == head:
-            return EMPTY
+        if cut < len(self._arrivals) or not self._later:  # within the first block
+            if cut == head:
+                return EMPTY
+            self._head = cut
+            return self._buffer[head:cut]
+        taken = [self._buffer[head:cut]]
+        while cut == len(self._arrivals) and self._later:
+            self._next_block()
+            cut = bisect_right(self._arrivals, t_s)
+            taken.append(self._buffer[:cut])
         self._head = cut
-        return self._buffer[head:cut]
+        return np.concatenate(taken)
+
+    def _next_block(self) -> None:
+        """The first block is released entirely: count it and move to the next."""
+        self._arrived_in_window += self._count_in_window(self._buffer)
+        self._buffer, self._arrivals = self._later.popleft()
+        self._head = 0
 
     def next_arrival_s(self) -> float:
         """Arrival time of the next packet not yet released."""
-        while self._head == len(self._arrivals) or self._arrivals[self._head] >= self.horizon_s:
-            self._generate_chunk()
-        return self._arrivals[self._head]
+        while True:
+            if self._head == len(self._arrivals) and self._later:
+                self._next_block()
+            elif self._head < len(self._arrivals) and self._arrivals[self._head] < self.horizon_s:
+                return self._arrivals[self._head]
+            else:
+                self._generate_chunk()
 
     def oldest_unread_tick(self, socket_first_tick: int | None) -> int:
         """A lower bound on the client tick of every packet not yet read by the server, given
@@ -110,6 +137,8 @@ class ClientStream:
             first = socket_first_tick
         elif self._head < len(self._arrivals):
             first = int(self._buffer["tick"][self._head])
+        elif self._later:
+            first = int(self._later[0][0]["tick"][0])
         else:
             first = self.next_tick
         return first - 2
@@ -117,7 +146,8 @@ class ClientStream:
     @property
     def pending(self) -> np.ndarray:
         """Generated packets not yet released, in arrival order."""
-        return self._buffer[self._head :]
+        blocks = [self._buffer[self._head :], *(block for block, _ in self._later)]
+        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
 
     def arrived_in_window(self) -> int:
         """Packets released so far whose arrival is in ``window``."""
@@ -140,7 +170,7 @@ class ClientStream:
         pending = self.pending
         lost = np.concatenate(self.lost_sent_s) if self.lost_sent_s else np.zeros(0)
         released = self.sent - len(pending) - lost.size  # every one sent before ``t_s``
-        cut = bisect_right(self._arrivals, t_s, lo=self._head) - self._head
+        cut = int(np.searchsorted(pending["arrival_s"], t_s, side="right"))
         lost_n = int(np.count_nonzero(lost <= t_s))
         flying = int(np.count_nonzero(pending["sent_s"] <= t_s)) - cut
         sent = released + lost_n + cut + flying
@@ -163,7 +193,7 @@ class ClientStream:
             if arrival_times:
                 times.append(arrival[here])
             tick += 1
-        self._head += cut  # the pending packets arrived by ``t_s`` are released
+        self._take(t_s)  # the pending packets arrived by ``t_s`` are released
         arrival_s = np.sort(np.concatenate(times), kind="stable") if arrival_times else None
         return Settlement(sent, lost_n, flying, arrived, arrival_s)
 
@@ -183,30 +213,32 @@ class ClientStream:
         self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
     def _merge(self, chunk: np.ndarray) -> None:
-        """Merge ``chunk`` (sorted by arrival, client, tick) into the pending backlog (sorted
-        the same way): the backlog's packets arriving before the chunk's first stay in front,
-        the others are sorted with the chunk.  The order is the one sorting everything would
-        give."""
+        """Merge ``chunk`` (sorted by arrival, client, tick) into the backlog (sorted the same
+        way) as its last block: the backlog's packets arriving at or after the chunk's first
+        (the end of its last block) are sorted again with the chunk, the rest is untouched.
+        The order is the one sorting everything would give."""
         if len(chunk) == 0:
             return
-        head = self._head
-        split = bisect_left(self._arrivals, float(chunk["arrival_s"][0]), lo=head)
-        if split < len(self._arrivals):
-            chunk = sort_by_arrival(np.concatenate([self._buffer[split:], chunk]))
-        kept = self._buffer[head:split]
-        arrivals = self._arrivals[head:split]
-        arrivals += chunk["arrival_s"].tolist()
-        self._set_pending(np.concatenate([kept, chunk]) if len(kept) else chunk, arrivals)
-
-    def _set_pending(self, pending: np.ndarray, arrivals: list[float] | None = None) -> None:
-        # released packets are the prefix [:_head]; arrival times as a list for bisect
-        if self._head:
-            self._arrived_in_window += self._count_in_window(self._buffer[: self._head])
-        self._buffer = pending
-        self._head = 0
-        self._arrivals: list[float] = (
-            pending["arrival_s"].tolist() if arrivals is None else arrivals
-        )
+        first = float(chunk["arrival_s"][0])
+        tails = []
+        while True:
+            later = bool(self._later)
+            block, arrivals = self._later[-1] if later else (self._buffer, self._arrivals)
+            split = bisect_left(arrivals, first, lo=0 if later else self._head)
+            if split == len(arrivals):
+                break
+            tails.append(block[split:])
+            del arrivals[split:]
+            if not later:
+                self._buffer = block[:split]
+                break
+            if split:
+                self._later[-1] = (block[:split], arrivals)
+                break
+            self._later.pop()
+        if tails:
+            chunk = sort_by_arrival(np.concatenate([*reversed(tails), chunk]))
+        self._later.append((chunk, chunk["arrival_s"].tolist()))
 
     def _tick_messages(self, tick: int, state: TickState | None) -> np.ndarray:
         """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""
