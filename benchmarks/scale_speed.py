@@ -48,7 +48,7 @@ CASES = {
         f"a-{s}": (ROOT / "scenarios/cube-160.toml", [f"server.strategy={s}"], 20.0, None)
         for s in STRATEGIES
     },
-    "b": (ROOT / "scenarios/scale/clients10000-cpus64.toml", [], 1.0, 2048.0),
+    "b": (ROOT / "scenarios/scale/clients10000-cpus64.toml", [], 3.0, 2048.0),
     "c": (ROOT / "scenarios/scale/abdelkhalek-clients1000-cpus8.toml", [], 5.0, None),
     "d": (ROOT / "scenarios/scale/clients100000-cpus256.toml", [], 0.5, 4096.0),
 }
