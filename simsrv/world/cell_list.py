@@ -12,8 +12,10 @@ the cell index cannot put two neighbours two cells apart; on a sparse, large map
 widen further so that there are at most ~:data:`CELLS_PER_POINT` cells per point (wider cells
 list more candidates, never fewer neighbours).
 
-Memory: the grid holds 8 bytes per point plus 8 per cell (at most ~4 per point): ~40 bytes per
-point, besides the lists themselves (4 bytes per listed neighbour plus 8 per row).
+Memory: the grid holds a cell and an order index per point (16 bytes), 8 bytes per cell (at most
+~4 per point) and a copy of the points in cell order (24 bytes): ~80 bytes per point, besides the
+pairs found (8 bytes each while they are gathered) and the lists (4 bytes per listed neighbour
+plus 8 per row).
 """
 
 from __future__ import annotations
