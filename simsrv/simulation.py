@@ -70,8 +70,9 @@ class SimulationOutput:
         ``queued`` packets left in the socket after the read; plus strategy columns.
     trace:
         The machine's interval trace (:mod:`simsrv.machine.trace`).
-    arrivals_s, dropped_s:
-        Arrival times of every packet that reached the socket, and of those dropped there.
+    arrived, dropped:
+        Packets that reached the socket in the measured window ``[warmup_s, warmup_s +
+        duration_s)``, and of those the ones dropped there (counted as they come, not stored).
     accounting:
         End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``,
         counted at :func:`accounting_time_s` (the end of the last frame, at most one measured
@@ -84,8 +85,8 @@ class SimulationOutput:
 
     frames: pd.DataFrame
     trace: pd.DataFrame
-    arrivals_s: np.ndarray
-    dropped_s: np.ndarray
+    arrived: int
+    dropped: int
     accounting: dict[str, int]
     end_s: float
     wall_time_s: float
@@ -98,8 +99,9 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     rng = spawn_streams(scenario.run.seed)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     world = build_world(scenario, rng)
-    stream = ClientStream(scenario.clients, world, rng["clients"])
-    socket = SocketQueue(scenario.clients.socket_buffer_messages)
+    window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
+    stream = ClientStream(scenario.clients, world, rng["clients"], window)
+    socket = SocketQueue(scenario.clients.socket_buffer_messages, window)
     builder = FrameBuilder(scenario, world.entity_count)
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
@@ -119,6 +121,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     extra_rows: list[dict[str, Any]] = []
     processed = 0
     now = 0.0
+    trimmed_at = 0  # client ticks generated when the world's history was last trimmed
     while now < stop_s:
         arrived = stream.release_until(now)
         if len(socket) == 0 and len(arrived) == 0:
@@ -145,16 +148,18 @@ def simulate(scenario: Scenario) -> SimulationOutput:
             extra_rows.append(strategy.frame_record())
         processed += len(batch)
         now = end
+        if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
+            trimmed_at = stream.next_tick
+            world.forget_before(stream.oldest_unread_tick(socket.first_tick()))
 
     stream.close()  # the accounting below needs packets, not world states
     counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
-    counts = stream.count_sent_before(counted_s)
-    arrived = stream.release_until(counted_s)
-    socket.deliver(arrived)
+    counts = stream.settle(counted_s, arrival_times=socket.capacity > 0)
+    socket.admit(counts.arrived, counts.arrival_s)
     accounting = {
-        "sent": counts["sent"],
-        "lost": counts["lost"],
-        "in_flight": counts["in_flight"] - len(arrived),
+        "sent": counts.sent,
+        "lost": counts.lost,
+        "in_flight": counts.in_flight,
         "dropped": socket.dropped,
         "processed": processed,
         "queued": len(socket),
@@ -162,7 +167,6 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     frames = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
     if extra_rows:
         frames = pd.concat([frames, pd.DataFrame(extra_rows)], axis=1)
-    dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
     trace = machine.trace.to_frame()
     with gc_paused():  # the checks allocate briefly; a full collection would cost more
         try:
@@ -175,8 +179,8 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     return SimulationOutput(
         frames=frames,
         trace=trace,
-        arrivals_s=stream.released_arrival_s(),
-        dropped_s=dropped,
+        arrived=stream.arrived_in_window(),
+        dropped=socket.dropped_in_window,
         accounting=accounting,
         end_s=now,
         wall_time_s=time.perf_counter() - wall_start,

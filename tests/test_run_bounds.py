@@ -8,9 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from scipy.spatial import cKDTree
 
 from simsrv.cli.main import main
 from simsrv.errors import InputError
@@ -18,7 +15,8 @@ from simsrv.platforms.profile import load_platform
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
 from simsrv.world import proximity
-from simsrv.world.proximity import neighbour_lists, pair_bound, range_pairs
+from simsrv.world.cell_list import count_pairs
+from simsrv.world.proximity import neighbour_lists
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,26 +93,11 @@ def test_a_crowd_too_dense_for_memory_is_refused_naming_players_count(capsys):
     assert re.search(r"would need about \d+\.\d GiB", err)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(2, 300),
-    spread=st.floats(1.0, 5000.0),
-    radius=st.floats(0.5, 600.0),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_the_grid_bound_never_undercounts_pairs(n, spread, radius, seed):
-    rng = np.random.default_rng(seed)
-    points = rng.uniform(0, spread, (n, 3))
-    points[: n // 3] = points[0]  # a few stacked players: the densest case
-    exact = len(cKDTree(points).query_pairs(radius, p=np.inf, output_type="ndarray"))
-    assert pair_bound(points, radius) >= exact
-
-
 def test_the_budget_refuses_only_above_the_exact_pair_count(monkeypatch):
     rng = np.random.default_rng(3)
     players = rng.uniform(0, 300, (200, 3))
     entities = rng.uniform(0, 300, (5, 3))
-    exact = len(range_pairs(players, entities, 256.0))
+    exact = count_pairs(np.vstack([players, entities]), 128.0)
     monkeypatch.setattr(proximity, "MAX_PAIRS", exact)
     lists = neighbour_lists(players, entities, 256.0)  # exactly at the budget: allowed
     assert lists.counts.sum() > 0

@@ -7,16 +7,25 @@ uniform in one period and the jitter uniform in ``[0, jitter_s)`` (both seeded);
 ``latency_s``; it is lost with probability ``packet_loss``.  The packet carries the world state of
 that tick (action-range and visible counts).
 
-The stream is generated lazily in chunks of ticks, and released in arrival order.  Once the
-server has stopped (:meth:`ClientStream.close`), packets are still generated for the end-of-run
-accounting (sent, lost, in flight, queued: the last frame can end seconds after the run's end
-when a frame is long), with the same send times and losses, but the world is no longer advanced:
-those packets are never processed, so they carry no world state (zero counts).
+The stream is generated lazily in chunks of ticks, and released in arrival order.  A chunk's
+packets are sorted among themselves and merged into the sorted backlog of packets not yet
+released: a packet of tick ``k`` arrives in ``[k / rate_hz, (k + 2) / rate_hz)`` plus the
+latency, so only the backlog's last couple of ticks can interleave with a new chunk; they are
+sorted again with it, the rest of the backlog is kept as is.  Released packets are counted
+(those arriving in the run's measured window), not remembered.
+
+Once the server has stopped (:meth:`ClientStream.close`), packets are still drawn for the
+end-of-run accounting (sent, lost, in flight, queued: the last frame can end seconds after the
+run's end when a frame is long), with the same send times and losses, but the world is no longer
+advanced: those packets are never processed, so they carry no world state (zero counts), and
+:meth:`ClientStream.settle` only counts them, tick by tick, without storing them.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections import deque
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,21 +37,50 @@ CHUNK_TICKS = 32
 """Client ticks generated at a time (about one simulated second at 31.25 Hz)."""
 
 
-class ClientStream:
-    """Lazily generated, arrival-ordered stream of client packets."""
+class Settlement(NamedTuple):
+    """The client side of the end-of-run accounting at a time ``t``: packets ``sent`` at or
+    before ``t``, of which ``lost`` on the way, ``in_flight`` (arriving after ``t``) and
+    ``arrived`` (at the socket by ``t``, not yet released); ``arrival_s``: the arrived packets'
+    arrival times in arrival order (None unless asked for)."""
 
-    def __init__(self, clients: ClientsSection, world: World, rng: np.random.Generator) -> None:
+    sent: int
+    lost: int
+    in_flight: int
+    arrived: int
+    arrival_s: np.ndarray | None
+
+
+class ClientStream:
+    """Lazily generated, arrival-ordered stream of client packets.
+
+    ``window`` ``[t0, t1)`` (s): released packets arriving in it are counted
+    (:meth:`arrived_in_window`).
+    """
+
+    def __init__(
+        self,
+        clients: ClientsSection,
+        world: World,
+        rng: np.random.Generator,
+        window: tuple[float, float] = (0.0, np.inf),
+    ) -> None:
+        self.window = window
+        self._arrived_in_window = 0
         self.cfg = clients
         self.world = world
         self.rng = rng
         self.dt_s = 1.0 / clients.rate_hz
         self.phase_s = rng.uniform(0.0, self.dt_s, world.players)
+        # the backlog: blocks sorted by (arrival, client, tick), each arriving before the next;
+        # the first one is ``_buffer`` (released up to ``_head``), the others ``_later``; each
+        # block's arrival times also as a list, for bisect
+        self._buffer = EMPTY
+        self._arrivals: list[float] = []
         self._head = 0
-        self._set_pending(EMPTY)
+        self._later: deque[tuple[np.ndarray, list[float]]] = deque()
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
-        self._released_s: list[np.ndarray] = []
         self._closed = False
 
     horizon_s: float = 0.0
@@ -52,41 +90,112 @@ class ClientStream:
         """Remove and return, in arrival order, every packet with ``arrival_s <= t_s``."""
         while self.horizon_s <= t_s:
             self._generate_chunk()
+        return self._take(t_s)
+
+    def _take(self, t_s: float) -> np.ndarray:
         head = self._head
         cut = bisect_right(self._arrivals, t_s, lo=head)
-        if cut == head:
-            return EMPTY
+        if cut < len(self._arrivals) or not self._later:  # within the first block
+            if cut == head:
+                return EMPTY
+            self._head = cut
+            return self._buffer[head:cut]
+        taken = [self._buffer[head:cut]]
+        while cut == len(self._arrivals) and self._later:
+            self._next_block()
+            cut = bisect_right(self._arrivals, t_s)
+            taken.append(self._buffer[:cut])
         self._head = cut
-        return self._buffer[head:cut]
+        return np.concatenate(taken)
+
+    def _next_block(self) -> None:
+        """The first block is released entirely: count it and move to the next."""
+        self._arrived_in_window += self._count_in_window(self._buffer)
+        self._buffer, self._arrivals = self._later.popleft()
+        self._head = 0
 
     def next_arrival_s(self) -> float:
         """Arrival time of the next packet not yet released."""
-        while self._head == len(self._arrivals) or self._arrivals[self._head] >= self.horizon_s:
-            self._generate_chunk()
-        return self._arrivals[self._head]
+        while True:
+            if self._head == len(self._arrivals) and self._later:
+                self._next_block()
+            elif self._head < len(self._arrivals) and self._arrivals[self._head] < self.horizon_s:
+                return self._arrivals[self._head]
+            else:
+                self._generate_chunk()
+
+    def oldest_unread_tick(self, socket_first_tick: int | None) -> int:
+        """A lower bound on the client tick of every packet not yet read by the server, given
+        the tick of the packet at the head of the socket (None: empty socket).
+
+        Packets are read in arrival order, and a packet of tick ``k`` arrives in
+        ``[k, k + 2)`` client periods (plus the latency): every packet arriving after one of
+        tick ``k`` has a tick of at least ``k - 1`` (``k - 2`` returned: a tick of margin for
+        rounding).
+        """
+        if socket_first_tick is not None:
+            first = socket_first_tick
+        elif self._head < len(self._arrivals):
+            first = int(self._buffer["tick"][self._head])
+        elif self._later:
+            first = int(self._later[0][0]["tick"][0])
+        else:
+            first = self.next_tick
+        return first - 2
 
     @property
     def pending(self) -> np.ndarray:
         """Generated packets not yet released, in arrival order."""
-        return self._buffer[self._head :]
+        blocks = [self._buffer[self._head :], *(block for block, _ in self._later)]
+        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
 
-    def released_arrival_s(self) -> np.ndarray:
-        """Arrival times of every packet released so far, in release order, s."""
-        return np.concatenate([*self._released_s, self._buffer["arrival_s"][: self._head]])
+    def arrived_in_window(self) -> int:
+        """Packets released so far whose arrival is in ``window``."""
+        return self._arrived_in_window + self._count_in_window(self._buffer[: self._head])
 
-    def count_sent_before(self, t_s: float) -> dict[str, int]:
-        """Packets sent at or before ``t_s``: total, lost on the way, and still in flight."""
-        while self.next_tick * self.dt_s <= t_s:
-            self._generate_chunk()
+    def _count_in_window(self, released: np.ndarray) -> int:
+        t0, t1 = self.window
+        arrival = released["arrival_s"]
+        return int(np.count_nonzero((arrival >= t0) & (arrival < t1)))
+
+    def settle(self, t_s: float, arrival_times: bool = False) -> Settlement:
+        """The end-of-run accounting at ``t_s`` (after :meth:`close`, at or after the last
+        release); the packets arrived by ``t_s`` count as released.
+
+        The ticks not generated yet (their send times and losses drawn as :meth:`release_until`
+        would draw them) are counted one by one and not stored, so the accounting costs one
+        tick of packets however far ``t_s`` is.  ``arrival_times``: also return the arrival
+        times of the packets arrived by ``t_s`` (for a bounded socket).
+        """
+        pending = self.pending
         lost = np.concatenate(self.lost_sent_s) if self.lost_sent_s else np.zeros(0)
-        in_flight = int(np.count_nonzero(self.pending["sent_s"] <= t_s))
-        unsent = int(np.count_nonzero(self.pending["sent_s"] > t_s))
-        unsent_lost = int(np.count_nonzero(lost > t_s))
-        return {
-            "sent": self.sent - unsent - unsent_lost,
-            "lost": int(lost.size) - unsent_lost,
-            "in_flight": in_flight,
-        }
+        released = self.sent - len(pending) - lost.size  # every one sent before ``t_s``
+        cut = int(np.searchsorted(pending["arrival_s"], t_s, side="right"))
+        lost_n = int(np.count_nonzero(lost <= t_s))
+        flying = int(np.count_nonzero(pending["sent_s"] <= t_s)) - cut
+        sent = released + lost_n + cut + flying
+        arrived = cut
+        times = [pending["arrival_s"][:cut]]
+        t0, t1 = self.window
+        tick = self.next_tick
+        while tick * self.dt_s <= t_s:
+            sent_s, kept = self._draw(tick)
+            sent += int(np.count_nonzero(sent_s <= t_s))
+            if kept is not None:
+                lost_n += int(np.count_nonzero(sent_s[~kept] <= t_s))
+                sent_s = sent_s[kept]
+            arrival = sent_s + self.cfg.latency_s
+            here = arrival <= t_s
+            arrived += int(np.count_nonzero(here))
+            flying += int(np.count_nonzero((sent_s <= t_s) & ~here))
+            inside = here & (arrival >= t0) & (arrival < t1)
+            self._arrived_in_window += int(np.count_nonzero(inside))
+            if arrival_times:
+                times.append(arrival[here])
+            tick += 1
+        self._take(t_s)  # the pending packets arrived by ``t_s`` are released
+        arrival_s = np.sort(np.concatenate(times), kind="stable") if arrival_times else None
+        return Settlement(sent, lost_n, flying, arrived, arrival_s)
 
     def close(self) -> None:
         """The server has stopped: later ticks are generated without advancing the world."""
@@ -100,22 +209,42 @@ class ClientStream:
                 self._tick_messages(state.tick, state)
                 for state in (self.world.advance(self.dt_s) for _ in range(CHUNK_TICKS))
             ]
-        self._set_pending(sort_by_arrival(np.concatenate([self.pending, *parts])))
+        self._merge(sort_by_arrival(np.concatenate(parts)))
         self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
-    def _set_pending(self, pending: np.ndarray) -> None:
-        # released packets are the prefix [:_head]; arrival times as a list for bisect
-        if self._head:
-            self._released_s.append(self._buffer["arrival_s"][: self._head].copy())
-        self._buffer = pending
-        self._head = 0
-        self._arrivals: list[float] = pending["arrival_s"].tolist()
+    def _merge(self, chunk: np.ndarray) -> None:
+        """Merge ``chunk`` (sorted by arrival, client, tick) into the backlog (sorted the same
+        way) as its last block: the backlog's packets arriving at or after the chunk's first
+        (the end of its last block) are sorted again with the chunk, the rest is untouched.
+        The order is the one sorting everything would give."""
+        if len(chunk) == 0:
+            return
+        first = float(chunk["arrival_s"][0])
+        tails = []
+        while True:
+            later = bool(self._later)
+            block, arrivals = self._later[-1] if later else (self._buffer, self._arrivals)
+            split = bisect_left(arrivals, first, lo=0 if later else self._head)
+            if split == len(arrivals):
+                break
+            tails.append(block[split:])
+            del arrivals[split:]
+            if not later:
+                self._buffer = block[:split]
+                break
+            if split:
+                self._later[-1] = (block[:split], arrivals)
+                break
+            self._later.pop()
+        if tails:
+            chunk = sort_by_arrival(np.concatenate([*reversed(tails), chunk]))
+        self._later.append((chunk, chunk["arrival_s"].tolist()))
 
     def _tick_messages(self, tick: int, state: TickState | None) -> np.ndarray:
         """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""
         cfg, n = self.cfg, self.world.players
         self.next_tick = tick + 1
-        sent = tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, cfg.jitter_s, n)
+        sent, kept = self._draw(tick)
         msgs = np.zeros(n, dtype=MESSAGE_DTYPE)
         msgs["sent_s"] = sent
         msgs["arrival_s"] = sent + cfg.latency_s
@@ -128,8 +257,16 @@ class ClientStream:
             msgs["pvs_rooms"] = state.pvs_rooms
             msgs["shot"] = state.actions.shot
         self.sent += n
-        if cfg.packet_loss > 0:
-            lost = self.rng.random(n) < cfg.packet_loss
-            self.lost_sent_s.append(sent[lost])
-            msgs = msgs[~lost]
+        if kept is not None:
+            self.lost_sent_s.append(sent[~kept])
+            msgs = msgs[kept]
         return msgs
+
+    def _draw(self, tick: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Send times (s) of every client's packet of ``tick`` and which are not lost (None:
+        no loss), from the stream's random draws (jitter, then losses)."""
+        n = self.world.players
+        sent = tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, self.cfg.jitter_s, n)
+        if self.cfg.packet_loss > 0:
+            return sent, ~(self.rng.random(n) < self.cfg.packet_loss)
+        return sent, None

@@ -2,7 +2,8 @@
 
 The server reads the socket when a frame starts [T §3.3.2], so between two reads the queue only
 grows; a packet that arrives while the buffer holds ``capacity`` packets is dropped (counted).
-``capacity = 0`` means unbounded.
+``capacity = 0`` means unbounded.  Drops are counted (in all, and those arriving in the run's
+measured window), not stored, so the queue costs the packets it holds and nothing per drop.
 """
 
 from __future__ import annotations
@@ -17,19 +18,37 @@ from simsrv.workload.messages import EMPTY
 class SocketQueue:
     """FIFO of packets waiting in one socket's receive buffer."""
 
-    def __init__(self, capacity: int = 0) -> None:
+    def __init__(self, capacity: int = 0, window: tuple[float, float] = (0.0, np.inf)) -> None:
         self.capacity = capacity
+        self.window = window
         self._chunks: deque[np.ndarray] = deque()
         self._length = 0
-        self.dropped_arrival_s: list[np.ndarray] = []
+        self.dropped = 0
+        """Packets dropped so far because the buffer was full."""
+        self.dropped_in_window = 0
+        """Of those, the ones arriving in ``window`` ``[t0, t1)`` (s)."""
 
     def __len__(self) -> int:
         return self._length
 
-    @property
-    def dropped(self) -> int:
-        """Packets dropped so far because the buffer was full."""
-        return sum(len(d) for d in self.dropped_arrival_s)
+    def _drop(self, arrival_s: np.ndarray) -> None:
+        t0, t1 = self.window
+        self.dropped += len(arrival_s)
+        self.dropped_in_window += int(np.count_nonzero((arrival_s >= t0) & (arrival_s < t1)))
+
+    def admit(self, arrived: int, arrival_s: np.ndarray | None) -> None:
+        """Count ``arrived`` packets into the buffer after the server has stopped (they are
+        never read, so they are not stored): those beyond the capacity are dropped.
+        ``arrival_s``: their arrival times in arrival order, needed only when the buffer is
+        bounded."""
+        space = arrived if not self.capacity else max(self.capacity - self._length, 0)
+        if arrived > space:
+            self._drop(arrival_s[space:])
+        self._length += min(arrived, space)
+
+    def first_tick(self) -> int | None:
+        """Client tick of the packet at the head of the queue (None when empty)."""
+        return int(self._chunks[0]["tick"][0]) if self._chunks else None
 
     def deliver(self, messages: np.ndarray) -> None:
         """Enqueue packets (in arrival order) that arrived since the last read."""
@@ -38,7 +57,7 @@ class SocketQueue:
         if self.capacity:
             space = max(self.capacity - self._length, 0)
             if len(messages) > space:
-                self.dropped_arrival_s.append(messages["arrival_s"][space:])
+                self._drop(messages["arrival_s"][space:])
                 messages = messages[:space]
             if len(messages) == 0:
                 return

@@ -78,6 +78,14 @@ class World:
         """
         self._history_ticks = max(self._history_ticks, ticks)
 
+    def forget_before(self, tick: int) -> None:
+        """Drop the kept lists and positions of the ticks before ``tick`` (no packet still to be
+        read carries them): the history then spans the packets in flight and queued, not the
+        :meth:`keep_neighbours` ticks, so a long run keeps what a short one does."""
+        history = self._history
+        while history and next(iter(history)) < tick:
+            history.popitem(last=False)
+
     def neighbours(self, tick: int) -> Neighbours:
         """The action-range lists at ``tick`` (kept for the last :meth:`keep_neighbours` ticks)."""
         return self._kept(tick)[0]

@@ -13,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
+from simsrv.compiled import compiled
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.box_index import BoxIndex
 
@@ -88,11 +89,17 @@ class GameMap:
         -------
         (N,) bool.  Cost O(N x solids per grid cell) (:class:`BoxIndex`).
         """
-        lo = origins + PLAYER_MINS
-        hi = origins + PLAYER_MAXS
-        outside = np.any(lo < self.extent_min, axis=1) | np.any(hi > self.extent_max, axis=1)
+        outside = _outside(
+            np.ascontiguousarray(origins, dtype=np.float64),
+            PLAYER_MINS,
+            PLAYER_MAXS,
+            np.asarray(self.extent_min, dtype=np.float64),
+            np.asarray(self.extent_max, dtype=np.float64),
+        )
         if len(self.solid_min) == 0:
             return outside
+        lo = origins + PLAYER_MINS
+        hi = origins + PLAYER_MAXS
         who, solid = self.solid_index.candidates(lo, hi)
         overlap = np.all(
             (lo[who] < self.solid_max[solid]) & (hi[who] > self.solid_min[solid]), axis=1
@@ -213,3 +220,16 @@ class GameMap:
     def room_index(self) -> BoxIndex:
         """Grid index of the rooms (see :class:`BoxIndex`)."""
         return BoxIndex.build(self.room_min, self.room_max, self.extent_min, self.extent_max)
+
+
+@compiled
+def _outside(origins, mins, maxs, extent_min, extent_max):  # pragma: no cover - compiled
+    """Whether the player box at each origin sticks out of the extent, (N,) bool (the same
+    additions and comparisons as ``origins + mins < extent_min`` etc., one pass)."""
+    out = np.zeros(len(origins), np.bool_)
+    for i in range(len(origins)):
+        for k in range(3):
+            if origins[i, k] + mins[k] < extent_min[k] or origins[i, k] + maxs[k] > extent_max[k]:
+                out[i] = True
+                break
+    return out

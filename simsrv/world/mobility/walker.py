@@ -162,11 +162,15 @@ class Walker:
         start = self.positions[idx].copy()
         full = unit * step[:, None]
         for attempt, move in enumerate((full, _only(full, 0), _only(full, 1))):
-            proposal = start.copy()
-            proposal[:, :2] += move
-            free = ~self.map.blocked(proposal) & ~moved[idx]
-            self.positions[idx[free], :2] = proposal[free, :2]
-            moved[idx[free]] = np.any(move[free] != 0.0, axis=1)
+            # the slides (attempts 1, 2) only for those that have not moved yet
+            rows = slice(None) if attempt == 0 else np.flatnonzero(~moved[idx])
+            who = idx[rows]
+            proposal = start[rows]  # a copy (fancy index) or, for the slice, copied below
+            proposal = proposal.copy() if attempt == 0 else proposal
+            proposal[:, :2] += move[rows]
+            free = ~self.map.blocked(proposal) & ~moved[who]
+            self.positions[who[free], :2] = proposal[free, :2]
+            moved[who[free]] = np.any(move[rows][free] != 0.0, axis=1)
             if attempt == 0:
                 self.detour[idx] = np.where(free, 0, self.detour[idx] + 1)
         at_goal = np.hypot(*(self.target[idx] - self.positions[idx, :2]).T) < 1.0

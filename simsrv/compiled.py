@@ -1,0 +1,38 @@
+"""Compiling the hot loops with numba, with its on-disk cache when it can have one.
+
+``@compiled`` is ``numba.njit(cache=True)``: the first process after an install compiles each
+function (a few seconds in all, see docs/performance.md) and stores the machine code next to
+the module (``__pycache__``) or, when that directory is read-only, in numba's per-user cache
+directory (``NUMBA_CACHE_DIR`` overrides it); later processes load it.  When no cache location
+is writable, numba refuses ``cache=True``; the function is then compiled without a cache, in
+every process (correct, only slower to start).
+
+Importing numba creates ~100,000 Python objects (its type system, LLVM bindings) that every
+full garbage collection of the run would traverse again: a run allocates millions of small
+objects (the machine's events and trace rows), so collections are frequent, and the numba
+objects made the thread strategies ~20 % slower.  The objects alive once numba is imported
+(modules and their tables, which live as long as the process) are moved out of the collector's
+reach with :func:`gc.freeze`, once.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core.errors import NumbaWarning
+
+gc.freeze()
+
+
+def compiled(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` compiled in nopython mode on first call, cached on disk if possible."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return numba.njit(cache=True)(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(cache=False)(function)

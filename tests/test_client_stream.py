@@ -1,0 +1,103 @@
+"""The client stream releases packets in the order sorting all of them would give, although
+each chunk is only merged into the backlog."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsrv.scenario.schema import ClientsSection
+from simsrv.workload.clients import CHUNK_TICKS, ClientStream
+from simsrv.workload.messages import sort_by_arrival
+
+WINDOW = (0.5, 2.0)
+
+
+def closed_stream(players, rate, jitter, latency, loss, seed, same_phase):
+    """A stream that generates packets without a world (closed), as the accounting does."""
+    cfg = ClientsSection(rate_hz=rate, jitter_s=jitter, latency_s=latency, packet_loss=loss)
+    world = SimpleNamespace(players=players)
+    stream = ClientStream(cfg, world, np.random.default_rng(seed), WINDOW)
+    if same_phase:  # every client sends at the same instant: ties broken by client, tick
+        stream.phase_s = np.zeros(players)
+    stream.close()
+    return stream
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    players=st.integers(1, 50),
+    rate=st.sampled_from([10.0, 31.25, 72.0]),
+    jitter_share=st.sampled_from([0.0, 0.3, 0.99]),
+    latency=st.sampled_from([0.0, 0.004, 0.5]),
+    loss=st.sampled_from([0.0, 0.2]),
+    same_phase=st.booleans(),
+    steps=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=12),
+    seed=st.integers(0, 2**16),
+)
+def test_released_packets_come_in_the_fully_sorted_order(
+    players, rate, jitter_share, latency, loss, same_phase, steps, seed
+):
+    jitter = jitter_share / rate
+    stream = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
+    released, now = [], 0.0
+    for step in steps:
+        now += step
+        released.append(stream.release_until(now))
+    got = np.concatenate(released)
+    reference = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
+    ticks = stream.next_tick
+    assert ticks % CHUNK_TICKS == 0
+    everything = sort_by_arrival(
+        np.concatenate([reference._tick_messages(tick, None) for tick in range(ticks)])
+    )
+    expected = everything[everything["arrival_s"] <= now]
+    assert got.tobytes() == expected.tobytes()
+    assert stream.pending.tobytes() == everything[everything["arrival_s"] > now].tobytes()
+    arrival = expected["arrival_s"]
+    inside = np.count_nonzero((arrival >= WINDOW[0]) & (arrival < WINDOW[1]))
+    assert stream.arrived_in_window() == inside
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    players=st.integers(1, 40),
+    rate=st.sampled_from([10.0, 31.25]),
+    jitter_share=st.sampled_from([0.0, 0.5]),
+    latency=st.sampled_from([0.0, 0.004, 0.5]),
+    loss=st.sampled_from([0.0, 0.2]),
+    released_s=st.floats(0.0, 2.0),
+    settle_after=st.floats(0.0, 3.0),
+    seed=st.integers(0, 2**16),
+)
+def test_settling_counts_what_generating_every_packet_would(
+    players, rate, jitter_share, latency, loss, released_s, settle_after, seed
+):
+    """The end-of-run accounting draws the remaining ticks without storing them; its counts
+    are those of the packets generated in full (the stream's own draws)."""
+    args = (players, rate, jitter_share / rate, latency, loss, seed, False)
+    stream = closed_stream(*args)
+    stream.release_until(released_s)
+    at = released_s + settle_after
+    got = stream.settle(at, arrival_times=True)
+    reference = closed_stream(*args)
+    ticks = int(np.floor(at * rate)) + 2
+    parts, lost = [], []
+    for tick in range(ticks):
+        sent, kept = reference._draw(tick)
+        kept = np.ones(players, bool) if kept is None else kept
+        parts.append(sent[kept])
+        lost.append(sent[~kept])
+    sent, lost = np.concatenate(parts), np.concatenate(lost)
+    arrival = sent + latency
+    assert got.sent == np.count_nonzero(sent <= at) + np.count_nonzero(lost <= at)
+    assert got.lost == np.count_nonzero(lost <= at)
+    assert got.in_flight == np.count_nonzero((sent <= at) & (arrival > at))
+    released = np.count_nonzero(arrival <= released_s)
+    assert got.arrived == np.count_nonzero(arrival <= at) - released
+    np.testing.assert_array_equal(got.arrival_s, np.sort(arrival[arrival <= at])[released:])
+    inside = (arrival <= at) & (arrival >= WINDOW[0]) & (arrival < WINDOW[1])
+    assert stream.arrived_in_window() == np.count_nonzero(inside)
