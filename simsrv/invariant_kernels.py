@@ -1,16 +1,18 @@
 """Compiled per-frame kernels of the ``entity_partition`` invariant (:mod:`simsrv.invariants`).
 
-Numba, ``cache=True``: the first process after an install compiles them (about a second), later
-processes load the cache.  Each kernel returns ``(code, a, b, c)``: ``code`` 0 when the frame
-is sound, else which rule broke, with the entity, group or packet and the counts involved;
-:mod:`simsrv.invariants` turns that into the one-line message.  A frame costs well under a
-microsecond plus a few nanoseconds an entity.
+Compiled with :func:`simsrv.compiled.compiled` (numba, cached on disk): the first process after
+an install compiles them (about a second), later processes load the cache.  Each kernel
+returns ``(code, a, b, c)``: ``code`` 0 when the frame is sound, else which rule broke, with
+the entity, group or packet and the counts involved; :mod:`simsrv.invariants` turns that into
+the one-line message.  A frame costs well under a microsecond plus a few nanoseconds an
+entity.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from simsrv.compiled import compiled
 
 OK = 0
 LISTED_TWICE = 1  # a: entity
@@ -21,7 +23,7 @@ BAD_WORKER = 5  # a group is on no worker or on one that does not exist
 PACKET_ON_BAD_WORKER = 6  # a: packet, b: its worker
 
 
-@numba.njit(cache=True)
+@compiled
 def partition_kernel(senders, entities, entity_group, sizes, assignment, workers):
     """Entities sorted and unique, every sender an entity, every entity in one existing group,
     groups sized as their entities, every group on one existing worker."""
@@ -53,7 +55,7 @@ def partition_kernel(senders, entities, entity_group, sizes, assignment, workers
     return OK, 0, 0, 0
 
 
-@numba.njit(cache=True)
+@compiled
 def packet_workers_kernel(worker, workers):
     """Every packet on one existing worker."""
     for p in range(worker.shape[0]):
