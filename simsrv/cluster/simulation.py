@@ -78,10 +78,16 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
     keep = 4 * CHUNK_TICKS + math.ceil(scenario.clients.latency_s * rate) + 2
     zoned = ZonedWorld(world, zoning, rate, keep)
     stream = ClientStream(scenario.clients, zoned, rng["clients"])  # type: ignore[arg-type]
-    nodes = [build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)]
+    nodes = [
+        build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)
+    ]
     exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes)
     router = Router(
-        zoned, [n.socket for n in nodes], [n.builder for n in nodes], exchange, cluster.handoff_bytes
+        zoned,
+        [n.socket for n in nodes],
+        [n.builder for n in nodes],
+        exchange,
+        cluster.handoff_bytes,
     )
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
     limit = scenario.max_messages_per_frame

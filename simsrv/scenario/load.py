@@ -149,7 +149,8 @@ def build_cluster(raw: dict[str, Any], players: PlayersSection) -> ClusterSectio
     try:
         load_profile(cluster.interconnect)
     except InputError as error:
-        raise InputError(f"cluster.interconnect: {error}") from None
+        detail = str(error).removeprefix("profile: ")
+        raise InputError(f"cluster.interconnect: {detail}") from None
     if cluster.border_width is None:
         cluster = cluster.model_copy(update={"border_width": players.action_range})
     return cluster
