@@ -164,3 +164,33 @@ def test_bad_cluster_input_exits_2_with_one_line(setting, capsys):
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cluster." in err
+
+
+FOUR = ROOT / "scenarios" / "cluster" / "nodes4-cpus2-640.toml"
+
+
+def test_four_node_scenario_metrics_aggregate_the_nodes():
+    result = run(load_scenario(FOUR, ["run.duration_s=1", "run.warmup_s=0.5"]))
+    data = result.to_json_dict()
+    nodes = data["nodes"]
+    assert len(nodes) == 4 and all(n["frames_per_s"] > 0 for n in nodes)
+    assert data["replies_per_s"] == pytest.approx(sum(n["replies_per_s"] for n in nodes))
+    assert data["frames_per_s"] == pytest.approx(np.mean([n["frames_per_s"] for n in nodes]))
+    assert len(data["cpu_utilization"]) == 8
+    assert sum(n["clients"] for n in nodes) == pytest.approx(640)
+    ic = data["interconnect"]
+    assert ic["messages_per_s"] > 0 and ic["bytes_per_s"] > 0 and 0 < ic["mirrored_share"] < 1
+    profile = load_profile("libvip")
+    assert ic["added_reply_latency_ms"] * 1e3 >= profile.idle_time_us(24) - 1e-9
+    assert "mirror_send" in data["time_breakdown"] and "mirror_recv" in data["time_breakdown"]
+    assert set(result.frames["node"]) == {0, 1, 2, 3}
+
+
+def test_four_node_scenario_is_the_same_on_both_engines():
+    sets = ["run.duration_s=0.3", "run.warmup_s=0.1"]
+    fast = simulate_cluster(load_scenario(FOUR, sets))
+    slow = simulate_cluster(load_scenario(FOUR, [*sets, 'machine.engine="simpy"']))
+    for a, b in zip(fast.nodes, slow.nodes, strict=True):
+        assert a.frames.equals(b.frames)
+    assert fast.accounting == slow.accounting
+    assert [p.posted_s for p in fast.exchange.posted] == [p.posted_s for p in slow.exchange.posted]
