@@ -95,8 +95,13 @@ def run(scenario: Scenario, raise_errors: bool = True) -> RunResult:
     """
     start = time.perf_counter()
     try:
-        out = simulate(scenario)
-        summary = summarize(scenario, out)
+        if scenario.cluster is not None:
+            from simsrv.cluster.result import run_cluster
+
+            out = run_cluster(scenario)
+        else:
+            out = simulate(scenario)
+        summary = out.summary if scenario.cluster is not None else summarize(scenario, out)
     except Exception as error:
         if raise_errors:
             raise

@@ -17,6 +17,7 @@ from simsrv.platforms.profile import load_platform
 from simsrv.scenario.bounds import check_run_measures_packets
 from simsrv.scenario.schema import (
     ClientsSection,
+    ClusterSection,
     MachineSection,
     MapSection,
     PlayersSection,
@@ -30,7 +31,7 @@ from simsrv.toml_file import read_toml
 from simsrv.world.maps import MAP_KINDS
 from simsrv.world.mobility import MOBILITY_MODELS
 
-SECTIONS = ("run", "map", "players", "clients", "server", "machine")
+SECTIONS = ("run", "map", "players", "clients", "server", "machine", "cluster")
 
 
 def load_scenario(
@@ -125,6 +126,7 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
     run = validate(RunSection, sections["run"], "run")
     clients = validate(ClientsSection, sections["clients"], "clients")
     check_run_measures_packets(run, players, clients)
+    cluster = build_cluster(raw, players) if "cluster" in raw else None
     return Scenario(
         run=run,
         map=map_section,
@@ -132,7 +134,26 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
         clients=clients,
         server=server,
         machine=machine,
+        cluster=cluster,
     )
+
+
+def build_cluster(raw: dict[str, Any], players: PlayersSection) -> ClusterSection:
+    """The ``[cluster]`` section, its names resolved and ``border_width`` defaulted to
+    ``players.action_range``."""
+    from simsrv.cluster.zoning import ZONINGS
+    from simsrv.interconnect import load_profile
+
+    cluster = validate(ClusterSection, _table(raw, "cluster"), "cluster")
+    ZONINGS.get(cluster.zoning, "cluster.zoning")
+    try:
+        load_profile(cluster.interconnect)
+    except InputError as error:
+        detail = str(error).removeprefix("profile: ")
+        raise InputError(f"cluster.interconnect: {detail}") from None
+    if cluster.border_width is None:
+        cluster = cluster.model_copy(update={"border_width": players.action_range})
+    return cluster
 
 
 def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from simsrv.platforms.profile import Costs, Platform
 from simsrv.scenario.schema import (
     ClientsSection,
+    ClusterSection,
     MachineSection,
     PlayersSection,
     RunSection,
@@ -57,6 +58,7 @@ def render() -> str:
         ("clients", ClientsSection),
         ("server", ServerSection),
         ("machine", MachineSection),
+        ("cluster", ClusterSection),
     ]
     for name, model in sections:
         out += [f"## [{name}]", "", (model.__doc__ or "").strip(), "", *_table(model, ""), ""]

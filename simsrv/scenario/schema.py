@@ -5,7 +5,8 @@ Sections and their fields (every field has a default and a unit; see ``docs/refe
 ``[run]`` length, warm-up and seed; ``[map]`` the map kind and its parameters; ``[players]``
 count, mobility model and its parameters; ``[clients]`` how clients send packets and how the
 network treats them; ``[server]`` the strategy, its options and the QuakeWorld frame rules;
-``[machine]`` the platform profile and the number of CPUs.
+``[machine]`` the platform profile and the number of CPUs; ``[cluster]`` (optional) several
+server nodes, each a ``[machine]``, serving the zones of one world (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -168,6 +169,44 @@ class MachineSection(StrictModel):
         return self
 
 
+STATE_BYTES = 24
+"""Default bytes per mirrored entity per frame: a QuakeWorld delta-compressed entity update
+(``entity_state_t`` sent by ``SV_WriteDelta``: a 2-byte header with the entity number and the
+changed-field bits, then only the changed fields: origin 3 x 2 bytes, angles 3 x 1 byte, model,
+frame, colormap, skin, effects 1 byte each) is at most about 20 bytes; 24 adds a little framing.
+An order-of-magnitude argument (tens of bytes), see docs/cluster.md."""
+
+HANDOFF_BYTES = 8192
+"""Default bytes per handed-over client: QuakeWorld's ``client_t`` (server.h) holds the
+userinfo string, the netchan with its reliable and message buffers (``MAX_MSGLEN`` = 1450
+bytes each), the datagram and back buffers (several x 1450 bytes) and the ``UPDATE_BACKUP``
+frame history: several kilobytes; 8 KiB is that order of magnitude (docs/cluster.md)."""
+
+
+class ClusterSection(StrictModel):
+    """Several server nodes serving zones of one world, linked by an interconnect
+    (docs/cluster.md).  Absent: one server, as without this section."""
+
+    nodes: int = Field(1, ge=1, le=4096, description="server nodes, each a [machine]")
+    zoning: str = Field("grid", description="registered zoning rule (grid: a static grid)")
+    interconnect: str = Field(
+        "libvip", description="interconnect profile name (simsrv/interconnect/profiles) or path"
+    )
+    border_width: float | None = Field(
+        None,
+        ge=0,
+        le=65536,
+        description="an entity closer than this to another zone is mirrored on its node, "
+        "units; default players.action_range",
+    )
+    state_bytes: int = Field(
+        STATE_BYTES, ge=0, le=65536, description="bytes per mirrored entity per frame"
+    )
+    handoff_bytes: int = Field(
+        HANDOFF_BYTES, ge=0, le=10_000_000, description="bytes per handed-over client state"
+    )
+
+
 class Scenario(BaseModel):
     """A fully validated scenario.  Build it with :func:`simsrv.scenario.load_scenario`."""
 
@@ -181,10 +220,13 @@ class Scenario(BaseModel):
     # a factory: validating a MachineSection imports the platform profiles, which import this
     # module (building the default at class creation would make that import circular)
     machine: MachineSection = Field(default_factory=MachineSection)
+    cluster: ClusterSection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved scenario as plain data (TOML layout: params flattened into sections)."""
         out = self.model_dump(mode="json")
+        if self.cluster is None:
+            del out["cluster"]  # a single server: the layout of scenarios without the section
         out["map"] = {"kind": self.map.kind, **_dump(self.map.params)}
         players = out["players"]
         players["behaviour"] = _dump(self.players.behaviour)

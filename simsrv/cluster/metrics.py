@@ -1,0 +1,124 @@
+"""Metrics of a cluster run (``simsrv run --json`` with ``[cluster]``), measured window only.
+
+* Per node (``nodes``, one object per node): its single-server summary's ``frames_per_s``,
+  ``replies_per_s``, ``messages_per_frame`` (client packets read per frame),
+  ``messages_per_s``, ``parallel_fraction``, ``cpu_utilization``, ``dropped_fraction``;
+  ``clients`` (mean players in its zone over the window's ticks);
+  ``interconnect_messages_per_frame`` (messages it posted as mirrors plus messages it
+  received, per frame) and ``mirrored_per_frame`` (entity states it sent per frame).
+* ``interconnect``: messages posted in the window: ``bytes_per_s``, ``messages_per_s``;
+  ``handoffs_per_s``; ``mirrored_share`` (entity states sent to neighbours / entities the
+  nodes simulated, both summed over the window's frames); ``added_reply_latency_ms`` (mean
+  post-to-received time of the window's mirror messages that were received, ms: how old a
+  mirrored entity's state is when a neighbour's reply can use it; 0 without mirrors).
+* Top level, aggregated over nodes: one node: exactly its summary; several: ``frames``,
+  ``messages_per_s``, ``replies_per_s``, ``choked_per_s`` summed; ``messages_per_frame`` =
+  packets / frames over all nodes; ``dropped_fraction`` from the summed counts;
+  ``cpu_utilization`` every node's CPUs, node 0 first; every other number (``frames_per_s``,
+  ``parallel_fraction``, fractions, moments, ...) the mean over nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simsrv.cluster.simulation import ClusterOutput
+from simsrv.metrics.summary import measured_frames, summarize
+from simsrv.scenario.schema import Scenario
+
+SUMMED = ("frames", "messages_per_s", "replies_per_s", "choked_per_s")
+NODE_KEYS = (
+    "frames_per_s",
+    "replies_per_s",
+    "messages_per_frame",
+    "messages_per_s",
+    "parallel_fraction",
+    "dropped_fraction",
+    "cpu_utilization",
+)
+
+
+def summarize_cluster(scenario: Scenario, out: ClusterOutput) -> dict[str, Any]:
+    """The top-level metrics plus ``nodes`` and ``interconnect`` (module docstring)."""
+    summaries = [summarize(scenario, node) for node in out.nodes]
+    result = aggregate(summaries)
+    result["nodes"] = node_metrics(scenario, out, summaries)
+    result["interconnect"] = interconnect_metrics(scenario, out)
+    return result
+
+
+def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The nodes' summaries as one (module docstring)."""
+    if len(summaries) == 1:
+        return dict(summaries[0])
+    out = _mean(summaries)
+    for key in SUMMED:
+        out[key] = sum(s[key] for s in summaries)
+    frames = out["frames"]
+    packets = sum(s["messages_per_frame"] * s["frames"] for s in summaries)
+    out["messages_per_frame"] = packets / frames if frames else 0.0
+    out["cpu_utilization"] = [u for s in summaries for u in s["cpu_utilization"]]
+    return out
+
+
+def _mean(values: list[Any]) -> Any:
+    first = values[0]
+    if isinstance(first, dict):
+        keys = [k for k in first if all(k in v for v in values)]
+        return {k: _mean([v[k] for v in values]) for k in keys}
+    if isinstance(first, list):
+        return [_mean(list(v)) for v in zip(*values, strict=False)]
+    if isinstance(first, int | float) and not isinstance(first, bool):
+        return float(np.mean(values))
+    return first
+
+
+def node_metrics(
+    scenario: Scenario, out: ClusterOutput, summaries: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One object per node (module docstring)."""
+    t0, rate = scenario.run.warmup_s, scenario.clients.rate_hz
+    ticks = np.arange(len(out.owned_per_tick)) / rate
+    window = (ticks >= t0) & (ticks < t0 + scenario.run.duration_s)
+    result = []
+    for i, (node, summary) in enumerate(zip(out.nodes, summaries, strict=True)):
+        frames = measured_frames(scenario, node.frames).index.to_numpy()
+        n = len(frames)
+        metrics = {key: summary[key] for key in NODE_KEYS}
+        owned = out.owned_per_tick[window, i]
+        metrics["clients"] = float(owned.mean()) if len(owned) else 0.0
+        metrics["interconnect_messages_per_frame"] = (
+            float(out.exchanged[i][frames].sum()) / n if n else 0.0
+        )
+        metrics["mirrored_per_frame"] = float(out.mirrored_out[i][frames].sum()) / n if n else 0.0
+        result.append(metrics)
+    return result
+
+
+def interconnect_metrics(scenario: Scenario, out: ClusterOutput) -> dict[str, float]:
+    """The interconnect's traffic and cost in the measured window (module docstring)."""
+    t0 = scenario.run.warmup_s
+    span = scenario.run.duration_s
+    t1 = t0 + span
+    posted = [p for p in out.exchange.posted if t0 <= p.posted_s < t1]
+    mirrors = [p for p in posted if p.kind == "mirror"]
+    latencies = [
+        out.exchange.deliveries[p.message_id].latency_us
+        for p in mirrors
+        if p.message_id in out.exchange.deliveries
+    ]
+    handoffs = sum(1 for h in out.handoffs if t0 <= h.t_s < t1)
+    simulated = sent = 0
+    for i, node in enumerate(out.nodes):
+        frames = measured_frames(scenario, node.frames).index.to_numpy()
+        simulated += int(out.entities[i][frames].sum())
+        sent += int(out.mirrored_out[i][frames].sum())
+    return {
+        "bytes_per_s": sum(p.message_bytes for p in posted) / span,
+        "messages_per_s": len(posted) / span,
+        "handoffs_per_s": handoffs / span,
+        "mirrored_share": sent / simulated if simulated else 0.0,
+        "added_reply_latency_ms": float(np.mean(latencies)) / 1e3 if latencies else 0.0,
+    }

@@ -1,0 +1,76 @@
+"""One cluster node: a machine running the scenario's strategy on the clients of its zone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simsrv.cluster.socket import NodeSocket
+from simsrv.machine.engines import ENGINES
+from simsrv.machine.executor import Machine
+from simsrv.platforms.profile import Platform
+from simsrv.scenario.schema import Scenario
+from simsrv.seeding import STREAMS
+from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
+from simsrv.workload.frame import FrameBuilder
+from simsrv.world.world import World
+
+
+@dataclass
+class Node:
+    """A node's server state and its records (``rows``: the frame columns of
+    :data:`simsrv.simulation.FRAME_COLUMNS`; ``mirrored_out``: entity states it sent per
+    frame; ``exchanged``: interconnect messages it paid CPU for per frame)."""
+
+    index: int
+    machine: Machine
+    strategy: Strategy
+    builder: FrameBuilder
+    socket: NodeSocket
+    now: float = 0.0
+    processed: int = 0
+    rows: list[tuple] = field(default_factory=list)
+    extra_rows: list[dict[str, Any]] = field(default_factory=list)
+    mirrored_out: list[int] = field(default_factory=list)
+    exchanged: list[int] = field(default_factory=list)
+    entities: list[int] = field(default_factory=list)
+    """Entities its world physics simulated, per frame (its zone's plus mirrored in)."""
+    served: list[tuple[int, float, np.ndarray]] = field(default_factory=list)
+    """With packet recording: ``(frame, start_s, packets read)`` per frame."""
+
+    @property
+    def reports_extra(self) -> bool:
+        """The strategy adds per-frame columns."""
+        return type(self.strategy).frame_record is not Strategy.frame_record
+
+
+def strategy_rng(scenario: Scenario, node: int, first: np.random.Generator):
+    """Node 0 uses the run's ``strategy`` stream (a one-node cluster draws as one server);
+    node ``k`` a stream spawned from the run's seed after every named stream."""
+    if node == 0:
+        return first
+    sequence = np.random.SeedSequence(scenario.run.seed, spawn_key=(len(STREAMS) + node,))
+    return np.random.default_rng(sequence)
+
+
+def build_node(
+    scenario: Scenario,
+    index: int,
+    platform: Platform,
+    world: World,
+    rng: np.random.Generator,
+) -> Node:
+    """Node ``index`` with its own machine (the ``[machine]`` section), strategy and socket."""
+    m = scenario.machine
+    kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
+    context = StrategyContext(scenario, platform, m.cpus, world, strategy_rng(scenario, index, rng))
+    strategy = kind.create(scenario.server.options, context)
+    engine = ENGINES.get(m.engine, "machine.engine")
+    machine = engine(
+        m.cpus, platform.smt_per_core, platform.smt_throughput, background=tuple(m.background)
+    )
+    builder = FrameBuilder(scenario, world.entity_count)
+    socket = NodeSocket(scenario.clients.socket_buffer_messages)
+    return Node(index, machine, strategy, builder, socket)

@@ -1,0 +1,44 @@
+"""A cluster run as one :class:`~simsrv.simulation.SimulationOutput`-like record for
+:func:`simsrv.result.run`: the summary (:mod:`.metrics`), and frames and trace of every node
+(one node: exactly its own; several: with a ``node`` column, and the trace's CPUs numbered
+node by node, node ``k``'s CPU ``c`` as ``k * cpus + c``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from simsrv.cluster.metrics import summarize_cluster
+from simsrv.cluster.simulation import simulate_cluster
+from simsrv.scenario.schema import Scenario
+
+
+@dataclass
+class ClusterRun:
+    """What :func:`simsrv.result.run` keeps of a cluster run."""
+
+    summary: dict[str, Any]
+    frames: pd.DataFrame
+    trace: pd.DataFrame
+    accounting: dict[str, int]
+    checks: dict[str, bool]
+
+
+def run_cluster(scenario: Scenario) -> ClusterRun:
+    """Simulate and summarise a scenario with a ``[cluster]`` section."""
+    out = simulate_cluster(scenario)
+    summary = summarize_cluster(scenario, out)
+    if len(out.nodes) == 1:
+        frames, trace = out.nodes[0].frames, out.nodes[0].trace
+    else:
+        cpus = scenario.machine.cpus
+        frames = pd.concat(
+            [n.frames.assign(node=k) for k, n in enumerate(out.nodes)], ignore_index=True
+        )
+        trace = pd.concat(
+            [n.trace.assign(cpu=n.trace["cpu"] + k * cpus) for k, n in enumerate(out.nodes)],
+            ignore_index=True,
+        )
+    return ClusterRun(summary, frames, trace, out.accounting, out.checks)

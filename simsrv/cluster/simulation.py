@@ -1,0 +1,210 @@
+"""The cluster run: one world, ``nodes`` servers, each serving the players of its zone.
+
+Synchronisation assumption (docs/cluster.md): the nodes are simulated as one discrete-event
+system in simulated time.  The next event is the node whose clock (the start of its next frame,
+or its idle wake-up) is smallest (ties: lowest node number); client packets that have arrived
+by then are routed to their nodes' sockets (:mod:`.router`) and the interconnect is advanced to
+then (:mod:`.exchange`).  A node's frame runs on its own :class:`Machine` exactly as a single
+server's (:func:`simsrv.simulation.simulate`); it exchanges with the other nodes only at its
+frame start: it pays the receive CPU of the messages it got, and posts its border entities'
+states to each neighbouring node (one message of ``state_bytes x count`` per neighbour) and
+pays their send CPU.  An idle node (empty socket) waits until the next packet arrives
+anywhere, then looks again.  With one node this is the single-server frame loop, step by step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from simsrv.cluster.exchange import Exchange, with_ops
+from simsrv.cluster.node import Node, build_node
+from simsrv.cluster.router import Handoff, Router
+from simsrv.cluster.zones import ZonedWorld
+from simsrv.cluster.zoning import ZONINGS
+from simsrv.interconnect import load_profile
+from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
+from simsrv.platforms.profile import resolve_platform
+from simsrv.scenario.schema import Scenario
+from simsrv.seeding import spawn_streams
+from simsrv.simulation import (
+    FRAME_COLUMNS,
+    SimulationOutput,
+    accounting_time_s,
+    build_world,
+    check_machine,
+    gc_paused,
+)
+from simsrv.workload.clients import CHUNK_TICKS, ClientStream
+
+
+@dataclass
+class ClusterOutput:
+    """Raw facts of a cluster run: one :class:`SimulationOutput` per node (its frames, trace,
+    arrivals and drops; its ``accounting`` is the cluster's), the messages and handoffs, the
+    players per zone per tick, and the cluster-wide ``accounting``."""
+
+    nodes: list[SimulationOutput]
+    exchange: Exchange
+    handoffs: list[Handoff]
+    owned_per_tick: np.ndarray
+    mirrored_out: list[np.ndarray]
+    exchanged: list[np.ndarray]
+    entities: list[np.ndarray]
+    served: list[list[tuple[int, float, np.ndarray]]]
+    accounting: dict[str, int]
+    end_s: float
+    wall_time_s: float
+    checks: dict[str, bool]
+
+
+def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> ClusterOutput:
+    """Run ``scenario`` (with a ``[cluster]`` section) to ``warmup_s + duration_s``;
+    ``record_packets`` keeps every frame's packets per node (for tests)."""
+    wall_start = time.perf_counter()
+    cluster = scenario.cluster
+    assert cluster is not None and cluster.border_width is not None
+    rng = spawn_streams(scenario.run.seed)
+    platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
+    world = build_world(scenario, rng)
+    zoning = ZONINGS.get(cluster.zoning, "cluster.zoning").build(
+        world.map, cluster.nodes, cluster.border_width
+    )
+    rate = scenario.clients.rate_hz
+    keep = 4 * CHUNK_TICKS + math.ceil(scenario.clients.latency_s * rate) + 2
+    zoned = ZonedWorld(world, zoning, rate, keep)
+    stream = ClientStream(scenario.clients, zoned, rng["clients"])  # type: ignore[arg-type]
+    nodes = [
+        build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)
+    ]
+    exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes)
+    router = Router(
+        zoned,
+        [n.socket for n in nodes],
+        [n.builder for n in nodes],
+        exchange,
+        cluster.handoff_bytes,
+    )
+    stop_s = scenario.run.warmup_s + scenario.run.duration_s
+    limit = scenario.max_messages_per_frame
+    while True:
+        node = min((n for n in nodes if n.now < stop_s), key=lambda n: n.now, default=None)
+        if node is None:
+            break
+        now = node.now
+        router.route(stream.release_until(now), now)
+        if len(node.socket) == 0:
+            node.now = stream.next_arrival_s()
+            continue
+        run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets)
+
+    end_s = max(n.now for n in nodes)
+    stream.close()
+    counted_s = accounting_time_s(end_s, stop_s, scenario.run.duration_s)
+    counts = stream.count_sent_before(counted_s)
+    arrived = stream.release_until(counted_s)
+    router.route(arrived, counted_s)
+    accounting = {
+        "sent": counts["sent"],
+        "lost": counts["lost"],
+        "in_flight": counts["in_flight"] - len(arrived),
+        "dropped": sum(n.socket.dropped for n in nodes),
+        "processed": sum(n.processed for n in nodes),
+        "queued": sum(len(n.socket) for n in nodes),
+    }
+    outputs = [node_output(n, accounting, platform.smt_throughput) for n in nodes]
+    with gc_paused():
+        check_conservation(accounting, sum(int(o.frames["messages"].sum()) for o in outputs))
+    return ClusterOutput(
+        nodes=outputs,
+        exchange=exchange,
+        handoffs=router.handoffs,
+        owned_per_tick=np.array(zoned.owned_history).reshape(-1, cluster.nodes),
+        mirrored_out=[np.array(n.mirrored_out, dtype=np.int64) for n in nodes],
+        exchanged=[np.array(n.exchanged, dtype=np.int64) for n in nodes],
+        entities=[np.array(n.entities, dtype=np.int64) for n in nodes],
+        served=[n.served for n in nodes],
+        accounting=accounting,
+        end_s=end_s,
+        wall_time_s=time.perf_counter() - wall_start,
+        checks=dict.fromkeys(CHECKS, True),
+    )
+
+
+def run_frame(
+    node: Node,
+    now: float,
+    limit: int,
+    zoned: ZonedWorld,
+    exchange: Exchange,
+    state_bytes: int,
+    record_packets: bool,
+) -> None:
+    """One frame of ``node`` starting at ``now`` s (its socket is not empty)."""
+    batch = node.socket.read(limit)
+    node.builder.entities = zoned.entities_at(node.index, now)
+    frame = node.builder.build(len(node.rows), now, batch)
+    plan = node.strategy.plan(frame)
+    exchange.advance(now)
+    mirrored = 0
+    messages = len(exchange.posted)
+    for dst, count in enumerate(zoned.mirror_at(now)[node.index].tolist()):
+        if count:
+            exchange.post("mirror", node.index, dst, state_bytes * count, now, count)
+            mirrored += count
+    ops = exchange.take_ops(node.index)
+    end = node.machine.execute(with_ops(plan, ops), frame.index, now)
+    node.rows.append(
+        (
+            frame.index,
+            now,
+            end,
+            end - now,
+            len(batch),
+            frame.commands,
+            len(frame.reply_clients),
+            frame.choked,
+            frame.physics,
+            len(node.socket),
+        )
+    )
+    if node.reports_extra:
+        node.extra_rows.append(node.strategy.frame_record())
+    node.mirrored_out.append(mirrored)
+    node.entities.append(frame.entities)
+    node.exchanged.append(len(exchange.posted) - messages + exchange.take_received(node.index))
+    if record_packets:
+        node.served.append((frame.index, now, batch.copy()))
+    node.processed += len(batch)
+    node.now = end
+
+
+def node_output(node: Node, accounting: dict[str, int], smt: float) -> SimulationOutput:
+    """The node's facts as a single server's, its invariants checked."""
+    frames = pd.DataFrame(node.rows, columns=list(FRAME_COLUMNS))
+    if node.extra_rows:
+        frames = pd.concat([frames, pd.DataFrame(node.extra_rows)], axis=1)
+    socket = node.socket
+    dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
+    trace = node.machine.trace.to_frame()
+    with gc_paused():
+        try:
+            node.strategy.check_invariants()
+            check_machine(node.machine, trace, smt)
+        except InvariantViolation as violation:
+            violation.trace = trace
+            raise
+    return SimulationOutput(
+        frames=frames,
+        trace=trace,
+        arrivals_s=socket.arrival_times_s(),
+        dropped_s=dropped,
+        accounting=accounting,
+        end_s=node.now,
+        wall_time_s=0.0,
+        checks=dict.fromkeys(CHECKS, True),
+    )
