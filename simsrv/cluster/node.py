@@ -72,5 +72,6 @@ def build_node(
         m.cpus, platform.smt_per_core, platform.smt_throughput, background=tuple(m.background)
     )
     builder = FrameBuilder(scenario, world.entity_count)
-    socket = NodeSocket(scenario.clients.socket_buffer_messages)
+    window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
+    socket = NodeSocket(scenario.clients.socket_buffer_messages, window)
     return Node(index, machine, strategy, builder, socket)

@@ -77,7 +77,8 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
     rate = scenario.clients.rate_hz
     keep = 4 * CHUNK_TICKS + math.ceil(scenario.clients.latency_s * rate) + 2
     zoned = ZonedWorld(world, zoning, rate, keep)
-    stream = ClientStream(scenario.clients, zoned, rng["clients"])  # type: ignore[arg-type]
+    window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
+    stream = ClientStream(scenario.clients, zoned, rng["clients"], window)  # type: ignore[arg-type]
     nodes = [
         build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)
     ]
@@ -105,16 +106,17 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
     end_s = max(n.now for n in nodes)
     stream.close()
     counted_s = accounting_time_s(end_s, stop_s, scenario.run.duration_s)
-    counts = stream.count_sent_before(counted_s)
-    arrived = stream.release_until(counted_s)
-    router.route(arrived, counted_s)
+    # the packets arrived by then go to their nodes' sockets (a bounded one drops them as
+    # a single server's does); what is left is counted, never generated
+    router.route(stream.release_until(counted_s), counted_s)
+    counts = stream.settle(counted_s)
     accounting = {
-        "sent": counts["sent"],
-        "lost": counts["lost"],
-        "in_flight": counts["in_flight"] - len(arrived),
+        "sent": counts.sent,
+        "lost": counts.lost,
+        "in_flight": counts.in_flight,
         "dropped": sum(n.socket.dropped for n in nodes),
         "processed": sum(n.processed for n in nodes),
-        "queued": sum(len(n.socket) for n in nodes),
+        "queued": sum(len(n.socket) for n in nodes) + counts.arrived,
     }
     outputs = [node_output(n, accounting, platform.smt_throughput) for n in nodes]
     with gc_paused():
@@ -189,7 +191,6 @@ def node_output(node: Node, accounting: dict[str, int], smt: float) -> Simulatio
     if node.extra_rows:
         frames = pd.concat([frames, pd.DataFrame(node.extra_rows)], axis=1)
     socket = node.socket
-    dropped = np.concatenate(socket.dropped_arrival_s) if socket.dropped_arrival_s else np.zeros(0)
     trace = node.machine.trace.to_frame()
     with gc_paused():
         try:
@@ -201,8 +202,8 @@ def node_output(node: Node, accounting: dict[str, int], smt: float) -> Simulatio
     return SimulationOutput(
         frames=frames,
         trace=trace,
-        arrivals_s=socket.arrival_times_s(),
-        dropped_s=dropped,
+        arrived=socket.arrived_in_window,
+        dropped=socket.dropped_in_window,
         accounting=accounting,
         end_s=node.now,
         wall_time_s=0.0,

@@ -9,18 +9,20 @@ from simsrv.workload.socket import SocketQueue
 
 
 class NodeSocket(SocketQueue):
-    """:class:`SocketQueue` that records the arrival times of the packets delivered to it
-    (not of those forwarded from another node, already counted there) and can hand one
-    client's queued packets over."""
+    """:class:`SocketQueue` that counts the packets delivered to it from clients in the
+    measured ``window`` (not those forwarded from another node, already counted there) and can
+    hand one client's queued packets over."""
 
-    def __init__(self, capacity: int = 0) -> None:
-        super().__init__(capacity)
-        self.arrivals_s: list[np.ndarray] = []
+    def __init__(self, capacity: int = 0, window: tuple[float, float] = (0.0, np.inf)) -> None:
+        super().__init__(capacity, window)
+        self.arrived_in_window = 0
 
     def deliver_new(self, messages: np.ndarray) -> None:
-        """Deliver packets arriving from clients (their arrival times are recorded)."""
+        """Deliver packets arriving from clients (counted when they arrive in the window)."""
         if len(messages):
-            self.arrivals_s.append(messages["arrival_s"])
+            arrival = messages["arrival_s"]
+            t0, t1 = self.window
+            self.arrived_in_window += int(np.count_nonzero((arrival >= t0) & (arrival < t1)))
         self.deliver(messages)
 
     def take_client(self, client: int) -> np.ndarray:
@@ -39,7 +41,3 @@ class NodeSocket(SocketQueue):
         out = np.concatenate(taken) if taken else EMPTY
         self._length -= len(out)
         return out
-
-    def arrival_times_s(self) -> np.ndarray:
-        """Arrival times of every packet delivered from clients, s."""
-        return np.concatenate(self.arrivals_s) if self.arrivals_s else np.zeros(0)
