@@ -34,7 +34,7 @@ from simsrv.scenario.schema import Scenario
 from simsrv.seeding import spawn_streams
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
-from simsrv.workload.frame import FrameBuilder
+from simsrv.workload.frame import FrameBuilder, FrameWorkload
 from simsrv.workload.socket import SocketQueue
 from simsrv.world.combat import Combat
 from simsrv.world.maps import MAP_KINDS, GameMap
@@ -54,6 +54,24 @@ FRAME_COLUMNS = (
     "queued",
 )
 """Per-frame columns every strategy reports (see :class:`SimulationOutput`)."""
+
+
+def frame_row(frame: FrameWorkload, end_s: float, messages: int, queued: int) -> tuple:
+    """One frame's values in :data:`FRAME_COLUMNS` order: ``frame`` ran until ``end_s`` s,
+    read ``messages`` packets and left ``queued`` in its socket."""
+    start_s = frame.start_s
+    return (
+        frame.index,
+        start_s,
+        end_s,
+        end_s - start_s,
+        messages,
+        frame.commands,
+        len(frame.reply_clients),
+        frame.choked,
+        frame.physics,
+        queued,
+    )
 
 
 @dataclass
@@ -130,20 +148,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
         frame = builder.build(len(rows), now, batch)
         end = machine.execute(strategy.plan(frame), frame.index, now)
-        rows.append(
-            (
-                frame.index,
-                now,
-                end,
-                end - now,
-                len(batch),
-                frame.commands,
-                len(frame.reply_clients),
-                frame.choked,
-                frame.physics,
-                len(socket),
-            )
-        )
+        rows.append(frame_row(frame, end, len(batch), len(socket)))
         if reports_extra:
             extra_rows.append(strategy.frame_record())
         processed += len(batch)

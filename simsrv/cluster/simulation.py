@@ -37,6 +37,7 @@ from simsrv.simulation import (
     accounting_time_s,
     build_world,
     check_machine,
+    frame_row,
     gc_paused,
 )
 from simsrv.workload.clients import CHUNK_TICKS, ClientStream
@@ -160,20 +161,7 @@ def run_frame(
             mirrored += count
     ops = exchange.take_ops(node.index)
     end = node.machine.execute(with_ops(plan, ops), frame.index, now)
-    node.rows.append(
-        (
-            frame.index,
-            now,
-            end,
-            end - now,
-            len(batch),
-            frame.commands,
-            len(frame.reply_clients),
-            frame.choked,
-            frame.physics,
-            len(node.socket),
-        )
-    )
+    node.rows.append(frame_row(frame, end, len(batch), len(node.socket)))
     if node.reports_extra:
         node.extra_rows.append(node.strategy.frame_record())
     node.mirrored_out.append(mirrored)
