@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from core_speed import CHILD  # the same fresh-process run (benchmarks/ is on sys.path)
+from scale_speed import child
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,15 +38,7 @@ FIELDS = ("label", "case", "duration_s", "simulated_s", "frames", "wall_s", "pea
 
 
 def measure(scenario: Path, duration: float) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(scenario), f"run.duration_s={duration}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"run failed: {scenario} {duration}\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
+    return child(CHILD, scenario, [f"run.duration_s={duration}"])
 
 
 def plot(rows: list[dict], path: Path) -> None:
