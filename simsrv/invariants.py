@@ -131,12 +131,9 @@ def check_trace(
     row, times in s; ``thread_of(row)`` names a row's thread; ``charged_s[f]`` is frame
     ``f``'s charged CPU time; ``slowest_speed`` the SMT throughput, 1 without SMT)."""
     b = np.flatnonzero(busy)
-    order = b[np.lexsort((start_s[b], cpu[b]))]
-    same_cpu = cpu[order[1:]] == cpu[order[:-1]]
-    overlap = same_cpu & (start_s[order[1:]] < end_s[order[:-1]])
-    if overlap.any():
-        i = int(np.flatnonzero(overlap)[0])
-        first, second = int(order[i]), int(order[i + 1])
+    pair = _first_overlap(b[np.lexsort((start_s[b], cpu[b]))], cpu, start_s, end_s)
+    if pair is not None:
+        first, second = pair
         raise InvariantViolation(
             "cpu_exclusive",
             int(frame[second]),
@@ -171,12 +168,9 @@ def check_locks(holds: Sequence[tuple]) -> None:
     locks, frames, threads, starts, ends = zip(*holds, strict=True)
     codes = pd.factorize(pd.Series(locks, dtype=object))[0]
     start, end = np.array(starts, dtype=float), np.array(ends, dtype=float)
-    order = np.lexsort((end, start, codes))
-    same = codes[order[1:]] == codes[order[:-1]]
-    overlap = same & (start[order[1:]] < end[order[:-1]])
-    if overlap.any():
-        i = int(np.flatnonzero(overlap)[0])
-        first, second = int(order[i]), int(order[i + 1])
+    pair = _first_overlap(np.lexsort((end, start, codes)), codes, start, end)
+    if pair is not None:
+        first, second = pair
         raise InvariantViolation(
             "lock_exclusive",
             frames[second],
@@ -184,3 +178,16 @@ def check_locks(holds: Sequence[tuple]) -> None:
             f"until {ends[first]:.3f} us and taken by thread {threads[second]} at "
             f"{starts[second]:.3f} us",
         )
+
+
+def _first_overlap(
+    order: np.ndarray, owner: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[int, int] | None:
+    """The first two intervals of one owner (a CPU, a lock) that overlap: ``order`` sorts the
+    intervals by owner, then start; returns their indices, or None when none overlap."""
+    same = owner[order[1:]] == owner[order[:-1]]
+    overlap = same & (start[order[1:]] < end[order[:-1]])
+    if not overlap.any():
+        return None
+    i = int(np.flatnonzero(overlap)[0])
+    return int(order[i]), int(order[i + 1])
