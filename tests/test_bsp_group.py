@@ -56,6 +56,9 @@ def _frame(clients: list[int], neighbours: Neighbours, entities: int) -> FrameWo
 
 
 def _strategy(options: dict, cpus: int, costs: dict, neighbours: Neighbours, **platform):
+    """bsp-group with only ``costs`` non-zero; the coordinator's action lists off unless the
+    options set ``action_list_share`` (tested on its own below)."""
+    options = {"action_list_share": 0.0, **options}
     scenario = load_scenario(None, ["server.strategy=bsp-group", f"machine.cpus={cpus}"])
     base = load_platform("cordeiro2007-xeon")
     zero = dict.fromkeys(Costs.model_fields, 0.0)
@@ -171,3 +174,31 @@ def test_copy_on_write_charges_pages_written_times_cost_in_the_worker():
     assert (cow["end_s"] - cow["start_s"]).sum() * 1e6 == pytest.approx(pages * 2.5)
     # the worker's faults come before its 3 packets, after the clone on the coordinator
     assert end * 1e6 == pytest.approx(50 + pages * 2.5 + 300)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
+def test_action_lists_move_their_share_of_request_work_to_the_coordinator(share):
+    # 8 isolated senders, 100 us of request work each, 2 CPUs, no coordinator bias: the
+    # coordinator builds every packet's action list (share x 800 us) before the clone, then
+    # each process runs its 4 packets' remaining (1 - share) x 100 us.
+    nb = _isolated(8)
+    frame = _frame(list(range(8)), nb, 8)
+    strategy = _strategy(
+        {"spawn": "clone", "coordinator_load": 0.0, "action_list_share": share},
+        2,
+        {"request_per_message": 100.0},
+        nb,
+    )
+    machine = Machine(2)
+    end = machine.execute(strategy.plan(frame), 0, 0.0)
+    trace = machine.trace.to_frame()
+    work = (trace["end_s"] - trace["start_s"]) * 1e6
+    lists = work[trace["activity"] == "action_lists"]
+    assert float(lists.sum()) == pytest.approx(share * 800.0)
+    assert set(trace.loc[trace["activity"] == "action_lists", "thread"]) <= {"coordinator"}
+    # request work is conserved: what the coordinator builds, no process repeats
+    assert float(lists.sum() + work[trace["activity"] == "request"].sum()) == pytest.approx(800.0)
+    assert end * 1e6 == pytest.approx(share * 800.0 + (1.0 - share) * 400.0)
+    assert parallel_fraction(trace, 2, 0.0, end) == pytest.approx(
+        (1.0 - share) * 400.0 / (share * 800.0 + (1.0 - share) * 400.0)
+    )

@@ -68,7 +68,7 @@ PARAMETERS: tuple[FitParameter, ...] = (
         ("grouping_per_message",),
         0.01,
         1000.0,
-        "building the pmove and L_a of a packet for the scheduler",
+        "what grouping adds beyond the action lists it reuses (the graph, union-find)",
     ),
     FitParameter(
         "process_creation",

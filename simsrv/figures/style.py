@@ -26,6 +26,7 @@ ACTIVITY_COLOURS = {
     "net_recv": "#a1d99b",
     "sort": "#74c476",
     "grouping": "#66c2a4",
+    "action_lists": "#41ab5d",
     "schedule": "#00695c",
     "lock": "#c7e9c0",
     "request": "#31a354",

@@ -20,7 +20,7 @@ PARTS = {
     # part -> (activities, label, colour), stacked bottom to top
     "world": (("world",), "world physics", "#3182bd"),
     "frame": (("frame", "reply_info"), "fixed frame work", "#9ecae1"),
-    "request": (("request",), "requests", "#31a354"),
+    "request": (("request", "action_lists"), "requests", "#31a354"),
     "reply": (("reply",), "replies", "#fd8d3c"),
     "network": (("net_recv", "net_send"), "network system calls", "#e6550d"),
     "grouping": (("grouping", "schedule"), "grouping + LPT", "#66c2a4"),

@@ -43,6 +43,7 @@ STAGE_OF_ACTIVITY = {
     "net_recv": "stage2",
     "sort": "stage2",
     "grouping": "stage2",
+    "action_lists": "stage2",
     "schedule": "stage2",
     "lock": "stage2",
     "request": "stage2",

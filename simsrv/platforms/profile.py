@@ -53,7 +53,9 @@ class Costs(StrictModel):
     reply_per_visible_entity: float = _us("per entity in the client's visible set")
     reply_per_pvs_room: float = _us("per room (leaf) in the client's PVS row")
     net_send_per_reply: float = _us("send system call per reply")
-    grouping_per_message: float = _us("BSP-group: building pmove and L_a for scheduling")
+    grouping_per_message: float = _us(
+        "BSP-group: the graph and union-find beyond the action lists, per packet"
+    )
     grouping_per_edge: float = _us("BSP-group: union-find per edge of the entity graph")
     schedule_per_group: float = _us("BSP-group: LPT per group")
     fork: float = _us("fork() of the server process")

@@ -3,13 +3,26 @@
 Cordeiro, Goldman & da Silva 2007 [P §4, T §3]; one frame on ``n`` CPUs:
 
 1. Sequential, on the coordinator: frame work, world physics (when due), reading the packets.
-2. Scheduling, on the coordinator: the groups of interacting entities
-   (:mod:`simsrv.scheduling.groups`), then a balancer (LPT by default, the coordinator starting
+2. Scheduling, on the coordinator: the pmove and action list ``L_a`` of every packet (the
+   share ``action_list_share`` of its request work, see below), the groups of interacting
+   entities (:mod:`simsrv.scheduling.groups`), then a balancer (LPT by default, the coordinator starting
    at load ``coordinator_load``) places them on ``1 + min(n - 1, m)`` processes for ``m`` groups.
 3. Parallel request + reply: each worker runs its groups' packets and replies as an independent
    SPED server; the coordinator runs its own share.
 4. Synchronisation: workers write their entities to shared memory and the coordinator copies
    them back after waiting for every worker.
+
+**Action lists are built once, by the coordinator.**  The groups are the connected components
+of the action lists ``L_a`` Quake already computes for each command, so their overhead is "not
+significant" [P §4.2].  The scheduler runs on the coordinator before any process starts
+[P §4.2], so it builds every packet's pmove and ``L_a`` there, and the request processing
+reuses them.  That part of a packet's request work (``action_list_share`` of
+:func:`simsrv.strategies.costs.request_us`; by default 0.275: in id's profile of the QuakeWorld
+server, ``AddEntsToPmove`` takes 3,814 ms of ``SV_RunCmd``'s 13,855 ms including its
+children, QW/server/profile.txt) therefore runs sequentially on the coordinator (activity
+``action_lists``) and the processes run the rest.  ``grouping`` is what grouping adds beyond
+the lists (the graph, union-find).  ``action_list_share = 0`` is the reading where each
+process rebuilds its own packets' lists.
 
 The score and broadcast messages of every connected client (``reply_info_per_client``) are
 written by the coordinator after scheduling, before any worker starts (so before any reply).
@@ -57,13 +70,19 @@ from simsrv.scenario.validation import StrictModel
 from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import input_phase, reply_info_phase, request_reply_phase
+from simsrv.strategies import costs as c
+from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
 """Ticks of action-range lists the world keeps for grouping (~65 s of packets at 31.25 Hz)."""
 
 COORDINATOR = "coordinator"
+
+ACTION_LIST_SHARE = 0.275
+"""``AddEntsToPmove`` / ``SV_RunCmd`` (inclusive) in id's QuakeWorld server profile
+(QW/server/profile.txt: 3813.669 / 13855.472 ms): the share of executing a command spent
+building the list of entities its move can touch."""
 
 
 class BspGroupOptions(StrictModel):
@@ -81,6 +100,13 @@ class BspGroupOptions(StrictModel):
     )
     coordinator_load: float = Field(
         1.0, ge=0, description="initial balancer load of the coordinator (entities)"
+    )
+    action_list_share: float = Field(
+        ACTION_LIST_SHARE,
+        ge=0.0,
+        le=1.0,
+        description="share of a packet's request work that builds its pmove and action list; "
+        "the coordinator builds them while scheduling and the processes reuse them",
     )
     max_workers: int = Field(
         0,
@@ -166,8 +192,10 @@ class BspGroup(Strategy):
         self._remember(groups, weights, assignment, initial, workers)
 
         m = len(messages)
+        lists = o.action_list_share * c.request_us(k, m, frame.commands, frame.range_entities)
         coordinator = [
             *input_phase(k, frame),
+            *([Compute("action_lists", lists)] if o.action_list_share else []),
             Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
             Compute("schedule", k.schedule_per_group * groups.count),
             reply_info_phase(k, self.context.scenario.players.count),
@@ -177,7 +205,7 @@ class BspGroup(Strategy):
             name = f"worker{w}"
             coordinator += self._start_worker(name)
             threads += self._worker_threads(name, w, share, frame)
-        coordinator += _group_work(k, share, 0)
+        coordinator += _group_work(k, share, 0, o.action_list_share)
         coordinator += self._synchronise(processes, share)
         return FramePlan(threads=(Thread(COORDINATOR, 0, tuple(coordinator)), *threads))
 
@@ -200,7 +228,7 @@ class BspGroup(Strategy):
             ops.append(Compute("copy_in", k.copy_per_entity * frame.entities))
         else:
             ops.append(Compute("copy_on_write", k.cow_per_page * share.pages[index]))
-        ops += _group_work(k, share, index)
+        ops += _group_work(k, share, index, o.action_list_share)
         ops.append(Compute("copy_out", k.copy_per_entity * share.entities[index]))
         threads = []
         if o.spawn != "pool":
@@ -284,17 +312,16 @@ def _shares(
     )
 
 
-def _group_work(k: Costs, share: ProcessShares, p: int) -> list[Compute]:
-    """Request, reply and send work of process ``p``'s groups."""
-    return request_reply_phase(
-        k,
-        share.messages[p],
-        share.commands[p],
-        share.ranges[p],
-        share.replies[p],
-        share.visible[p],
-        share.pvs_rooms[p],
-    )
+def _group_work(k: Costs, share: ProcessShares, p: int, lists_share: float) -> list[Compute]:
+    """Request (less its action lists, built by the coordinator), reply and send work of
+    process ``p``'s groups."""
+    request = c.request_us(k, share.messages[p], share.commands[p], share.ranges[p])
+    if lists_share:
+        request = (1.0 - lists_share) * request
+    return [
+        Compute("request", request),
+        *reply_phase(k, share.replies[p], share.visible[p], share.pvs_rooms[p]),
+    ]
 
 
 STRATEGIES.register("bsp-group", StrategyKind("bsp-group", BspGroupOptions, BspGroup))

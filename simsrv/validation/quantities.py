@@ -76,7 +76,7 @@ def all_cpus_busy(summary: Summary, scenario: Scenario) -> float:
 @quantity("request_reply_share")
 def request_reply_share(summary: Summary, scenario: Scenario) -> float:
     """Share of the busy CPU time reading, executing and answering packets [P §4.2]."""
-    return busy_share(summary, ("net_recv", "request", "reply", "net_send"))
+    return busy_share(summary, ("net_recv", "request", "action_lists", "reply", "net_send"))
 
 
 @quantity("world_share")
