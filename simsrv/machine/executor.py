@@ -62,6 +62,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 from heapq import heappop, heappush
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -213,6 +214,7 @@ class Machine:
         self._phased_refusals = 0  # phased-shortcut refusals in a row (see _execute_phased)
         self._phased_skip = 0  # frames left that skip the attempt
         self._waits: dict[tuple, np.ndarray] = {}  # activities -> which are waits (+ lock_wait)
+        self._tables: dict[tuple, np.ndarray] = {}  # thread names, activities: as arrays
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -303,33 +305,35 @@ class Machine:
         end_us, charged = float(out[0]), float(out[1])
         rows, holds = int(out[2]), int(out[3])
         self.charged_us.append(charged)
-        names, cpus = plan.thread_names, plan.thread_cpu.tolist()
-        acts = (*activities, "lock_wait")
-        self.trace.rows += [
-            (frame, cpus[t], names[t], acts[a], s, e)
-            for t, a, s, e in zip(
-                r_thread[:rows].tolist(),
-                r_activity[:rows].tolist(),
-                r_start[:rows].tolist(),
-                r_end[:rows].tolist(),
-                strict=True,
-            )
-        ]
+        names = self._tables.get(plan.thread_names)
+        if names is None:
+            names = self._tables[plan.thread_names] = np.array(plan.thread_names, object)
+        acts = self._tables.get(activities)
+        if acts is None:
+            acts = self._tables[activities] = np.array([*activities, "lock_wait"], object)
+        threads = r_thread[:rows]
+        self.trace.rows += zip(
+            repeat(frame, rows),
+            plan.thread_cpu[threads].tolist(),
+            names[threads].tolist(),
+            acts[r_activity[:rows]].tolist(),
+            r_start[:rows].tolist(),
+            r_end[:rows].tolist(),
+            strict=True,
+        )
         if holds:
             locks = plan.locks
-            self.lock_holds += [
-                (locks[k], frame, names[t], s, e)
-                for k, t, s, e in zip(
-                    h_lock[:holds].tolist(),
-                    h_thread[:holds].tolist(),
-                    h_start[:holds].tolist(),
-                    h_end[:holds].tolist(),
-                    strict=True,
-                )
-            ]
+            self.lock_holds += zip(
+                [locks[k] for k in h_lock[:holds].tolist()],
+                repeat(frame, holds),
+                names[h_thread[:holds]].tolist(),
+                h_start[:holds].tolist(),
+                h_end[:holds].tolist(),
+                strict=True,
+            )
         if status != compiled_engine.SERIAL:
             self.now_us = end_us
-            self._position = max(self._position, (end_us, frame, len(names)))
+            self._position = max(self._position, (end_us, frame, len(plan.thread_names)))
         return end_us
 
     def _execute_phased(self, plan: FramePlan, frame: int, start_us: float) -> float | None:

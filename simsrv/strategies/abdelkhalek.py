@@ -177,10 +177,9 @@ class Abdelkhalek(Strategy):
         locking = options.locking != "none"
         share = options.gamestate_share if locking else 0.0
         if locking:
-            start, top, price = self._lock_arrays(messages)
+            start, top, walked = self._lock_arrays(messages)
         else:
-            start = top = np.zeros(len(messages), np.int64)
-            price = np.zeros(len(messages))
+            start = top = walked = np.zeros(len(messages), np.int64)
         if share > 0.0:
             before, under = request - request * share, request * share
         else:
@@ -196,6 +195,8 @@ class Abdelkhalek(Strategy):
                 c.world_us(k, frame.entities) if frame.physics else 0.0,
                 k.barrier,
                 c.reply_info_us(k, self.context.scenario.players.count),
+                k.lock_acquire,
+                k.lock_per_node,
             ]
         )
         flags = np.array(
@@ -221,7 +222,7 @@ class Abdelkhalek(Strategy):
             c.net_send_us(k, replies),
             replies,
             thread_of.astype(np.int64),
-            price,
+            walked.astype(np.int64),
             before,
             under,
             start.astype(np.int64),
@@ -268,22 +269,15 @@ class Abdelkhalek(Strategy):
         )
 
     def _lock_arrays(self, messages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per packet, (N,) each: the first and the last node of its areanode lock path and
-        its acquisition cost, us (the client-record and game-state locks' costs included)."""
-        k = self.costs
+        """Per packet, (N,) int each: the first and the last node of its areanode lock path
+        and the nodes its acquiring walk visits."""
         start, scope, walked, own_start, own, own_walked = self.player_locks.gather(messages)
         if self.options.locking == "region-optimized":
             alone = (messages["range_count"] == 0) & ~messages["shot"]
             start = np.where(alone, own_start, start)
             scope = np.where(alone, own, scope)
             walked = np.where(alone, own_walked, walked)
-        if self.options.lock_scope == "leaf-to-root":
-            nodes = AreanodeTree.node_depth(start) - AreanodeTree.node_depth(scope) + 1
-        else:
-            nodes = 1 + (start != scope)
-        extra = int(self.options.client_locks) + int(self.options.gamestate_share > 0.0)
-        locks = nodes.astype(np.int64) + extra
-        return start, scope, k.lock_acquire * locks + k.lock_per_node * walked
+        return start, scope, walked
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
@@ -291,7 +285,7 @@ class Abdelkhalek(Strategy):
 
 @compiled
 def _build_plan(
-    flags, head, resume, received, net_recv, reply, net_send, replies, thread_of, price,
+    flags, head, resume, received, net_recv, reply, net_send, replies, thread_of, walked,
     before, under, start, top, client,
 ):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
@@ -300,13 +294,14 @@ def _build_plan(
     game-state lock around its last share, releases in reverse), barrier ``requests``, the
     replies, barrier ``replies``.  ``flags``: threads, master, locking, leaf-to-root,
     client locks, game-state lock, first client lock id, game-state lock id; ``head``: frame,
-    world, barrier and reply-info costs, us.  A first pass counts each thread's operations,
+    world, barrier, reply-info, per-lock and per-walked-node costs, us; ``walked``: nodes each
+    packet's lock walk visits.  A first pass counts each thread's operations,
     the second writes them."""
     threads = flags[0]
     count = np.zeros(threads, np.int64)
     none = np.empty(0, np.int64)
     _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, head,
-         resume, received, net_recv, reply, net_send, replies, thread_of, price, before,
+         resume, received, net_recv, reply, net_send, replies, thread_of, walked, before,
          under, start, top, client)  # fmt: skip
     total = count.sum()
     at = np.zeros(threads, np.int64)
@@ -318,7 +313,7 @@ def _build_plan(
     arg = np.full(total, -1, np.int64)
     activity = np.full(total, -1, np.int64)
     _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, received,
-         net_recv, reply, net_send, replies, thread_of, price, before, under, start, top,
+         net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
          client)  # fmt: skip
     return thread, kind, cost, arg, activity
 
@@ -335,7 +330,7 @@ def _emit(fill, at, thread, kind, cost, arg, activity, t, op, value, argument, a
 @compiled
 def _ops(
     fill, at, thread, kind, cost, arg, activity, flags, head, resume, received, net_recv,
-    reply, net_send, replies, thread_of, price, before, under, start, top, client,
+    reply, net_send, replies, thread_of, walked, before, under, start, top, client,
 ):  # fmt: skip
     threads, master = flags[0], flags[1]
     locking, leaf_to_root, client_locks, gamestate = flags[2], flags[3], flags[4], flags[5]
@@ -350,7 +345,13 @@ def _ops(
                 if not locking:
                     _emit(*out, t, COMPUTE, before[m], -1, REQUEST)
                     continue
-                _emit(*out, t, COMPUTE, price[m], -1, LOCK)
+                locks = client_locks + gamestate + 1  # the path's length, the other locks
+                node = start[m]
+                while node != top[m]:
+                    node = (node - 1) // 2 if leaf_to_root else top[m]
+                    locks += 1
+                price = head[4] * locks + head[5] * walked[m]  # as numpy: float64 products
+                _emit(*out, t, COMPUTE, price, -1, LOCK)
                 node = start[m]
                 while True:  # the areanode path, bottom-up
                     _emit(*out, t, ACQUIRE, 0.0, node, -1)
