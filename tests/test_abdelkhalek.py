@@ -163,14 +163,14 @@ def test_threads_spread_over_cores_and_extra_threads_pay_switches():
         StrategyContext(scenario, plat, 8, FakeWorld(positions), np.random.default_rng(0)),
     )
     assert four.cpu_of.tolist() == [0, 2, 4, 6]  # one per physical core first
-    assert not any(four.barriers.resume_us)
+    assert not any(four.resume_us)
     per_client = kind.create(
         kind.options(threads="per-client"),
         StrategyContext(scenario, plat, 1, FakeWorld(positions), np.random.default_rng(0)),
     )
     k = plat.costs
     assert per_client.threads == 2
-    assert per_client.barriers.resume_us == [k.context_switch + k.thread_cache_refill] * 2
+    assert per_client.resume_us.tolist() == [k.context_switch + k.thread_cache_refill] * 2
 
 
 def test_capacity_cli_reports_the_last_count_that_kept_up(capsys):
@@ -243,7 +243,7 @@ def test_the_strategy_takes_exactly_the_leaf_to_root_path_and_the_walk_costs_per
         2,
         {"lock_acquire": 1.0, "lock_per_node": 10.0},
     )
-    plan = strategy.plan(frame_of([0, 1]))
+    plan = strategy.plan(frame_of([0, 1])).to_plan()
     tree = strategy.tree
     for client, thread in enumerate(plan.threads):
         origin = np.array([[700.0, 700.0, 24.0], [1000.0, 700.0, 24.0]])[client]
@@ -269,7 +269,7 @@ def test_two_nodes_scope_locks_at_most_the_linked_and_covering_nodes():
         1,
         {},
     )
-    ops = strategy.plan(frame_of([0])).threads[0].ops
+    ops = strategy.plan(frame_of([0])).to_plan().threads[0].ops
     assert 1 <= sum(type(op) is Acquire for op in ops) <= 2
 
 
@@ -305,7 +305,7 @@ def test_client_records_are_locked_per_packet():
     strategy = make_strategy(
         "abdelkhalek", _floor([(300.0, 300.0)]), {"threads": 1, "gamestate_share": 0.0}, 1, {}
     )
-    ops = strategy.plan(frame_of([0, 0])).threads[0].ops
+    ops = strategy.plan(frame_of([0, 0])).to_plan().threads[0].ops
     # (named tuples compare as tuples: check the type too)
     assert sum(type(op) is Acquire and op.lock == ("client", 0) for op in ops) == 2
     assert sum(type(op) is Release and op.lock == ("client", 0) for op in ops) == 2

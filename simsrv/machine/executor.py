@@ -62,8 +62,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 from heapq import heappop, heappush
+from itertools import repeat
 from typing import Any
 
+import numpy as np
+
+from simsrv.machine import compiled_engine
 from simsrv.machine.phased import phased_timeline
 from simsrv.machine.plan import (
     SPAWNER_CPU,
@@ -77,6 +81,7 @@ from simsrv.machine.plan import (
     Spawn,
     Thread,
 )
+from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.machine.trace import Trace, is_wait
 
 US_PER_S = 1e6
@@ -208,6 +213,8 @@ class Machine:
         self._live_threads = 0
         self._phased_refusals = 0  # phased-shortcut refusals in a row (see _execute_phased)
         self._phased_skip = 0  # frames left that skip the attempt
+        self._waits: dict[tuple, np.ndarray] = {}  # activities -> which are waits (+ lock_wait)
+        self._tables: dict[tuple, np.ndarray] = {}  # thread names, activities: as arrays
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -229,9 +236,19 @@ class Machine:
         """True when no thread of any earlier frame is still running."""
         return self._live_threads == 0
 
-    def execute(self, plan: FramePlan, frame: int, start_s: float) -> float:
-        """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s."""
+    def execute(self, plan: FramePlan | PlanArrays, frame: int, start_s: float) -> float:
+        """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s.
+
+        A plan as arrays runs in the compiled engine (:mod:`simsrv.machine.compiled_engine`)
+        when it can (an idle machine at full speed, one thread per CPU), else as objects; both
+        give the same result."""
         start_us = start_s * US_PER_S
+        if type(plan) is PlanArrays:
+            if self._runs and not self._live_threads and not self._heap and not self._speeds:
+                end_us = self._execute_arrays(plan, frame, start_us)
+                if end_us is not None:
+                    return end_us / US_PER_S
+            plan = plan.to_plan()
         if self._live_threads == 0 and not self._background and plan.is_serial():
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
         if self._runs and not self._live_threads and not self._heap and not self._speeds:
@@ -254,6 +271,70 @@ class Machine:
             self._step(heappop(heap))
         self.run_until(self.now_us)  # what else ends at this instant (the next frame would)
         return self.now_us / US_PER_S
+
+    def _execute_arrays(self, plan: PlanArrays, frame: int, start_us: float) -> float | None:
+        """``plan`` in the compiled engine: the frame's end, us (the serial path: the
+        coordinator's end), or None when the engine refuses it (nothing is recorded then)."""
+        activities = plan.activities
+        waits = self._waits.get(activities)
+        if waits is None:
+            waits = self._waits[activities] = np.array([*map(is_wait, activities), True])
+        n = len(plan.kind)
+        r_thread, r_activity = np.empty(n, np.int64), np.empty(n, np.int64)
+        r_start, r_end = np.empty(n), np.empty(n)
+        h_lock, h_thread = np.empty(n, np.int64), np.empty(n, np.int64)
+        h_start, h_end = np.empty(n), np.empty(n)
+        out = np.empty(4)
+        try_phased = self._phased_skip == 0
+        status = compiled_engine.execute_arrays(
+            plan.thread, plan.kind, plan.cost, plan.arg, plan.activity, plan.thread_cpu,
+            plan.barrier_parties, waits, len(plan.locks), len(activities), self.cpus,
+            start_us, self.now_us, try_phased,
+            r_thread, r_activity, r_start, r_end, h_lock, h_thread, h_start, h_end, out,
+        )  # fmt: skip
+        if status < 0:
+            return None
+        if status == compiled_engine.PHASED:
+            self._phased_refusals = 0
+        elif status == compiled_engine.EVENTS:  # as _execute_phased's back-off
+            if try_phased:
+                self._phased_refusals = min(self._phased_refusals + 1, 7)
+                self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
+            else:
+                self._phased_skip -= 1
+        end_us, charged = float(out[0]), float(out[1])
+        rows, holds = int(out[2]), int(out[3])
+        self.charged_us.append(charged)
+        names = self._tables.get(plan.thread_names)
+        if names is None:
+            names = self._tables[plan.thread_names] = np.array(plan.thread_names, object)
+        acts = self._tables.get(activities)
+        if acts is None:
+            acts = self._tables[activities] = np.array([*activities, "lock_wait"], object)
+        threads = r_thread[:rows]
+        self.trace.rows += zip(
+            repeat(frame, rows),
+            plan.thread_cpu[threads].tolist(),
+            names[threads].tolist(),
+            acts[r_activity[:rows]].tolist(),
+            r_start[:rows].tolist(),
+            r_end[:rows].tolist(),
+            strict=True,
+        )
+        if holds:
+            locks = plan.locks
+            self.lock_holds += zip(
+                [locks[k] for k in h_lock[:holds].tolist()],
+                repeat(frame, holds),
+                names[h_thread[:holds]].tolist(),
+                h_start[:holds].tolist(),
+                h_end[:holds].tolist(),
+                strict=True,
+            )
+        if status != compiled_engine.SERIAL:
+            self.now_us = end_us
+            self._position = max(self._position, (end_us, frame, len(plan.thread_names)))
+        return end_us
 
     def _execute_phased(self, plan: FramePlan, frame: int, start_us: float) -> float | None:
         """The phased shortcut (:mod:`simsrv.machine.phased`): the frame's end, us, or None

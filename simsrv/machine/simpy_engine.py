@@ -45,6 +45,7 @@ from simsrv.machine.plan import (
     Spawn,
     Thread,
 )
+from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.machine.trace import Trace, is_wait
 
 RANKS = 1 << 20  # threads per frame that the priority encoding can tell apart
@@ -124,8 +125,11 @@ class SimpyMachine:
 
     # -- frames ------------------------------------------------------------------------------
 
-    def execute(self, plan: FramePlan, frame: int, start_s: float) -> float:
-        """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s."""
+    def execute(self, plan: FramePlan | PlanArrays, frame: int, start_s: float) -> float:
+        """Run ``plan`` (objects or arrays) as frame ``frame`` from ``start_s``; return when its
+        coordinator ends, s."""
+        if type(plan) is PlanArrays:
+            plan = plan.to_plan()
         self._check(plan)
         self.charged_us.append(plan.charged_us())
         start_us = start_s * US_PER_S

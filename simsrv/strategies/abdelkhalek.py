@@ -69,27 +69,36 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from simsrv.machine.plan import Acquire, Compute, FramePlan, Release, Thread
+from simsrv.compiled import compiled
+from simsrv.machine.plan_arrays import ACQUIRE, BARRIER, COMPUTE, RELEASE, PlanArrays
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import reply_info_phase
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
-from simsrv.strategies.region_locks import LockScope, path_locks, path_nodes, walked_nodes
-from simsrv.strategies.threads import (
-    BarrierPassages,
-    place_threads,
-    resume_costs,
-    thread_memory_bytes,
-)
+from simsrv.strategies.region_locks import LockScope, path_locks, walked_nodes
+from simsrv.strategies.threads import place_threads, resume_costs, thread_memory_bytes
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
 
 BARRIERS = ("world", "requests", "replies")
 GAMESTATE = "gamestate"
-GAMESTATE_ENTER = (Acquire(GAMESTATE),)
-GAMESTATE_EXIT = Release(GAMESTATE)
+ACTIVITIES = (
+    "frame",
+    "world",
+    "barrier",
+    "barrier_wait",
+    "context_switch",
+    "net_recv",
+    "lock",
+    "request",
+    "reply_info",
+    "reply",
+    "net_send",
+)
+"""The plan's activities; the codes below index it."""
+FRAME, WORLD, BARRIER_COST, BARRIER_WAIT, SWITCH, NET_RECV = range(6)
+LOCK, REQUEST, REPLY_INFO, REPLY, NET_SEND = range(6, 11)
 
 
 class AbdelkhalekOptions(StrictModel):
@@ -138,78 +147,103 @@ class Abdelkhalek(Strategy):
         else:
             self.threads = options.threads or context.cpus
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
-        resume = resume_costs(self.cpu_of, context.cpus, self.costs)
-        self.barriers = BarrierPassages(self.costs.barrier, resume)
-        self.barrier_parties = dict.fromkeys(BARRIERS, self.threads)
+        self.cpu_of = self.cpu_of.astype(np.int64)
+        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.costs)
+        self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
+        self.barrier_parties = np.full(len(BARRIERS), self.threads, np.int64)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
         self.half_range = context.scenario.players.action_range / 2
         self.player_locks = PerTick(world, self._player_locks)
-        self._lock_ops_of: dict[tuple[int, int], tuple[tuple, tuple]] = {}
+        self.client_ids = range(world.players)
+        self.lock_names = (
+            *(("areanode", n) for n in range(self.tree.nodes)),
+            *(("client", client) for client in self.client_ids),
+            GAMESTATE,
+        )
+        """Lock id -> name: the areanodes, then the client records, then the game state."""
         self._record: dict[str, Any] = {}
         self.memory_bytes, self.memory_reserved_bytes = thread_memory_bytes(
             self.threads, options.stack_pages
         )
 
-    def plan(self, frame: FrameWorkload) -> FramePlan:
+    def plan(self, frame: FrameWorkload) -> PlanArrays:
         k = self.costs
         messages = frame.messages
-        thread_of = messages["client"] % self.threads
+        threads = self.threads
+        thread_of = messages["client"] % threads
         master = int(thread_of[0]) if len(messages) else 0
-        lock_ops = None if self.options.locking == "none" else self._lock_ops(messages)
         request = c.request_us(k, 1, messages["commands"], messages["range_count"])
-        reply_thread = frame.reply_clients % self.threads
-        ops: list[list] = [[] for _ in range(self.threads)]
-        ops[master] += [
-            Compute("frame", k.frame_overhead),
-            Compute("world", c.world_us(k, frame.entities) if frame.physics else 0.0),
-        ]
-        self.barriers.append(ops, "world")
-        per_thread_messages = np.bincount(thread_of, minlength=self.threads)
-        for t in np.flatnonzero(per_thread_messages):
-            ops[t].append(Compute("net_recv", c.net_recv_us(k, int(per_thread_messages[t]))))
-        if lock_ops is None:
-            for t, cost in zip(thread_of.tolist(), request.tolist(), strict=True):
-                ops[t].append(Compute("request", cost))
+        options = self.options
+        locking = options.locking != "none"
+        share = options.gamestate_share if locking else 0.0
+        if locking:
+            start, top, walked = self._lock_arrays(messages)
         else:
-            share = self.options.gamestate_share
-            clients = messages["client"].tolist()
-            for t, client, cost, (price, acquire, release) in zip(
-                thread_of.tolist(), clients, request.tolist(), lock_ops, strict=True
-            ):
-                if self.options.client_locks:
-                    record = ("client", client)
-                    acquire, release = (*acquire, Acquire(record)), (Release(record), *release)
-                if share > 0.0:
-                    body = (
-                        Compute("request", cost - cost * share),
-                        *GAMESTATE_ENTER,
-                        Compute("request", cost * share),
-                        GAMESTATE_EXIT,
-                    )
-                else:
-                    body = (Compute("request", cost),)
-                ops[t] += (Compute("lock", price), *acquire, *body, *release)
-        self.barriers.append(ops, "requests")
-        ops[master].append(reply_info_phase(k, self.context.scenario.players.count))
-        replies = np.bincount(reply_thread, minlength=self.threads)
-        visible = np.bincount(reply_thread, frame.reply_visible, minlength=self.threads)
-        pvs = np.bincount(reply_thread, frame.reply_pvs_rooms, minlength=self.threads)
-        for t in np.flatnonzero(replies):
-            ops[t] += [
-                Compute("reply", c.reply_us(k, replies[t], visible[t], pvs[t])),
-                Compute("net_send", c.net_send_us(k, replies[t])),
+            start = top = walked = np.zeros(len(messages), np.int64)
+        if share > 0.0:
+            before, under = request - request * share, request * share
+        else:
+            before, under = request, request
+        per_thread_messages = np.bincount(thread_of, minlength=threads)
+        reply_thread = frame.reply_clients % threads
+        replies = np.bincount(reply_thread, minlength=threads)
+        visible = np.bincount(reply_thread, frame.reply_visible, minlength=threads)
+        pvs = np.bincount(reply_thread, frame.reply_pvs_rooms, minlength=threads)
+        head = np.array(
+            [
+                k.frame_overhead,
+                c.world_us(k, frame.entities) if frame.physics else 0.0,
+                k.barrier,
+                c.reply_info_us(k, self.context.scenario.players.count),
+                k.lock_acquire,
+                k.lock_per_node,
             ]
-        self.barriers.append(ops, "replies")
-        threads = tuple(
-            Thread(f"thread{t}", int(self.cpu_of[t]), tuple(ops[t])) for t in range(self.threads)
+        )
+        flags = np.array(
+            [
+                threads,
+                master,
+                locking,
+                options.lock_scope == "leaf-to-root",
+                options.client_locks,
+                share > 0.0,
+                self.tree.nodes,
+                self.tree.nodes + len(self.client_ids),
+            ],
+            dtype=np.int64,
+        )
+        columns = _build_plan(
+            flags,
+            head,
+            self.resume_us,
+            per_thread_messages,
+            c.net_recv_us(k, per_thread_messages),
+            c.reply_us(k, replies, visible, pvs),
+            c.net_send_us(k, replies),
+            replies,
+            thread_of.astype(np.int64),
+            walked.astype(np.int64),
+            before,
+            under,
+            start.astype(np.int64),
+            top.astype(np.int64),
+            messages["client"].astype(np.int64),
         )
         self._record = {
-            "threads": self.threads,
+            "threads": threads,
             "master_thread": master,
             "memory_bytes": self.memory_bytes,
             "memory_reserved_bytes": self.memory_reserved_bytes,
         }
-        return FramePlan(threads, self.barrier_parties)
+        return PlanArrays(
+            *columns,
+            thread_cpu=self.cpu_of,
+            thread_names=self.thread_names,
+            activities=ACTIVITIES,
+            barrier_names=BARRIERS,
+            barrier_parties=self.barrier_parties,
+            locks=self.lock_names,
+        )
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick, (N,) int each: where its lock walk starts and the node
@@ -234,38 +268,132 @@ class Abdelkhalek(Strategy):
             walked_nodes(own_start, own),
         )
 
-    def _lock_ops(self, messages: np.ndarray) -> list[tuple[float, tuple, tuple]]:
-        """Per packet: (acquisition cost us, its Acquire ops, its Release ops) for its areanode
-        locks; the client-record and game-state locks' costs are included."""
-        k = self.costs
+    def _lock_arrays(self, messages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per packet, (N,) int each: the first and the last node of its areanode lock path
+        and the nodes its acquiring walk visits."""
         start, scope, walked, own_start, own, own_walked = self.player_locks.gather(messages)
         if self.options.locking == "region-optimized":
             alone = (messages["range_count"] == 0) & ~messages["shot"]
             start = np.where(alone, own_start, start)
             scope = np.where(alone, own, scope)
             walked = np.where(alone, own_walked, walked)
-        pairs = [self._ops_for(a, b) for a, b in zip(start.tolist(), scope.tolist(), strict=True)]
-        extra = int(self.options.client_locks) + int(self.options.gamestate_share > 0.0)
-        locks = np.array([len(acquire) for acquire, _ in pairs], dtype=np.int64) + extra
-        cost = k.lock_acquire * locks + k.lock_per_node * walked
-        return [(price, *pair) for price, pair in zip(cost.tolist(), pairs, strict=True)]
-
-    def _ops_for(self, start: int, top: int) -> tuple[tuple, tuple]:
-        """The Acquire and Release operations of the areanode locks from ``start`` to ``top``
-        (cached): the whole path (``leaf-to-root``) or its two ends (``two-nodes``)."""
-        pair = self._lock_ops_of.get((start, top))
-        if pair is None:
-            if self.options.lock_scope == "leaf-to-root":
-                path = path_nodes(start, top)
-            else:
-                path = (start,) if start == top else (start, top)
-            nodes = [("areanode", n) for n in path]
-            pair = (tuple(Acquire(n) for n in nodes), tuple(Release(n) for n in reversed(nodes)))
-            self._lock_ops_of[(start, top)] = pair
-        return pair
+        return start, scope, walked
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
+
+
+@compiled
+def _build_plan(
+    flags, head, resume, received, net_recv, reply, net_send, replies, thread_of, walked,
+    before, under, start, top, client,
+):  # fmt: skip
+    """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
+    docstring: per thread, the world phase (the master), barrier ``world``, receiving, each of
+    its packets (lock walk cost, areanode path bottom-up, client record, the request with the
+    game-state lock around its last share, releases in reverse), barrier ``requests``, the
+    replies, barrier ``replies``.  ``flags``: threads, master, locking, leaf-to-root,
+    client locks, game-state lock, first client lock id, game-state lock id; ``head``: frame,
+    world, barrier, reply-info, per-lock and per-walked-node costs, us; ``walked``: nodes each
+    packet's lock walk visits.  A first pass counts each thread's operations,
+    the second writes them."""
+    threads = flags[0]
+    count = np.zeros(threads, np.int64)
+    none = np.empty(0, np.int64)
+    _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, head,
+         resume, received, net_recv, reply, net_send, replies, thread_of, walked, before,
+         under, start, top, client)  # fmt: skip
+    total = count.sum()
+    at = np.zeros(threads, np.int64)
+    for t in range(1, threads):
+        at[t] = at[t - 1] + count[t - 1]
+    thread = np.empty(total, np.int64)
+    kind = np.empty(total, np.int8)
+    cost = np.zeros(total)
+    arg = np.full(total, -1, np.int64)
+    activity = np.full(total, -1, np.int64)
+    _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, received,
+         net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
+         client)  # fmt: skip
+    return thread, kind, cost, arg, activity
+
+
+@compiled
+def _emit(fill, at, thread, kind, cost, arg, activity, t, op, value, argument, act):
+    """Thread ``t``'s next operation (counted only, unless ``fill``)."""
+    i = at[t]
+    if fill:
+        thread[i], kind[i], cost[i], arg[i], activity[i] = t, op, value, argument, act
+    at[t] = i + 1
+
+
+@compiled
+def _ops(
+    fill, at, thread, kind, cost, arg, activity, flags, head, resume, received, net_recv,
+    reply, net_send, replies, thread_of, walked, before, under, start, top, client,
+):  # fmt: skip
+    threads, master = flags[0], flags[1]
+    locking, leaf_to_root, client_locks, gamestate = flags[2], flags[3], flags[4], flags[5]
+    client_base, gamestate_id = flags[6], flags[7]
+    out = (fill, at, thread, kind, cost, arg, activity)
+    _emit(*out, master, COMPUTE, head[0], -1, FRAME)
+    _emit(*out, master, COMPUTE, head[1], -1, WORLD)
+    for barrier in range(3):
+        if barrier == 1:
+            for m in range(len(thread_of)):
+                t = thread_of[m]
+                if not locking:
+                    _emit(*out, t, COMPUTE, before[m], -1, REQUEST)
+                    continue
+                locks = client_locks + gamestate + 1  # the path's length, the other locks
+                node = start[m]
+                while node != top[m]:
+                    node = (node - 1) // 2 if leaf_to_root else top[m]
+                    locks += 1
+                price = head[4] * locks + head[5] * walked[m]  # as numpy: float64 products
+                _emit(*out, t, COMPUTE, price, -1, LOCK)
+                node = start[m]
+                while True:  # the areanode path, bottom-up
+                    _emit(*out, t, ACQUIRE, 0.0, node, -1)
+                    if node == top[m]:
+                        break
+                    node = (node - 1) // 2 if leaf_to_root else top[m]
+                if client_locks:
+                    _emit(*out, t, ACQUIRE, 0.0, client_base + client[m], -1)
+                _emit(*out, t, COMPUTE, before[m], -1, REQUEST)
+                if gamestate:
+                    _emit(*out, t, ACQUIRE, 0.0, gamestate_id, -1)
+                    _emit(*out, t, COMPUTE, under[m], -1, REQUEST)
+                    _emit(*out, t, RELEASE, 0.0, gamestate_id, -1)
+                if client_locks:
+                    _emit(*out, t, RELEASE, 0.0, client_base + client[m], -1)
+                node = top[m]
+                while True:  # the path top-down
+                    _emit(*out, t, RELEASE, 0.0, node, -1)
+                    if node == start[m]:
+                        break
+                    if leaf_to_root:
+                        below = start[m]  # the child of ``node`` on the path
+                        while (below - 1) // 2 != node:
+                            below = (below - 1) // 2
+                        node = below
+                    else:
+                        node = start[m]
+        elif barrier == 2:
+            _emit(*out, master, COMPUTE, head[3], -1, REPLY_INFO)
+            for t in range(threads):
+                if replies[t]:
+                    _emit(*out, t, COMPUTE, reply[t], -1, REPLY)
+                    _emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
+        for t in range(threads):
+            _emit(*out, t, COMPUTE, head[2], -1, BARRIER_COST)
+            _emit(*out, t, BARRIER, 0.0, barrier, BARRIER_WAIT)
+            if resume[t] > 0:
+                _emit(*out, t, COMPUTE, resume[t], -1, SWITCH)
+        if barrier == 0:
+            for t in range(threads):
+                if received[t]:
+                    _emit(*out, t, COMPUTE, net_recv[t], -1, NET_RECV)
 
 
 STRATEGIES.register("abdelkhalek", StrategyKind("abdelkhalek", AbdelkhalekOptions, Abdelkhalek))

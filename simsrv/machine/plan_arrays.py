@@ -1,0 +1,121 @@
+"""Frame plans as arrays: the schema a strategy fills with numpy or numba, without one Python
+object per operation.
+
+A :class:`PlanArrays` is the same thing as a :class:`~simsrv.machine.plan.FramePlan` whose
+operations are computations, barrier waits, lock acquisitions and releases (no spawned
+threads): the machine executes either (:meth:`simsrv.machine.executor.Machine.execute`) and
+gives the same timeline and trace for both; :meth:`PlanArrays.to_plan` and :func:`from_plan`
+convert one into the other (the reference engine and the fallback run the converted plan).
+
+Schema (one row per operation; ``n`` rows)
+------------------------------------------
+=================  ========  ===============================================================
+``thread``         int64     the thread (index into ``thread_names``); rows are grouped by
+                             thread in ascending order, each thread's rows in execution order
+``kind``           int8      :data:`COMPUTE`, :data:`BARRIER`, :data:`ACQUIRE`, :data:`RELEASE`
+``cost``           float64   a computation's cost, us of CPU time (0 for the other kinds)
+``arg``            int64     the lock id (``ACQUIRE``/``RELEASE``: index into ``locks``) or the
+                             barrier id (``BARRIER``: index into ``barrier_names``); -1 else
+``activity``       int64     the activity (index into ``activities``) of a computation, or the
+                             wait activity recorded for a barrier (a name ending in ``_wait``);
+                             -1 for locks (their wait is ``lock_wait``)
+=================  ========  ===============================================================
+
+Per plan: ``thread_cpu`` (int64, one per thread: its CPU, 0-based), ``thread_names``,
+``activities`` (names), ``barrier_names`` with ``barrier_parties`` (int64), and ``locks``: a
+sequence that maps a lock id to the lock's name (any hashable, the same name as the
+:class:`~simsrv.machine.plan.Acquire` of the object plan, so that locks persist across frames
+whichever form a frame's plan takes).  Thread 0 is the coordinator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from simsrv.machine.plan import Acquire, BarrierWait, Compute, FramePlan, Release, Thread
+
+COMPUTE, BARRIER, ACQUIRE, RELEASE = 0, 1, 2, 3
+"""Operation kinds (the ``kind`` column)."""
+
+
+class PlanArrays(NamedTuple):
+    """One frame's plan as arrays (schema in the module docstring)."""
+
+    thread: np.ndarray
+    kind: np.ndarray
+    cost: np.ndarray
+    arg: np.ndarray
+    activity: np.ndarray
+    thread_cpu: np.ndarray
+    thread_names: Sequence[str]
+    activities: Sequence[str]
+    barrier_names: Sequence[str]
+    barrier_parties: np.ndarray
+    locks: Sequence[Hashable]
+
+    def to_plan(self) -> FramePlan:
+        """The same plan as operation objects."""
+        acts, locks, names = self.activities, self.locks, self.barrier_names
+        ops: list[list] = [[] for _ in self.thread_names]
+        for t, kind, cost, arg, act in zip(
+            self.thread.tolist(),
+            self.kind.tolist(),
+            self.cost.tolist(),
+            self.arg.tolist(),
+            self.activity.tolist(),
+            strict=True,
+        ):
+            if kind == COMPUTE:
+                ops[t].append(Compute(acts[act], cost))
+            elif kind == BARRIER:
+                ops[t].append(BarrierWait(names[arg], acts[act]))
+            elif kind == ACQUIRE:
+                ops[t].append(Acquire(locks[arg]))
+            else:
+                ops[t].append(Release(locks[arg]))
+        threads = tuple(
+            Thread(name, int(cpu), tuple(o))
+            for name, cpu, o in zip(self.thread_names, self.thread_cpu.tolist(), ops, strict=True)
+        )
+        return FramePlan(threads, dict(zip(names, self.barrier_parties.tolist(), strict=True)))
+
+
+def from_plan(plan: FramePlan) -> PlanArrays:
+    """``plan`` as arrays; it must have no spawned thread and only the four kinds above."""
+    activities: dict[str, int] = {}
+    locks: dict[Hashable, int] = {}
+    barriers = {name: i for i, name in enumerate(plan.barriers)}
+    rows = []
+    for t, thread in enumerate(plan.threads):
+        if thread.spawned:
+            raise ValueError(f"thread {thread.name!r} is spawned: not in the array schema")
+        for op in thread.ops:
+            kind = type(op)
+            if kind is Compute:
+                code = activities.setdefault(op.activity, len(activities))
+                rows.append((t, COMPUTE, op.cost_us, -1, code))
+            elif kind is BarrierWait:
+                code = activities.setdefault(op.activity, len(activities))
+                rows.append((t, BARRIER, 0.0, barriers[op.name], code))
+            elif kind is Acquire or kind is Release:
+                lock = locks.setdefault(op.lock, len(locks))
+                rows.append((t, ACQUIRE if kind is Acquire else RELEASE, 0.0, lock, -1))
+            else:
+                raise ValueError(f"{kind.__name__} is not in the array schema")
+    columns = list(zip(*rows, strict=True)) if rows else [(), (), (), (), ()]
+    return PlanArrays(
+        thread=np.array(columns[0], dtype=np.int64),
+        kind=np.array(columns[1], dtype=np.int8),
+        cost=np.array(columns[2], dtype=np.float64),
+        arg=np.array(columns[3], dtype=np.int64),
+        activity=np.array(columns[4], dtype=np.int64),
+        thread_cpu=np.array([t.cpu for t in plan.threads], dtype=np.int64),
+        thread_names=tuple(t.name for t in plan.threads),
+        activities=tuple(activities),
+        barrier_names=tuple(barriers),
+        barrier_parties=np.array(list(plan.barriers.values()), dtype=np.int64),
+        locks=tuple(locks),
+    )
