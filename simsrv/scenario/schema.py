@@ -218,8 +218,8 @@ class ClusterSection(StrictModel):
     )
     areanode_weight: Literal["area", "entities"] = Field(
         "area",
-        description="areanode zoning: share the zones between subtrees by area or by static "
-        "map entities",
+        description="areanode zoning: share the zones between subtrees by 'area' or by static "
+        "map 'entities'",
     )
     rebalance_s: float = Field(
         1.0, gt=0, le=1e6, description="load-aware zoning: period of the border moves, s"
