@@ -87,15 +87,15 @@ class LoadAwareZoning(CutZoning):
     ) -> None:
         self.axis0 = first_axis(low, high)
         self.period_s = period_s
-        self.next_s = 0.0
+        self.moves = 0
+        """Border moves so far; the next is due at ``moves * period_s`` s (no float drift)."""
         root = bisect(low, high, nodes, np.zeros((0, 2)), self.axis0)
         super().__init__(low, high, nodes, border, root)
 
     def rebalance(self, t_s: float, xy: np.ndarray) -> bool:
-        if self.nodes == 1 or t_s < self.next_s:
+        if self.nodes == 1 or t_s < self.moves * self.period_s:
             return False
-        while self.next_s <= t_s:
-            self.next_s += self.period_s
+        self.moves = max(self.moves + 1, math.floor(t_s / self.period_s) + 1)
         before = self.cuts()
         self.set_root(bisect(self.low, self.high, self.nodes, xy, self.axis0))
         return self.cuts() != before
