@@ -25,7 +25,7 @@ from simsrv.scenario.load import load_scenario
 ROOT = Path(__file__).resolve().parents[1]
 CUBE = ROOT / "scenarios" / "cube-160.toml"
 SHORT = ["run.duration_s=2", "run.warmup_s=0.5"]
-IGNORED = {"scenario", "wall_time_s", "nodes", "interconnect"}
+IGNORED = {"scenario", "wall_time_s", "nodes", "interconnect", "zoning"}
 
 
 @pytest.mark.parametrize("strategy", ["sequential", "bsp-group"])
@@ -36,7 +36,7 @@ def test_one_node_without_borders_is_the_single_server(strategy):
     cluster = run(load_scenario(CUBE, [*sets, "cluster.nodes=1"]))
     assert cluster.scenario.cluster is not None and single.scenario.cluster is None
     a, b = single.to_json_dict(), cluster.to_json_dict()
-    assert set(b) - set(a) == {"nodes", "interconnect"}
+    assert set(b) - set(a) == {"nodes", "interconnect", "zoning"}
     assert {k: v for k, v in a.items() if k not in IGNORED} == {
         k: v for k, v in b.items() if k not in IGNORED
     }
@@ -45,6 +45,7 @@ def test_one_node_without_borders_is_the_single_server(strategy):
     assert b["interconnect"]["messages_per_s"] == 0 and b["interconnect"]["handoffs_per_s"] == 0
     assert b["nodes"][0]["replies_per_s"] == a["replies_per_s"]
     assert b["nodes"][0]["clients"] == 160
+    assert b["zoning"] == {"max_over_mean_clients": 1.0, "rebalances_per_s": 0, "migrated_per_s": 0}
 
 
 def test_cube_json_unchanged_without_cluster():

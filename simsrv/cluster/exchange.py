@@ -7,8 +7,11 @@ posted at a time ``t`` s, it costs the sender ``send_cpu_us`` and the receiver
 boundaries.  A node pays the send CPU of what it posts as a ``Compute`` of its next frame's
 coordinator (``mirror_send``, ``handoff_send``), before the strategy's work; it pays the
 receive CPU of the messages received (``received_us``) before one of its frames starts as a
-``Compute`` of that frame (``mirror_recv``, ``handoff_recv``).  Messages are never charged
-twice; a message still in flight at the end of the run is never charged to its receiver.
+``Compute`` of that frame (``mirror_recv``, ``handoff_recv``, ...).  Messages are never
+charged twice; a message still in flight at the end of the run is never charged to its
+receiver.  A cross-border action request (kind ``action``) waits, once received, in its
+receiver's :meth:`Exchange.take_requests` until that node answers it (kind ``action_reply``,
+:mod:`simsrv.cluster.actions`).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from dataclasses import dataclass
 from simsrv.interconnect import Delivery, InterconnectProfile, Network
 from simsrv.machine.plan import Compute, FramePlan
 
-KINDS = ("mirror", "handoff")
-"""Message kinds; their activities are ``<kind>_recv`` and ``<kind>_send``."""
+KINDS = ("mirror", "handoff", "action", "action_reply")
+"""Message kinds (``action``: a cross-border action's request, ``action_reply``: its answer);
+their activities are ``<kind>_recv`` and ``<kind>_send``."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Exchange:
         self.deliveries: dict[int, Delivery] = {}
         self._due: list[dict[str, float]] = [{} for _ in range(nodes)]
         self._received = [0] * nodes
+        self._requests: list[list[Posted]] = [[] for _ in range(nodes)]
 
     def post(self, kind: str, src: int, dst: int, message_bytes: int, at_s: float, items: int):
         """Post a message at ``at_s`` s; its send CPU is due on ``src``'s next frame."""
@@ -66,12 +71,19 @@ class Exchange:
             kind = self.posted[delivery.message_id].kind
             self._charge(delivery.dst, f"{kind}_recv", delivery.recv_cpu_us)
             self._received[delivery.dst] += 1
+            if kind == "action":
+                self._requests[delivery.dst].append(self.posted[delivery.message_id])
 
     def take_ops(self, node: int) -> tuple[Compute, ...]:
         """The ``Compute`` ops ``node`` owes now (receives first, then sends), and forget them."""
         due, self._due[node] = self._due[node], {}
         order = [f"{k}_recv" for k in KINDS] + [f"{k}_send" for k in KINDS]
         return tuple(Compute(a, due[a]) for a in order if due.get(a, 0.0) > 0)
+
+    def take_requests(self, node: int) -> list[Posted]:
+        """The action requests ``node`` received since the last call, in arrival order."""
+        requests, self._requests[node] = self._requests[node], []
+        return requests
 
     def take_received(self, node: int) -> int:
         """Messages ``node`` received since the last call."""

@@ -10,7 +10,15 @@
   ``handoffs_per_s``; ``mirrored_share`` (entity states sent to neighbours / entities the
   nodes simulated, both summed over the window's frames); ``added_reply_latency_ms`` (mean
   post-to-received time of the window's mirror messages that were received, ms: how old a
-  mirrored entity's state is when a neighbour's reply can use it; 0 without mirrors).
+  mirrored entity's state is when a neighbour's reply can use it; 0 without mirrors);
+  ``cross_border_actions_per_s`` (actions sent to another node for its entity, by the request
+  messages posted in the window; 0 without ``remote_actions``) and ``action_round_trip_ms``
+  (mean request-posted to reply-received time of those whose reply was received, ms: the
+  latency the round trip adds to the shooter's reply that reports the outcome).
+* ``zoning``: ``max_over_mean_clients`` (per tick of the window, the most players in one zone
+  over the mean per zone, averaged over the ticks: 1 is perfect balance, ``nodes`` all in one
+  zone), ``rebalances_per_s`` (border moves) and ``migrated_per_s`` (players whose owner a
+  border move changed; each is handed over, so they are part of ``handoffs_per_s``).
 * Top level, aggregated over nodes: one node: exactly its summary; several: ``frames``,
   ``messages_per_s``, ``replies_per_s``, ``choked_per_s`` summed; ``messages_per_frame`` =
   packets / frames over all nodes; ``dropped_fraction`` from the summed counts;
@@ -46,6 +54,7 @@ def summarize_cluster(scenario: Scenario, out: ClusterOutput) -> dict[str, Any]:
     result = aggregate(summaries)
     result["nodes"] = node_metrics(scenario, out, summaries)
     result["interconnect"] = interconnect_metrics(scenario, out)
+    result["zoning"] = zoning_metrics(scenario, out)
     return result
 
 
@@ -110,6 +119,12 @@ def interconnect_metrics(scenario: Scenario, out: ClusterOutput) -> dict[str, fl
         if p.message_id in out.exchange.deliveries
     ]
     handoffs = sum(1 for h in out.handoffs if t0 <= h.t_s < t1)
+    requests = [p for p in posted if p.kind == "action"]
+    round_trips = [
+        out.exchange.deliveries[reply].received_us - out.exchange.posted[request].posted_s * 1e6
+        for reply, request in out.replied.items()
+        if reply in out.exchange.deliveries and t0 <= out.exchange.posted[request].posted_s < t1
+    ]
     simulated = sent = 0
     for i, node in enumerate(out.nodes):
         frames = measured_frames(scenario, node.frames).index.to_numpy()
@@ -121,4 +136,21 @@ def interconnect_metrics(scenario: Scenario, out: ClusterOutput) -> dict[str, fl
         "handoffs_per_s": handoffs / span,
         "mirrored_share": sent / simulated if simulated else 0.0,
         "added_reply_latency_ms": float(np.mean(latencies)) / 1e3 if latencies else 0.0,
+        "cross_border_actions_per_s": sum(p.items for p in requests) / span,
+        "action_round_trip_ms": float(np.mean(round_trips)) / 1e3 if round_trips else 0.0,
+    }
+
+
+def zoning_metrics(scenario: Scenario, out: ClusterOutput) -> dict[str, float]:
+    """The balance of the zones and the border moves in the measured window."""
+    t0, span = scenario.run.warmup_s, scenario.run.duration_s
+    ticks = np.arange(len(out.owned_per_tick)) / scenario.clients.rate_hz
+    owned = out.owned_per_tick[(ticks >= t0) & (ticks < t0 + span)]
+    mean = owned.mean(axis=1) if len(owned) else np.zeros(0)
+    ratio = owned.max(axis=1)[mean > 0] / mean[mean > 0] if len(owned) else mean
+    moves = [r for r in out.rebalances if t0 <= r.t_s < t0 + span]
+    return {
+        "max_over_mean_clients": float(ratio.mean()) if len(ratio) else 0.0,
+        "rebalances_per_s": len(moves) / span,
+        "migrated_per_s": sum(r.migrated for r in moves) / span,
     }

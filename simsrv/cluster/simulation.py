@@ -8,8 +8,10 @@ then (:mod:`.exchange`).  A node's frame runs on its own :class:`Machine` exactl
 server's (:func:`simsrv.simulation.simulate`); it exchanges with the other nodes only at its
 frame start: it pays the receive CPU of the messages it got, and posts its border entities'
 states to each neighbouring node (one message of ``state_bytes x count`` per neighbour) and
-pays their send CPU.  An idle node (empty socket) waits until the next packet arrives
-anywhere, then looks again.  With one node this is the single-server frame loop, step by step.
+pays their send CPU; with ``remote_actions`` it then answers the action requests it received
+and posts its own (:mod:`.actions`).  An idle node (empty socket) waits until the next packet
+arrives anywhere, then looks again.  With one node this is the single-server frame loop, step
+by step.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from simsrv.cluster.actions import RemoteActions
 from simsrv.cluster.exchange import Exchange, with_ops
 from simsrv.cluster.node import Node, build_node
 from simsrv.cluster.router import Handoff, Router
-from simsrv.cluster.zones import ZonedWorld
+from simsrv.cluster.zones import Rebalance, ZonedWorld
 from simsrv.cluster.zoning import ZONINGS
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
@@ -47,7 +50,9 @@ from simsrv.workload.clients import CHUNK_TICKS, ClientStream
 class ClusterOutput:
     """Raw facts of a cluster run: one :class:`SimulationOutput` per node (its frames, trace,
     arrivals and drops; its ``accounting`` is the cluster's), the messages and handoffs, the
-    players per zone per tick, and the cluster-wide ``accounting``."""
+    players per zone per tick, the border moves, the cross-border actions (``replied``:
+    ``{reply id: request id}``) and the cluster-wide ``accounting``; with packet recording,
+    ``owner_history`` (every tick's owners)."""
 
     nodes: list[SimulationOutput]
     exchange: Exchange
@@ -61,6 +66,9 @@ class ClusterOutput:
     end_s: float
     wall_time_s: float
     checks: dict[str, bool]
+    rebalances: list[Rebalance]
+    replied: dict[int, int]
+    owner_history: list[np.ndarray] | None = None
 
 
 def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> ClusterOutput:
@@ -73,11 +81,13 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
     platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     world = build_world(scenario, rng)
     zoning = ZONINGS.get(cluster.zoning, "cluster.zoning").build(
-        world.map, cluster.nodes, cluster.border_width
+        world.map, cluster.nodes, cluster.border_width, cluster=cluster
     )
     rate = scenario.clients.rate_hz
     keep = 4 * CHUNK_TICKS + math.ceil(scenario.clients.latency_s * rate) + 2
-    zoned = ZonedWorld(world, zoning, rate, keep)
+    zoned = ZonedWorld(
+        world, zoning, rate, keep, shots=cluster.remote_actions, history=record_packets
+    )
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     stream = ClientStream(scenario.clients, zoned, rng["clients"], window)  # type: ignore[arg-type]
     nodes = [
@@ -91,6 +101,9 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         exchange,
         cluster.handoff_bytes,
     )
+    actions = (
+        RemoteActions(zoned, exchange, cluster.action_bytes) if cluster.remote_actions else None
+    )
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
     limit = scenario.max_messages_per_frame
     while True:
@@ -102,7 +115,7 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         if len(node.socket) == 0:
             node.now = stream.next_arrival_s()
             continue
-        run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets)
+        run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets, actions)
 
     end_s = max(n.now for n in nodes)
     stream.close()
@@ -135,6 +148,9 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         end_s=end_s,
         wall_time_s=time.perf_counter() - wall_start,
         checks=dict.fromkeys(CHECKS, True),
+        rebalances=zoned.rebalances,
+        replied=actions.replied if actions is not None else {},
+        owner_history=zoned.owner_history,
     )
 
 
@@ -146,6 +162,7 @@ def run_frame(
     exchange: Exchange,
     state_bytes: int,
     record_packets: bool,
+    actions: RemoteActions | None = None,
 ) -> None:
     """One frame of ``node`` starting at ``now`` s (its socket is not empty)."""
     batch = node.socket.read(limit)
@@ -159,6 +176,9 @@ def run_frame(
         if count:
             exchange.post("mirror", node.index, dst, state_bytes * count, now, count)
             mirrored += count
+    if actions is not None:
+        actions.answer(node.index, now)
+        actions.request(node.index, batch, now)
     ops = exchange.take_ops(node.index)
     end = node.machine.execute(with_ops(plan, ops), frame.index, now)
     node.rows.append(frame_row(frame, end, len(batch), len(node.socket)))

@@ -11,7 +11,7 @@ server nodes, each a ``[machine]``, serving the zones of one world (docs/cluster
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -183,12 +183,23 @@ bytes each), the datagram and back buffers (several x 1450 bytes) and the ``UPDA
 frame history: several kilobytes; 8 KiB is that order of magnitude (docs/cluster.md)."""
 
 
+ACTION_BYTES = 32
+"""Default bytes per cross-border action, in its request and again in its reply: the request
+carries the shooter's command (a delta-compressed ``usercmd_t``: ~8 bytes), the target's entity
+number and the shot's origin and direction (~12 bytes), the reply the outcome and the target's
+changed state (an entity delta, ~20 bytes): tens of bytes (docs/cluster.md)."""
+
+
 class ClusterSection(StrictModel):
     """Several server nodes serving zones of one world, linked by an interconnect
     (docs/cluster.md).  Absent: one server, as without this section."""
 
     nodes: int = Field(1, ge=1, le=4096, description="server nodes, each a [machine]")
-    zoning: str = Field("grid", description="registered zoning rule (grid: a static grid)")
+    zoning: str = Field(
+        "grid",
+        description="registered zoning rule: grid (static rectangles), areanode (static "
+        "areanode subtrees), load-aware (median bisection redone every rebalance_s)",
+    )
     interconnect: str = Field(
         "libvip", description="interconnect profile name (simsrv/interconnect/profiles) or path"
     )
@@ -204,6 +215,22 @@ class ClusterSection(StrictModel):
     )
     handoff_bytes: int = Field(
         HANDOFF_BYTES, ge=0, le=10_000_000, description="bytes per handed-over client state"
+    )
+    areanode_weight: Literal["area", "entities"] = Field(
+        "area",
+        description="areanode zoning: share the zones between subtrees by 'area' or by static "
+        "map 'entities'",
+    )
+    rebalance_s: float = Field(
+        1.0, gt=0, le=1e6, description="load-aware zoning: period of the border moves, s"
+    )
+    remote_actions: bool = Field(
+        False,
+        description="a shot at a player another node owns costs a request and a reply "
+        "message (a round trip)",
+    )
+    action_bytes: int = Field(
+        ACTION_BYTES, ge=0, le=65536, description="bytes per cross-border action, each way"
     )
 
 

@@ -48,24 +48,36 @@ class Combat:
 
     def shoot(self, positions: np.ndarray, shot: np.ndarray, neighbours: Neighbours) -> np.ndarray:
         """Players killed by this tick's shots, (N,) bool; they respawn at the next tick."""
-        n = len(positions)
-        killed = np.zeros(n, dtype=bool)
-        shooters = np.flatnonzero(shot)
-        if len(shooters) == 0:
+        killed = np.zeros(len(positions), dtype=bool)
+        _, aimed = aim(positions, shot, neighbours)
+        if len(aimed) == 0:
             return killed
-        which, target = select_rows(neighbours.indptr, neighbours.indices, shooters)
-        owner, target = shooters[which], target.astype(np.int64)
-        players = target < n
-        owner, target = owner[players], target[players]
-        if len(owner) == 0:
-            return killed
-        distance = np.linalg.norm(positions[target] - positions[owner], axis=1)
-        order = np.lexsort((target, distance, owner))  # per shooter: nearest first, then lowest id
-        owner, target = owner[order], target[order]
-        first = np.ones(len(owner), dtype=bool)
-        first[1:] = owner[1:] != owner[:-1]
-        aimed = target[first]
         hit = self.rng.random(len(aimed)) < self.hit_chance
         killed[aimed[hit]] = True
         self.pending = np.flatnonzero(killed)
         return killed
+
+
+def aim(
+    positions: np.ndarray, shot: np.ndarray, neighbours: Neighbours
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(shooters, targets)``: each player that shot this tick and has another player in its
+    action range ``L_a``, ascending, and the nearest such player (Euclidean distance; ties:
+    the lowest index).  Map entities are not targets."""
+    n = len(positions)
+    none = np.zeros(0, dtype=np.int64)
+    shooters = np.flatnonzero(shot)
+    if len(shooters) == 0:
+        return none, none
+    which, target = select_rows(neighbours.indptr, neighbours.indices, shooters)
+    owner, target = shooters[which], target.astype(np.int64)
+    players = target < n
+    owner, target = owner[players], target[players]
+    if len(owner) == 0:
+        return none, none
+    distance = np.linalg.norm(positions[target] - positions[owner], axis=1)
+    order = np.lexsort((target, distance, owner))  # per shooter: nearest first, then lowest id
+    owner, target = owner[order], target[order]
+    first = np.ones(len(owner), dtype=bool)
+    first[1:] = owner[1:] != owner[:-1]
+    return owner[first], target[first]

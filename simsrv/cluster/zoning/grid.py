@@ -46,7 +46,7 @@ class GridZoning(Zoning):
         return np.hypot(gap[..., 0], gap[..., 1]) < self.border
 
 
-def build(game_map: GameMap, nodes: int, border: float) -> GridZoning:
+def build(game_map: GameMap, nodes: int, border: float, cluster: object = None) -> GridZoning:
     """The grid over ``game_map``'s extent."""
     return GridZoning(game_map.extent_min, game_map.extent_max, nodes, border)
 
