@@ -55,7 +55,9 @@ class PlayersSection(StrictModel):
         "0 = everything in the visible rooms",
     )
     respawn: bool = Field(
-        False, description="a shot may kill the nearest opponent in range; it respawns next tick"
+        False,
+        description="a shot may kill the nearest opponent in range; it respawns at a spawn "
+        "point (spawn_select, respawn_wait)",
     )
     hit_chance: float = Field(
         0.3, ge=0, le=1, description="chance that a shot kills its target (with respawn)"
