@@ -1,6 +1,6 @@
 """Host-correlated sending (``clients.hosts``): each client keeps its rate, a host's packets of
 a tick leave in one burst, the released order stays the fully sorted one, and a run still
-accounts for every packet."""
+accounts for every packet (also with QuakeWorld respawns on)."""
 
 from __future__ import annotations
 
@@ -121,14 +121,19 @@ def test_hosts_zero_is_the_independent_phase_draw():
     )
 
 
-def test_a_run_with_hosts_conserves_messages_and_is_seeded():
-    sets = [
-        "run.duration_s=1",
-        "players.count=40",
-        "clients.hosts=5",
-        "clients.host_burst_s=0.004",
-        "server.strategy=bsp-group",
-    ]
+RESPAWN = ["players.respawn=true", "players.spawn_select=quake", "players.respawn_wait=button"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["clients.hosts=5", "clients.host_burst_s=0.004"],
+        RESPAWN,
+        ["clients.hosts=5", "clients.host_burst_s=0.004", *RESPAWN, "players.hit_chance=1.0"],
+    ],
+)
+def test_a_run_with_hosts_or_respawns_conserves_messages_and_is_seeded(extra):
+    sets = ["run.duration_s=1", "players.count=40", "server.strategy=bsp-group", *extra]
     scenario = load_scenario(None, sets)
     a, b = simulate(scenario), simulate(scenario)
     assert a.checks["message_conservation"] is True
