@@ -259,5 +259,15 @@ def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> Worl
         rng["players"],
     )
     players = scenario.players
-    combat = Combat(game_map, players.hit_chance, rng["combat"]) if players.respawn else None
+    combat = (
+        Combat(
+            game_map,
+            players.hit_chance,
+            rng["combat"],
+            select=players.spawn_select,
+            wait=players.respawn_wait,
+        )
+        if players.respawn
+        else None
+    )
     return World(game_map, mobility, players.action_range, players.visibility_range, combat)

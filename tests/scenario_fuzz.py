@@ -118,7 +118,7 @@ def values(field: SchemaField) -> tuple[st.SearchStrategy, st.SearchStrategy]:
         return st.sampled_from(names), st.sampled_from(["", "nope", "hotspots", 3])
     if list_depth(field) == 1:
         return (
-            st.lists(st.floats(0, 10), max_size=4),
+            st.lists(_list_items(annotation), max_size=4),
             st.lists(st.sampled_from([-1.0, math.nan, "x", True]), min_size=1, max_size=3),
         )
     if list_depth(field) == 2:
@@ -126,6 +126,19 @@ def values(field: SchemaField) -> tuple[st.SearchStrategy, st.SearchStrategy]:
         return st.lists(point, max_size=3), st.sampled_from([[[math.nan] * 4], [["x"]], [1.0]])
     # a table of anything (hotspots' base_params)
     return st.sampled_from([{}, {"size": 1500.0}]), st.sampled_from([{"nope": 1}, 3])
+
+
+def _list_items(annotation: Any) -> st.SearchStrategy:
+    """Valid items of a list of numbers: 0 to 10, or below the items' ``lt``/``le`` bound
+    (``machine.background``: each share < 1)."""
+    (item,) = get_args(annotation)
+    metadata = [m for info in get_args(item)[1:] for m in getattr(info, "metadata", [])]
+    for bound in metadata:
+        if getattr(bound, "lt", None) is not None:
+            return st.floats(0, bound.lt, exclude_max=True)
+        if getattr(bound, "le", None) is not None:
+            return st.floats(0, bound.le)
+    return st.floats(0, 10)
 
 
 @st.composite

@@ -35,3 +35,13 @@ def check_run_measures_packets(
         f"({players.count} players x clients.rate_hz = {clients.rate_hz:g} Hz), so the run "
         f"would measure nothing; must be >= {1.0 / total_hz:g} s"
     )
+
+
+def check_client_hosts(players: PlayersSection, clients: ClientsSection) -> None:
+    """Raise :class:`InputError` unless every client machine runs at least one client:
+    ``clients.hosts <= players.count``."""
+    if clients.hosts > players.count:
+        raise InputError(
+            f"clients.hosts: must be at most players.count = {players.count} (each host runs "
+            f"at least one client), got {clients.hosts}"
+        )

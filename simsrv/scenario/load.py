@@ -14,7 +14,7 @@ from typing import Any
 from simsrv.errors import InputError
 from simsrv.machine.engines import ENGINES
 from simsrv.platforms.profile import load_platform
-from simsrv.scenario.bounds import check_run_measures_packets
+from simsrv.scenario.bounds import check_client_hosts, check_run_measures_packets
 from simsrv.scenario.schema import (
     ClientsSection,
     ClusterSection,
@@ -126,6 +126,7 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
     run = validate(RunSection, sections["run"], "run")
     clients = validate(ClientsSection, sections["clients"], "clients")
     check_run_measures_packets(run, players, clients)
+    check_client_hosts(players, clients)
     cluster = build_cluster(raw, players) if "cluster" in raw else None
     return Scenario(
         run=run,

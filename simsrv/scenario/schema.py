@@ -55,10 +55,24 @@ class PlayersSection(StrictModel):
         "0 = everything in the visible rooms",
     )
     respawn: bool = Field(
-        False, description="a shot may kill the nearest opponent in range; it respawns next tick"
+        False,
+        description="a shot may kill the nearest opponent in range; it respawns at a spawn "
+        "point (spawn_select, respawn_wait)",
     )
     hit_chance: float = Field(
         0.3, ge=0, le=1, description="chance that a shot kills its target (with respawn)"
+    )
+    spawn_select: Literal["random", "quake"] = Field(
+        "random",
+        description="with respawn, the spawn point: random (uniform over the map's points) or "
+        "quake (QuakeWorld SelectSpawnPoint: uniform over the points with no player within "
+        "84 units, else over all)",
+    )
+    respawn_wait: Literal["next-tick", "button"] = Field(
+        "next-tick",
+        description="with respawn, when the dead reappear: next-tick, or button (QuakeWorld "
+        "PlayerDeathThink: the body lies still until the player releases, then presses, "
+        "fire or jump)",
     )
 
 
@@ -80,6 +94,19 @@ class ClientsSection(StrictModel):
         le=1_000_000,
         description="socket receive buffer in packets per socket; 0 = unbounded",
     )
+    hosts: int = Field(
+        0,
+        ge=0,
+        le=10_000_000,
+        description="client machines the clients run on, each sending its processes' packets "
+        "of a tick in one burst (docs/calibration-groups.md); 0 = every client on its own phase",
+    )
+    host_burst_s: float = Field(
+        0.0,
+        ge=0,
+        description="with hosts: the window in which a host sends its processes' packets of "
+        "one tick, s (0 to 1/rate_hz; 1/rate_hz = evenly spaced round robin)",
+    )
 
     @model_validator(mode="after")
     def _jitter_below_period(self) -> ClientsSection:
@@ -87,6 +114,15 @@ class ClientsSection(StrictModel):
             raise ValueError(
                 f"jitter_s: must be smaller than 1/rate_hz = {1.0 / self.rate_hz:g} s, "
                 f"got {self.jitter_s}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _burst_within_period(self) -> ClientsSection:
+        if self.host_burst_s > 1.0 / self.rate_hz:
+            raise ValueError(
+                f"host_burst_s: must be at most 1/rate_hz = {1.0 / self.rate_hz:g} s, "
+                f"got {self.host_burst_s}"
             )
         return self
 

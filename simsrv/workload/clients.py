@@ -3,9 +3,10 @@
 Each client sends one move packet per client frame at ``rate_hz`` (31.25/s by default, the
 QuakeWorld client's rate for ``rate`` 2500 [MODEL §8]), independently of the server's replies.
 Client ``c`` sends the packet of tick ``k`` at ``k / rate_hz + phase_c + jitter``, with the phase
-uniform in one period and the jitter uniform in ``[0, jitter_s)`` (both seeded); it arrives after
-``latency_s``; it is lost with probability ``packet_loss``.  The packet carries the world state of
-that tick (action-range and visible counts).
+uniform in one period (or set by its client machine's schedule with ``clients.hosts``:
+:mod:`simsrv.workload.hosts`) and the jitter uniform in ``[0, jitter_s)`` (both seeded); it
+arrives after ``latency_s``; it is lost with probability ``packet_loss``.  The packet carries
+the world state of that tick (action-range and visible counts).
 
 The stream is generated lazily in chunks of ticks, and released in arrival order.  A chunk's
 packets are sorted among themselves and merged into the sorted backlog of packets not yet
@@ -30,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.scenario.schema import ClientsSection
+from simsrv.workload.hosts import send_phases
 from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE, sort_by_arrival
 from simsrv.world.world import TickState, World
 
@@ -70,7 +72,9 @@ class ClientStream:
         self.world = world
         self.rng = rng
         self.dt_s = 1.0 / clients.rate_hz
-        self.phase_s = rng.uniform(0.0, self.dt_s, world.players)
+        self.phase_s = send_phases(
+            world.players, self.dt_s, clients.hosts, clients.host_burst_s, rng
+        )
         # the backlog: blocks sorted by (arrival, client, tick), each arriving before the next;
         # the first one is ``_buffer`` (released up to ``_head``), the others ``_later``; each
         # block's arrival times also as a list, for bisect

@@ -31,8 +31,8 @@ class TickState:
     pvs_rooms:
         (N,) rooms in each player's PVS row (the PVS work of its reply).
     killed:
-        (N,) bool, players killed by this tick's shots (they respawn at the next tick; all
-        False without ``combat``).
+        (N,) bool, players killed by this tick's shots (they respawn later:
+        :mod:`simsrv.world.combat`; all False without ``combat``).
     neighbours:
         Each player's action-range list ``L_a`` (``range_count`` is its length).
     actions:
@@ -119,6 +119,8 @@ class World:
             self.combat.respawn(self.mobility.positions)
         actions = self.mobility.step(dt_s)
         self.map.teleport(self.mobility.positions)
+        if self.combat is not None:
+            self.combat.hold(self.mobility.positions, actions)
         positions = self.mobility.positions.copy()
         neighbours = neighbour_lists(positions, self.map.entities, self.action_range)
         if self.combat is not None:
