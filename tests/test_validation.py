@@ -188,11 +188,25 @@ def quick_table(tmp_path_factory):
     return status, json.loads(out.getvalue())
 
 
+def _within_sampling_error(row: dict) -> bool:
+    """The paper's value lies within the tolerance plus the model's 95 % CI of the row."""
+    return abs(row["model_value"] - row["paper_value"]) <= row["tolerance"] + row["ci95"]
+
+
 def test_quick_validation_passes_every_calibration_target(quick_table):
+    # At the quick size (3 seeds of 3 s) a parallel Cordeiro run's mean carries a few % of
+    # sampling error (seed-to-seed sd of clone-nowait frames/s ~5 %): a calibration row may miss
+    # its tolerance there by at most its CI.  The tolerance itself is held at the size of
+    # record by test_cordeiro_parallel_rows_pass_at_the_validation_size.
     status, rows = quick_table
     conflicts = {r.id for r in load_reference().row if r.conflict}
-    failed = [r["id"] for r in rows if r["kind"] == "calibration" and not r["passed"]]
-    assert set(failed) <= conflicts and status == 0
+    failed = [
+        r
+        for r in rows
+        if r["kind"] == "calibration" and not r["passed"] and r["id"] not in conflicts
+    ]
+    assert all(_within_sampling_error(r) for r in failed), failed
+    assert status == (1 if failed else 0)
     assert len(rows) == len(load_reference().row)
     for row in rows:
         assert set(row) >= JSON_KEYS
@@ -202,13 +216,15 @@ def test_quick_validation_passes_every_calibration_target(quick_table):
     assert len(predictions) >= 20 and all(r["rel_error"] is not None for r in predictions)
 
 
-def test_the_recorded_misses_stay_misses(quick_table):
+def test_the_recorded_misses_and_predictions_hold(quick_table):
     # the misses docs/validation.md explains; a change that fixes one should update the page
     _, rows = quick_table
     by_id = {r["id"]: r for r in rows}
     assert by_id["cordeiro-fork-wait-groups"]["model_value"] > 12  # ~15 vs 9
-    # over-predicted once the time split is right (docs/calibration.md): ~0.71 vs 0.5565
-    assert by_id["cordeiro-clone-nowait-all-busy"]["model_value"] > 0.62
+    # predicted, never fitted: within 5 points since the coordinator builds the action lists
+    # (docs/calibration.md); they were 0.71 / 0.70 without that mechanism
+    for row in ("cordeiro-clone-nowait-all-busy", "cordeiro-clone-nowait-cube-all-busy"):
+        assert by_id[row]["passed"], by_id[row]
     assert by_id["ab04-capacity-gain"]["model_value"] > 1.0  # +155 % vs +25 %
     assert by_id["cordeiro-cube-groups"]["passed"]
 
@@ -307,3 +323,19 @@ def test_a_recorded_conflict_is_reported_but_not_a_calibration_failure():
     assert calibration_failures(results) == [results[0], results[2]]
     with pytest.raises(ValueError, match="conflict: only calibration rows"):
         _row(kind="prediction", conflict="why")
+
+
+PARALLEL_CORDEIRO_ROWS = ",".join(
+    f"cordeiro-{run}-{q}"
+    for run in ("fork-wait", "clone-wait", "clone-nowait")
+    for q in ("fps", "mpf", "mps")
+)
+
+
+def test_cordeiro_parallel_rows_pass_at_the_validation_size(capsys):
+    """The fitted parallel runs within tolerance at docs/validation.md's size (5 seeds x 10 s)."""
+    status = main(["validate", "--only", PARALLEL_CORDEIRO_ROWS, "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 9 and all(r["seeds"] == 5 for r in rows)
+    assert all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+    assert status == 0
