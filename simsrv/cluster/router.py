@@ -57,11 +57,15 @@ class Router:
         self.handoff_bytes = handoff_bytes
         self.serving = np.full(zoned.players, -1, dtype=np.int64)
         self.handoffs: list[Handoff] = []
+        self.touched: set[int] = set()
+        """Nodes whose socket got packets (the caller clears it)."""
 
     def route(self, arrived: np.ndarray, t_s: float) -> None:
         """Deliver ``arrived`` (in arrival order) at time ``t_s`` s."""
         if len(self.sockets) == 1:
             self.sockets[0].deliver_new(arrived)
+            if len(arrived):
+                self.touched.add(0)
             return
         if len(arrived) == 0:
             return
@@ -99,10 +103,11 @@ class Router:
         return change
 
     def _deliver(self, messages: np.ndarray, owner: np.ndarray) -> None:
-        for node, socket in enumerate(self.sockets):
-            mine = messages[owner == node]
-            if len(mine):
-                socket.deliver_new(mine)
+        if len(messages) == 0:
+            return
+        for node in np.unique(owner).tolist():
+            self.sockets[node].deliver_new(messages[owner == node])
+            self.touched.add(node)
 
     def _hand_over(self, client: int, dst: int, t_s: float) -> None:
         src = int(self.serving[client])
@@ -110,6 +115,8 @@ class Router:
         size = self.handoff_bytes + FORWARDED_PACKET_BYTES * len(forwarded)
         self.exchange.post("handoff", src, dst, size, t_s, len(forwarded))
         self.sockets[dst].deliver(forwarded)
+        if len(forwarded):
+            self.touched.add(dst)
         self.builders[dst].last_tick[client] = self.builders[src].last_tick[client]
         self.serving[client] = dst
         self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))
