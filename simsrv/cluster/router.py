@@ -56,6 +56,8 @@ class Router:
         self.exchange = exchange
         self.handoff_bytes = handoff_bytes
         self.serving = np.full(zoned.players, -1, dtype=np.int64)
+        self.served = np.zeros(len(sockets), dtype=np.int64)
+        """Players each node serves (whose packets go to it): from a player's first packet."""
         self.handoffs: list[Handoff] = []
         self.touched: set[int] = set()
         """Nodes whose socket got packets (the caller clears it)."""
@@ -100,6 +102,7 @@ class Router:
         change[order] = (previous != o) & (previous >= 0)
         unseen = ~same & (previous < 0)
         self.serving[c[unseen]] = o[unseen]  # first sight of a player: no handoff
+        self.served += np.bincount(o[unseen], minlength=len(self.served))
         return change
 
     def _deliver(self, messages: np.ndarray, owner: np.ndarray) -> None:
@@ -119,4 +122,6 @@ class Router:
             self.touched.add(dst)
         self.builders[dst].last_tick[client] = self.builders[src].last_tick[client]
         self.serving[client] = dst
+        self.served[src] -= 1
+        self.served[dst] += 1
         self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))

@@ -94,11 +94,18 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         cluster.handoff_bytes,
     )
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
-    limit = scenario.max_messages_per_frame
+    per_node = cluster.nodes > 1
+    fixed_limit = scenario.server.max_messages_per_frame or scenario.players.count
 
     def step(node: Node, now: float) -> bool:
         if len(node.socket) == 0:
             return False
+        limit = fixed_limit
+        if per_node:
+            served = int(router.served[node.index])
+            if not scenario.server.max_messages_per_frame:
+                limit = max(served, 1)
+            node.strategy.connected = served + zoned.mirrored_players_at(node.index, now)
         run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets)
         return True
 

@@ -190,7 +190,7 @@ class Abdelkhalek(Strategy):
                     body = (Compute("request", cost),)
                 ops[t] += (Compute("lock", price), *acquire, *body, *release)
         self.barriers.append(ops, "requests")
-        ops[master].append(reply_info_phase(k, self.context.scenario.players.count))
+        ops[master].append(reply_info_phase(k, self.connected_clients))
         replies = np.bincount(reply_thread, minlength=self.threads)
         visible = np.bincount(reply_thread, frame.reply_visible, minlength=self.threads)
         pvs = np.bincount(reply_thread, frame.reply_pvs_rooms, minlength=self.threads)

@@ -170,7 +170,7 @@ class BspGroup(Strategy):
             *input_phase(k, frame),
             Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
             Compute("schedule", k.schedule_per_group * groups.count),
-            reply_info_phase(k, self.context.scenario.players.count),
+            reply_info_phase(k, self.connected_clients),
         ]
         threads: list[Thread] = []
         for w in range(1, processes):
