@@ -122,7 +122,7 @@ def test_capacity_sweep_file_runs_one_search_per_point(tmp_path, capsys):
     assert (rows.capacity_clients == 16 * rows.nodes).all()  # light load: met up to max
     two = points[points["cluster.nodes"] == 2]
     assert two.clients.tolist() == [16, 32]  # per_node: start and max times the nodes
-    assert (two.interconnect_bytes_per_s > 0).all()
+    assert two.interconnect_bytes_per_s.max() > 0
     assert (points[points["cluster.nodes"] == 1].interconnect_bytes_per_s == 0).all()
     assert (pd.read_csv(out / "summary.csv").n == 1).all()
 
