@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from simsrv.cli.parser import add_scenario_arguments, finite_float
+from simsrv.cli.parser import (
+    add_scenario_arguments,
+    add_workers_argument,
+    finite_float,
+    prepare_output_dir,
+    resolve_workers,
+)
 from simsrv.defaults import MAX_DROPPED, MIN_REPLY_RATIO
 from simsrv.errors import InputError
 
@@ -32,7 +39,30 @@ def add_parser(subparsers) -> None:
         help=f"replies/s a met count needs, as a share of the offered packets/s "
         f"(default {MIN_REPLY_RATIO:g}; 0 < ratio <= 1)",
     )
+    p.add_argument(
+        "--search",
+        choices=("linear", "bisect"),
+        default="linear",
+        help="linear: every --step up to the first failure (default); bisect: double from "
+        "--start until a count fails, then bisect down to --step",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--sweep",
+        type=Path,
+        default=None,
+        metavar="SWEEP.toml",
+        help="a sweep file with a [capacity] table: one search per point and seed "
+        "(no SCENARIO; the file sets the search); writes --out",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="with --sweep: output directory (default: the file's `out`, else "
+        "results/capacity/<file name>)",
+    )
+    add_workers_argument(p, "with --sweep: searches run at once")
     p.set_defaults(handler=handle)
 
 
@@ -40,6 +70,10 @@ def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv capacity`` (the simulator is imported here, not at start-up)."""
     from simsrv.capacity import Capacity, find_capacity
 
+    if args.sweep is not None:
+        return handle_sweep(args)
+    if args.out is not None:
+        raise InputError("--out: only used with --sweep")
     for name in ("start", "step", "max_clients"):
         if getattr(args, name) < 1:
             flag = "--max" if name == "max_clients" else f"--{name}"
@@ -70,6 +104,7 @@ def handle(args: argparse.Namespace) -> int:
             step=args.step,
             max_clients=args.max_clients,
             min_reply_ratio=args.min_reply_ratio,
+            search=args.search,
             on_point=show,
             result=result,
         )
@@ -87,6 +122,46 @@ def _report(args: argparse.Namespace, result) -> None:
         print()
         return
     state = "" if result.complete else " (interrupted: lower bound)"
-    if result.points and result.points[-1]["met"] and result.complete:
+    if result.complete and result.points and result.capacity_clients >= args.max_clients:
         state = f" (still met at --max {args.max_clients}: lower bound)"
     print(f"capacity: {result.capacity_clients} clients{state}")
+
+
+def handle_sweep(args: argparse.Namespace) -> int:
+    """``simsrv capacity --sweep FILE``: one search per point and seed of a capacity sweep
+    file; writes ``capacity.csv`` (one row per search), ``points.csv`` (every count tried)
+    and ``summary.csv`` (mean and 95 % CI per point) to the output directory."""
+    if args.scenario is not None or args.overrides:
+        raise InputError("--sweep: give no SCENARIO or --set with it (the sweep file sets them)")
+    if not args.sweep.is_file():
+        raise InputError(f"--sweep: file not found: {args.sweep}")
+    workers = resolve_workers(args.workers)
+    from simsrv.capacity_sweep import capacity_summary, run_capacity_sweep
+    from simsrv.sweep.spec import load_sweep
+
+    sweep = load_sweep(args.sweep)
+    if sweep.capacity is None:
+        raise InputError(f"--sweep: {args.sweep} has no [capacity] table (see docs/cli.md)")
+    out = args.out or sweep.out or Path("results") / "capacity" / args.sweep.stem
+    prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
+    sys.stderr.write(f"{len(sweep.runs)} capacity searches on {workers} worker(s)\n")
+
+    def show(row: dict) -> None:
+        label = " ".join(f"{k}={row[k]}" for k in sweep.varied)
+        if "error" in row:
+            sys.stderr.write(f"  {label} seed={row['seed']}: failed: {row['error']}\n")
+        else:
+            sys.stderr.write(
+                f"  {label} seed={row['seed']}: {row['capacity_clients']} clients "
+                f"({row['runs']} runs, {row['wall_time_s']:.0f} s)\n"
+            )
+
+    rows, points = run_capacity_sweep(sweep, workers, show)
+    rows.to_csv(out / "capacity.csv", index=False)
+    points.to_csv(out / "points.csv", index=False)
+    if rows.empty:
+        raise InputError("--sweep: every search failed (see above)")
+    table = capacity_summary(rows, list(sweep.varied) or ["nodes"])
+    table.to_csv(out / "summary.csv", index=False)
+    print(table.to_string(index=False))
+    return 0

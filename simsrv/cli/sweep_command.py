@@ -60,6 +60,11 @@ def handle(args: argparse.Namespace) -> int:
     from simsrv.sweep.sweep import pending, run_sweep, summary
 
     sweep = load_sweep(args.sweep)
+    if sweep.capacity is not None:
+        raise InputError(
+            f"SWEEP.toml: {args.sweep} has a [capacity] table: run it with "
+            f"simsrv capacity --sweep {args.sweep}"
+        )
     out = args.out or sweep.out or Path("results") / "sweeps" / args.sweep.stem
     prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
     store = SweepStore(out)

@@ -56,12 +56,18 @@ class Router:
         self.exchange = exchange
         self.handoff_bytes = handoff_bytes
         self.serving = np.full(zoned.players, -1, dtype=np.int64)
+        self.served = np.zeros(len(sockets), dtype=np.int64)
+        """Players each node serves (whose packets go to it): from a player's first packet."""
         self.handoffs: list[Handoff] = []
+        self.touched: set[int] = set()
+        """Nodes whose socket got packets (the caller clears it)."""
 
     def route(self, arrived: np.ndarray, t_s: float) -> None:
         """Deliver ``arrived`` (in arrival order) at time ``t_s`` s."""
         if len(self.sockets) == 1:
             self.sockets[0].deliver_new(arrived)
+            if len(arrived):
+                self.touched.add(0)
             return
         if len(arrived) == 0:
             return
@@ -96,13 +102,15 @@ class Router:
         change[order] = (previous != o) & (previous >= 0)
         unseen = ~same & (previous < 0)
         self.serving[c[unseen]] = o[unseen]  # first sight of a player: no handoff
+        self.served += np.bincount(o[unseen], minlength=len(self.served))
         return change
 
     def _deliver(self, messages: np.ndarray, owner: np.ndarray) -> None:
-        for node, socket in enumerate(self.sockets):
-            mine = messages[owner == node]
-            if len(mine):
-                socket.deliver_new(mine)
+        if len(messages) == 0:
+            return
+        for node in np.unique(owner).tolist():
+            self.sockets[node].deliver_new(messages[owner == node])
+            self.touched.add(node)
 
     def _hand_over(self, client: int, dst: int, t_s: float) -> None:
         src = int(self.serving[client])
@@ -110,6 +118,10 @@ class Router:
         size = self.handoff_bytes + FORWARDED_PACKET_BYTES * len(forwarded)
         self.exchange.post("handoff", src, dst, size, t_s, len(forwarded))
         self.sockets[dst].deliver(forwarded)
+        if len(forwarded):
+            self.touched.add(dst)
         self.builders[dst].last_tick[client] = self.builders[src].last_tick[client]
         self.serving[client] = dst
+        self.served[src] -= 1
+        self.served[dst] += 1
         self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))

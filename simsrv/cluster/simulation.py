@@ -16,8 +16,10 @@ by step.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,18 +107,22 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         RemoteActions(zoned, exchange, cluster.action_bytes) if cluster.remote_actions else None
     )
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
-    limit = scenario.max_messages_per_frame
-    while True:
-        node = min((n for n in nodes if n.now < stop_s), key=lambda n: n.now, default=None)
-        if node is None:
-            break
-        now = node.now
-        router.route(stream.release_until(now), now)
-        if len(node.socket) == 0:
-            node.now = stream.next_arrival_s()
-            continue
-        run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets, actions)
+    per_node = cluster.nodes > 1
+    fixed_limit = scenario.max_messages_per_frame
 
+    def step(node: Node, now: float) -> bool:
+        if len(node.socket) == 0:
+            return False
+        limit = fixed_limit
+        if per_node:
+            served = int(router.served[node.index])
+            if not scenario.server.max_messages_per_frame:
+                limit = max(served, 1)
+            node.strategy.connected = served + zoned.mirrored_players_at(node.index, now)
+        run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets, actions)
+        return True
+
+    event_loop(nodes, stream, router, stop_s, step)
     end_s = max(n.now for n in nodes)
     stream.close()
     counted_s = accounting_time_s(end_s, stop_s, scenario.run.duration_s)
@@ -152,6 +158,54 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         replied=actions.replied if actions is not None else {},
         owner_history=zoned.owner_history,
     )
+
+
+def event_loop(
+    nodes: list[Node],
+    stream: ClientStream,
+    router: Router,
+    stop_s: float,
+    step: Callable[[Node, float], bool],
+) -> None:
+    """Run the nodes until every clock reaches ``stop_s`` (module docstring).
+
+    The next node is the one whose clock is smallest (ties: lowest node number); before it
+    runs, the packets arrived by then are routed.  ``step(node, now)`` runs its frame and
+    returns True, or returns False when its socket is empty: the node is then idle, and an
+    idle node's clock is the next packet arrival anywhere.  Busy nodes wait in a heap of
+    ``(clock, node)``; the idle ones all share that next arrival, at which the router says
+    which of them got packets (:attr:`Router.touched`): only those run, the others stay
+    idle.  So a step costs nothing per idle node, and the order of the frames is that of
+    scanning every node for the smallest clock.  At the end an idle node's clock is the next
+    arrival.
+    """
+    busy = [(n.now, n.index) for n in nodes if n.now < stop_s]
+    heapq.heapify(busy)
+    idle: set[int] = set()
+    while True:
+        t_busy = busy[0][0] if busy else math.inf
+        t_idle = stream.next_arrival_s() if idle else math.inf
+        now = min(t_busy, t_idle)
+        if now >= stop_s:
+            break
+        router.touched.clear()
+        router.route(stream.release_until(now), now)
+        for index in sorted(router.touched & idle):
+            idle.discard(index)
+            heapq.heappush(busy, (now, index))
+        while busy and busy[0][0] == now:
+            _, index = heapq.heappop(busy)
+            node = nodes[index]
+            node.now = now
+            if step(node, now):
+                if node.now < stop_s:
+                    heapq.heappush(busy, (node.now, index))
+            else:
+                idle.add(index)
+    if idle:
+        wake = stream.next_arrival_s()
+        for index in idle:
+            nodes[index].now = wake
 
 
 def run_frame(

@@ -137,6 +137,10 @@ class ZonedWorld:
         """(nodes, nodes) mirror matrix (players and map entities) at time ``t_s``."""
         return self._mirror[self.tick_at(t_s)]
 
+    def mirrored_players_at(self, node: int, t_s: float) -> int:
+        """Players of other zones mirrored onto node ``node`` at ``t_s``."""
+        return int(self._mirror[self.tick_at(t_s)][:, node].sum())
+
     def entities_at(self, node: int, t_s: float) -> int:
         """Entities node ``node``'s world physics simulates at ``t_s``: the players and map
         entities in its zone plus those mirrored onto it."""

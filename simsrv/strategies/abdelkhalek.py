@@ -194,7 +194,7 @@ class Abdelkhalek(Strategy):
                 k.frame_overhead,
                 c.world_us(k, frame.entities) if frame.physics else 0.0,
                 k.barrier,
-                c.reply_info_us(k, self.context.scenario.players.count),
+                c.reply_info_us(k, self.connected_clients),
                 k.lock_acquire,
                 k.lock_per_node,
             ]

@@ -241,7 +241,7 @@ class AreaQuadrant(Strategy):
     def _replies(self, frame: FrameWorkload, ops: list[list], barriers: list) -> int:
         """Stage 3; returns the spread (max - min) of replies per thread."""
         k = self.costs
-        part1 = reply_info_phase(k, self.context.scenario.players.count)
+        part1 = reply_info_phase(k, self.connected_clients)
         clients = frame.reply_clients
         if self.stage3 == "sequential":
             ops[0] += [

@@ -45,6 +45,16 @@ class StrategyContext:
 class Strategy:
     """Base class of server strategies (see the module docstring for override points)."""
 
+    connected: int | None = None
+    """Clients whose scores and broadcasts the frame's stage 3 covers, if not every player
+    (a cluster node sets it before each plan: the players it serves plus those mirrored onto
+    it, docs/cluster.md)."""
+
+    @property
+    def connected_clients(self) -> int:
+        """:attr:`connected`, else ``players.count`` (a single server: every player)."""
+        return self.context.scenario.players.count if self.connected is None else self.connected
+
     def __init__(self, options: BaseModel, context: StrategyContext) -> None:
         self.options = options
         self.context = context

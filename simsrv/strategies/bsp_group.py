@@ -5,8 +5,9 @@ Cordeiro, Goldman & da Silva 2007 [P §4, T §3]; one frame on ``n`` CPUs:
 1. Sequential, on the coordinator: frame work, world physics (when due), reading the packets.
 2. Scheduling, on the coordinator: the pmove and action list ``L_a`` of every packet (the
    share ``action_list_share`` of its request work, see below), the groups of interacting
-   entities (:mod:`simsrv.scheduling.groups`), then a balancer (LPT by default, the coordinator starting
-   at load ``coordinator_load``) places them on ``1 + min(n - 1, m)`` processes for ``m`` groups.
+   entities (:mod:`simsrv.scheduling.groups`), then a balancer (LPT by default, the
+   coordinator starting at load ``coordinator_load``) places them on ``1 + min(n - 1, m)``
+   processes for ``m`` groups.
 3. Parallel request + reply: each worker runs its groups' packets and replies as an independent
    SPED server; the coordinator runs its own share.
 4. Synchronisation: workers write their entities to shared memory and the coordinator copies
@@ -69,8 +70,8 @@ from simsrv.platforms.profile import Costs
 from simsrv.scenario.validation import StrictModel
 from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
-from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies import costs as c
+from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase
 from simsrv.workload.frame import FrameWorkload
 
@@ -198,7 +199,7 @@ class BspGroup(Strategy):
             *([Compute("action_lists", lists)] if o.action_list_share else []),
             Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
             Compute("schedule", k.schedule_per_group * groups.count),
-            reply_info_phase(k, self.context.scenario.players.count),
+            reply_info_phase(k, self.connected_clients),
         ]
         threads: list[Thread] = []
         for w in range(1, processes):

@@ -27,7 +27,7 @@ class Sequential(Strategy):
         ops = [
             *input_phase(k, frame),
             *request_phase(k, len(frame.messages), frame.commands, frame.range_entities),
-            reply_info_phase(k, self.context.scenario.players.count),
+            reply_info_phase(k, self.connected_clients),
             *reply_phase(k, len(frame.reply_clients), frame.visible_entities, frame.pvs_rooms),
         ]
         return FramePlan((Thread("main", 0, tuple(ops)),))

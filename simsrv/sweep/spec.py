@@ -17,6 +17,13 @@ Format (TOML; paths relative to the sweep file)::
     "players.count" = [160, 640]           # group is crossed with the grid and the others
     "run.duration_s" = [2.0, 1.0]
 
+    [capacity]                             # optional: each run is a capacity search
+    search = "bisect"                      # (simsrv capacity --sweep; simsrv.capacity_sweep)
+    start = 128                            # first client count (x cluster.nodes if per_node)
+    step = 8                               # resolution (x cluster.nodes if per_node)
+    max = 4096                             # largest count tried (x cluster.nodes if per_node)
+    per_node = true
+
 A point is one combination of the varied parameters; a run is a point and a seed index.
 Every run's scenario is built and validated when the sweep is loaded, before anything runs.
 """
@@ -28,10 +35,11 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from simsrv.defaults import MIN_REPLY_RATIO
 from simsrv.errors import InputError
 from simsrv.scenario.load import apply_override, build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
@@ -39,6 +47,18 @@ from simsrv.scenario.validation import StrictModel, validate
 from simsrv.toml_file import read_toml
 
 Value = str | int | float | bool
+
+
+class CapacitySettings(StrictModel):
+    """The ``[capacity]`` table: each run of the sweep is a capacity search
+    (:func:`simsrv.capacity.search_capacity`) on its scenario, ``players.count`` varied."""
+
+    search: Literal["linear", "bisect"] = "linear"
+    start: int = Field(8, ge=1, le=10_000_000)
+    step: int = Field(8, ge=1, le=10_000_000)
+    max: int = Field(1024, ge=1, le=10_000_000)
+    min_reply_ratio: float = Field(MIN_REPLY_RATIO, gt=0.0, le=1.0)
+    per_node: bool = Field(False, description="start, step, max times cluster.nodes")
 
 
 class SweepFile(StrictModel):
@@ -50,6 +70,7 @@ class SweepFile(StrictModel):
     set: dict[str, Value] = {}
     grid: dict[str, list[Value]] = {}
     zip: list[dict[str, list[Value]]] = []
+    capacity: CapacitySettings | None = None
 
     @field_validator("zip", mode="before")
     @classmethod
@@ -84,6 +105,8 @@ class Sweep:
     varied: tuple[str, ...]
     runs: tuple[SweepRun, ...]
     out: Path | None
+    capacity: CapacitySettings | None = None
+    """The ``[capacity]`` table (None: each run is one run)."""
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -113,7 +136,7 @@ def load_sweep(path: str | Path) -> Sweep:
             apply_override(seeded, f"run.seed={base_seed + i}")
             runs.append(SweepRun(params, i, base_seed + i, build_scenario(seeded)))
     out = Path(spec.out) if spec.out else None
-    return Sweep(path, base, varied, tuple(runs), out)
+    return Sweep(path, base, varied, tuple(runs), out, spec.capacity)
 
 
 def _groups(spec: SweepFile) -> list[tuple[tuple[str, ...], list[list[Value]]]]:
