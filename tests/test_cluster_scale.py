@@ -94,12 +94,13 @@ def test_node_reads_at_most_the_packets_of_its_players():
     players it has served (not ``players.count``, which a single server may read)."""
     scenario = load_scenario(FOUR, ["run.duration_s=0.4", "run.warmup_s=0.2"])
     out = simulate_cluster(scenario, record_packets=True)
-    for served in out.served:
-        clients = set()
-        for _, _, batch in served:
-            clients.update(batch["client"].tolist())
+    owners = np.array(out.owner_history)  # (ticks, players): each tick's owner node
+    for node, served in enumerate(out.served):
+        # players this node ever owned bound the client slots it had at any frame (some of
+        # them may still have packets queued, unread, at the end of an overloaded run)
+        owned = int((owners == node).any(axis=0).sum())
         largest = max(len(batch) for _, _, batch in served)
-        assert largest <= len(clients) < scenario.players.count
+        assert largest <= owned < scenario.players.count
     assert max(len(b) for s in out.served for _, _, b in s) > 100  # it is overloaded
 
 
