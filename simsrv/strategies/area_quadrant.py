@@ -160,6 +160,33 @@ class AreaQuadrant(Strategy):
         self.barrier_parties = np.full(len(self.barrier_names), self.threads, np.int64)
         self.lock_names = tuple(("area", int(a)) for a in self.areas)
         """Lock id -> name: lock ``j`` is area ``areas[j]`` (ids in node order)."""
+        self.flags = np.array(
+            [
+                self.threads,
+                self.stage2 != "sequential",
+                self.stage3 != "sequential",
+                self.locking,
+                self.steps,
+                len(self.areas),
+                self.stage3 == "active",
+            ],
+            np.int64,
+        )
+        k = self.costs
+        self.rates = np.array(
+            [
+                k.request_per_message,
+                k.request_per_command,
+                k.request_per_range_entity,
+                k.lock_acquire,
+                k.lock_per_node * self.depth,
+                k.reply_per_client,
+                k.reply_per_visible_entity,
+                k.reply_per_pvs_room,
+                k.net_send_per_reply,
+            ],
+            np.float64,
+        )
         self._record: dict[str, Any] = {}
 
     # -- planning ---------------------------------------------------------------------------
@@ -169,46 +196,20 @@ class AreaQuadrant(Strategy):
         messages = frame.messages
         m = len(messages)
         threads = self.threads
-        parallel2 = self.stage2 != "sequential"
-        parallel3 = self.stage3 != "sequential"
-        if parallel2:
-            own, packed, held = self.player_areas.gather(messages)
-            schedule = request_schedule(own, threads, self.stage2)
-            check_packet_workers(frame.index, schedule.thread, threads)
-            order = np.lexsort((np.arange(m), schedule.step))  # by step, then arrival
-            step = schedule.step[order].astype(np.int64, copy=False)
-            thread_of = schedule.thread[order].astype(np.int64, copy=False)
-            request = c.request_us(k, 1, messages["commands"], messages["range_count"])[order]
-            packed = packed[order]
-            price = k.lock_acquire * held[order] + k.lock_per_node * self.depth
-            boundary = int(np.count_nonzero(schedule.step > 0))
+        if self.stage2 != "sequential":
+            step, thread_of, packed, held = self.player_areas.gather(messages)
+            check_packet_workers(frame.index, thread_of, threads)
             serial_request = 0.0
         else:
-            step = thread_of = _NO_INTS
-            request = price = _NO_FLOATS
+            step = thread_of = held = _NO_INTS
             packed = _NO_BITS
-            boundary = 0
             serial_request = c.request_us(k, m, frame.commands, frame.range_entities)
-        clients = frame.reply_clients
-        if parallel3:
-            if self.stage3 == "cyclic":
-                reply_thread = clients % threads
-            else:
-                reply_thread = np.empty(len(clients), dtype=np.int64)
-                reply_thread[np.argsort(clients, kind="stable")] = np.arange(len(clients)) % threads
-            replies = np.bincount(reply_thread, minlength=threads)
-            visible = np.bincount(reply_thread, frame.reply_visible, minlength=threads)
-            pvs = np.bincount(reply_thread, frame.reply_pvs_rooms, minlength=threads)
-            reply = c.reply_us(k, replies, visible, pvs).astype(np.float64, copy=False)
-            net_send = c.net_send_us(k, replies).astype(np.float64, copy=False)
-            spread = int(replies.max() - replies.min())
+        if self.stage3 != "sequential":
             serial_reply = serial_send = 0.0
         else:
-            replies = np.zeros(threads, np.int64)
-            reply = net_send = np.zeros(threads)
-            spread = 0
-            serial_reply = c.reply_us(k, len(clients), frame.visible_entities, frame.pvs_rooms)
-            serial_send = c.net_send_us(k, len(clients))
+            clients = len(frame.reply_clients)
+            serial_reply = c.reply_us(k, clients, frame.visible_entities, frame.pvs_rooms)
+            serial_send = c.net_send_us(k, clients)
         head = np.array(
             [
                 k.frame_overhead,
@@ -223,12 +224,10 @@ class AreaQuadrant(Strategy):
             ],
             dtype=np.float64,
         )
-        flags = np.array(
-            [threads, parallel2, parallel3, self.locking, self.steps, len(self.areas)], np.int64
-        )
-        columns = _build_plan(
-            flags, head, self.resume_us, step, thread_of, request, price, packed,
-            replies.astype(np.int64, copy=False), reply, net_send,
+        *columns, boundary, spread = _build_plan(
+            self.flags, head, self.rates, self.resume_us, step, thread_of, held, packed,
+            messages["commands"], messages["range_count"], frame.reply_clients,
+            frame.reply_visible, frame.reply_pvs_rooms,
         )  # fmt: skip
         self._record = {"threads": threads, "boundary_messages": boundary, "reply_spread": spread}
         return PlanArrays(
@@ -241,14 +240,21 @@ class AreaQuadrant(Strategy):
             locks=self.lock_names,
         )
 
-    def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For every player at one tick: the node it is linked to, (N,) int; the areas its
+    def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
+        """For every player at one tick: the step and the thread of its packets (the
+        :func:`request_schedule` of the node it is linked to), (N,) int each; the areas its
         action range meets, packed bits (N, ceil(areas / 8)) uint8 (area ``j``: bit
         ``7 - j % 8`` of byte ``j // 8``); and how many they are, (N,) int."""
         own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
+        schedule = request_schedule(own, self.threads, self.stage2)
         reach = np.array([self.half_range, self.half_range, 0.0])
         meets = self.tree.overlaps(self.areas, origins - reach, origins + reach)
-        return own, np.packbits(meets, axis=1), meets.sum(axis=1)
+        return (
+            schedule.step.astype(np.int64),
+            schedule.thread.astype(np.int64),
+            np.packbits(meets, axis=1),
+            meets.sum(axis=1).astype(np.int64),
+        )
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
@@ -274,7 +280,6 @@ ACTIVITIES = (
 FRAME, WORLD, NET_RECV, REQUEST, SORT, LOCK, BARRIER_COST, BARRIER_WAIT, SWITCH = range(9)
 REPLY_INFO, REPLY, NET_SEND, INTERNAL_WAIT, END_WAIT = range(9, 14)
 _NO_INTS = np.empty(0, np.int64)
-_NO_FLOATS = np.empty(0, np.float64)
 _NO_BITS = np.empty((0, 0), np.uint8)
 
 
@@ -292,20 +297,64 @@ def _barrier_names(stage2: str, stage3: str, steps: int) -> tuple[str, ...]:
 
 @compiled
 def _build_plan(
-    flags, head, resume, step, thread_of, request, price, packed, replies, reply, net_send
-):
+    flags, head, rates, resume, step, thread_of, held, packed, commands, range_count, clients,
+    reply_visible, reply_pvs,
+):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
-    docstring.  ``flags``: threads, parallel stage 2, parallel stage 3, locking, request steps,
-    areas; ``head``: frame, world, receiving, the serial stage 2, sorting, barrier, reply-info,
-    serial replies and sends, us; per packet in execution order (by step, then arrival): its
-    step, thread, request and lock costs and its areas (packed bits); per thread: replies and
-    their building and sending costs.  A first pass counts each thread's operations, the
-    second writes them."""
-    threads = flags[0]
+    docstring, then the packets executed above the area level and the spread of replies per
+    thread.  ``flags``: threads, parallel stage 2, parallel stage 3, locking, request steps,
+    areas, active-client replies; ``head``: frame, world, receiving, the serial stage 2,
+    sorting, barrier, reply-info, serial replies and sends, us; ``rates``: request per packet,
+    per command, per range entity, per lock, the lock walk, reply per client, per visible
+    entity, per PVS room, send per reply, us.  Per packet (arrival order): its step, thread,
+    areas (count and packed bits), commands and range entities; per replied client: its
+    slot, visible entities and PVS rooms.  Packets run by step, then in arrival order; a
+    first pass counts each thread's operations, the second writes them."""
+    threads, parallel3, active = flags[0], flags[2], flags[6]
+    m = len(step)
+    order = np.empty(m, np.int64)  # a stable sort by step
+    starts = np.zeros(flags[4] + 1, np.int64)
+    for i in range(m):
+        starts[step[i] + 1] += 1
+    for s in range(flags[4]):
+        starts[s + 1] += starts[s]
+    for i in range(m):
+        order[starts[step[i]]] = i
+        starts[step[i]] += 1
+    request, price = np.empty(m), np.empty(m)
+    boundary = 0
+    for i in range(m):
+        request[i] = rates[0] * 1 + rates[1] * commands[i] + rates[2] * range_count[i]
+        price[i] = rates[3] * held[i] + rates[4]
+        boundary += step[i] > 0
+    replies = np.zeros(threads, np.int64)
+    reply, net_send = np.zeros(threads), np.zeros(threads)
+    spread = 0
+    if parallel3:
+        n = len(clients)
+        reply_thread = np.empty(n, np.int64)
+        if active:
+            slots = np.argsort(clients, kind="mergesort")
+            for j in range(n):
+                reply_thread[slots[j]] = j % threads
+        else:
+            for j in range(n):
+                reply_thread[j] = clients[j] % threads
+        visible, pvs = np.zeros(threads), np.zeros(threads)
+        for j in range(n):
+            t = reply_thread[j]
+            replies[t] += 1
+            visible[t] += reply_visible[j]
+            pvs[t] += reply_pvs[j]
+        for t in range(threads):
+            reply[t] = rates[5] * replies[t] + rates[6] * visible[t] + rates[7] * pvs[t]
+            net_send[t] = rates[8] * replies[t]
+        spread = replies.max() - replies.min()
     count = np.zeros(threads, np.int64)
     none = np.empty(0, np.int64)
     _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, head,
-         resume, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
+         resume, order, step, thread_of, request, price, packed, replies, reply,
+         net_send)  # fmt: skip
     total = count.sum()
     at = np.zeros(threads, np.int64)
     for t in range(1, threads):
@@ -315,9 +364,9 @@ def _build_plan(
     cost = np.zeros(total)
     arg = np.full(total, -1, np.int64)
     activity = np.full(total, -1, np.int64)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, step, thread_of,
-         request, price, packed, replies, reply, net_send)  # fmt: skip
-    return thread, kind, cost, arg, activity
+    _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, order, step,
+         thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
+    return thread, kind, cost, arg, activity, boundary, spread
 
 
 @compiled
@@ -334,8 +383,8 @@ def _passage(out, threads, barrier_us, resume, barrier, wait):
 
 @compiled
 def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, head, resume, step, thread_of, request,
-    price, packed, replies, reply, net_send,
+    fill, at, thread, kind, cost, arg, activity, flags, head, resume, order, step, thread_of,
+    request, price, packed, replies, reply, net_send,
 ):  # fmt: skip
     threads, parallel2, parallel3, locking = flags[0], flags[1], flags[2], flags[3]
     steps, areas = flags[4], flags[5]
@@ -352,19 +401,20 @@ def _ops(
         barrier += 1
         m, position = len(step), 0
         for level in range(steps):
-            while position < m and step[position] == level:
-                t = thread_of[position]
+            while position < m and step[order[position]] == level:
+                i = order[position]
+                t = thread_of[i]
                 if locking:
-                    emit(*out, t, COMPUTE, price[position], -1, LOCK)
+                    emit(*out, t, COMPUTE, price[i], -1, LOCK)
                     for j in range(areas):  # the areas it meets, in node order
-                        if (packed[position, j >> 3] >> (7 - (j & 7))) & 1:
+                        if (packed[i, j >> 3] >> (7 - (j & 7))) & 1:
                             emit(*out, t, ACQUIRE, 0.0, j, -1)
-                    emit(*out, t, COMPUTE, request[position], -1, REQUEST)
+                    emit(*out, t, COMPUTE, request[i], -1, REQUEST)
                     for j in range(areas - 1, -1, -1):  # released in reverse
-                        if (packed[position, j >> 3] >> (7 - (j & 7))) & 1:
+                        if (packed[i, j >> 3] >> (7 - (j & 7))) & 1:
                             emit(*out, t, RELEASE, 0.0, j, -1)
                 else:
-                    emit(*out, t, COMPUTE, request[position], -1, REQUEST)
+                    emit(*out, t, COMPUTE, request[i], -1, REQUEST)
                 position += 1
             _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
             barrier += 1
