@@ -115,7 +115,7 @@ def test_area_locks_serialise_two_neighbours_across_a_quarter_border():
 def test_a_player_deep_in_its_quarter_takes_only_its_own_area_lock():
     positions = floor(QUARTERS)
     strategy = make_strategy("area-quadrant", positions, {"threads": 4}, 4, {})
-    plan = strategy.plan(frame_of([0, 1, 2, 3]))
+    plan = strategy.plan(frame_of([0, 1, 2, 3])).to_plan()
     acquired = [op.lock for t in plan.threads for op in t.ops if type(op).__name__ == "Acquire"]
     assert sorted(acquired) == [("area", 3), ("area", 4), ("area", 5), ("area", 6)]
 

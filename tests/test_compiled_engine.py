@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategy_harness import floor, frame_of, make_strategy
 from test_machine_properties import segment
 
 from simsrv.machine import BarrierWait, Compute, FramePlan, Machine, Release, Thread
@@ -148,6 +149,10 @@ def test_schema_columns():
         ["server.strategy=abdelkhalek", "server.options.lock_scope=two-nodes"],
         ["server.strategy=abdelkhalek", "server.options.locking=region-optimized"],
         ["server.strategy=abdelkhalek", "server.options.locking=none", "machine.cpus=3"],
+        ["server.strategy=area-quadrant"],
+        ["server.strategy=area-quadrant", "machine.cpus=4", "server.options.stage2=basic"],
+        ["server.strategy=area-quadrant", "machine.cpus=3", "server.options.stage3=active"],
+        ["server.strategy=area-quadrant", "server.options.stage2=sequential"],
     ],
 )
 def test_a_strategys_array_plans_give_the_same_run_compiled_or_as_objects(overrides, monkeypatch):
@@ -159,3 +164,58 @@ def test_a_strategys_array_plans_give_the_same_run_compiled_or_as_objects(overri
     objects = simulate(scenario)
     pd.testing.assert_frame_equal(compiled.frames, objects.frames, check_exact=True)
     pd.testing.assert_frame_equal(compiled.trace, objects.trace, check_exact=True)
+
+
+AREA_COSTS = (
+    "frame_overhead",
+    "net_recv_per_message",
+    "queue_per_message",
+    "lock_per_node",
+    "lock_acquire",
+    "request_per_message",
+    "request_per_range_entity",
+    "barrier",
+    "context_switch",
+    "reply_info_per_client",
+    "reply_per_client",
+    "net_send_per_reply",
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    players=st.integers(1, 24),
+    threads=st.sampled_from([1, 2, 3, 4, 8]),
+    cpus=st.sampled_from([2, 4, 8]),
+    stage2=st.sampled_from(["basic", "optimized", "sequential"]),
+    stage3=st.sampled_from(["cyclic", "active", "sequential"]),
+    locking=st.sampled_from(["area", "none"]),
+    whole=st.booleans(),
+    frames=st.integers(1, 3),
+)
+def test_area_quadrants_array_plans_give_the_object_and_simpy_engines_timeline(
+    seed, players, threads, cpus, stage2, stage3, locking, whole, frames
+):
+    """``area-quadrant`` builds its plans as arrays: the compiled engine (when the threads fit
+    the CPUs; else the fallback), the object engine on the same plans as objects and the
+    simpy engine give the same frame ends and trace rows.  Players cluster near the centre
+    (locks contended across area borders); costs are whole numbers (exact ties) or not."""
+    rng = np.random.default_rng(seed)
+    positions = floor(rng.uniform(700, 1350, (players, 2)) + rng.normal(0, 60, (players, 2)))
+    values = rng.integers(1, 9, len(AREA_COSTS)) if whole else rng.uniform(0.1, 9, len(AREA_COSTS))
+    costs = dict(zip(AREA_COSTS, values.tolist(), strict=True))
+    options = {"threads": threads, "stage2": stage2, "stage3": stage3, "locking": locking}
+    strategy = make_strategy("area-quadrant", positions, options, cpus, costs)
+    plans = []
+    for _ in range(frames):
+        senders = rng.permutation(players)[: rng.integers(0, players + 1)]
+        plans.append(strategy.plan(frame_of(senders, range_count=rng.integers(0, 9, len(senders)))))
+    gaps = rng.choice([0.0, 1.0, 40.0], 6).tolist()
+    arrays = run(Machine(cpus), plans, gaps)
+    objects = run(Machine(cpus), [p.to_plan() for p in plans], gaps)
+    assert arrays == objects
+    assert all(type(end) is float for end in arrays[0])  # no plan deadlocked or failed
+    slow = run(SimpyMachine(cpus, 1, 1.0), plans, gaps)
+    assert slow[0] == arrays[0]
+    assert sorted(slow[1]) == sorted(arrays[1])

@@ -71,6 +71,7 @@ from pydantic import Field
 
 from simsrv.compiled import compiled
 from simsrv.machine.plan_arrays import ACQUIRE, BARRIER, COMPUTE, RELEASE, PlanArrays
+from simsrv.machine.plan_arrays import emit as _emit
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
@@ -316,15 +317,6 @@ def _build_plan(
          net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
          client)  # fmt: skip
     return thread, kind, cost, arg, activity
-
-
-@compiled
-def _emit(fill, at, thread, kind, cost, arg, activity, t, op, value, argument, act):
-    """Thread ``t``'s next operation (counted only, unless ``fill``)."""
-    i = at[t]
-    if fill:
-        thread[i], kind[i], cost[i], arg[i], activity[i] = t, op, value, argument, act
-    at[t] = i + 1
 
 
 @compiled

@@ -65,14 +65,14 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
+from simsrv.compiled import compiled
 from simsrv.invariants import check_packet_workers
-from simsrv.machine.plan import Acquire, Compute, FramePlan, Release, Thread
+from simsrv.machine.plan_arrays import ACQUIRE, BARRIER, COMPUTE, RELEASE, PlanArrays, emit
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
-from simsrv.strategies.threads import BarrierPassages, place_threads, resume_costs
+from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
@@ -143,8 +143,8 @@ class AreaQuadrant(Strategy):
         self.parallel = self.threads > 1
         self.depth = area_depth(self.threads)
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
-        resume = resume_costs(self.cpu_of, context.cpus, self.costs)
-        self.barriers = BarrierPassages(self.costs.barrier, resume)
+        self.cpu_of = self.cpu_of.astype(np.int64)
+        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.costs).astype(np.float64)
         self.tree = AreanodeTree.build(
             world.map.extent_min, world.map.extent_max, max(AREA_DEPTH, self.depth)
         )
@@ -154,126 +154,286 @@ class AreaQuadrant(Strategy):
         self.stage3 = options.stage3 if self.parallel else "sequential"
         self.locking = self.parallel and self.stage2 != "sequential" and options.locking != "none"
         self.player_areas = PerTick(world, self._player_areas)
-        self._lock_ops_of: dict[bytes, tuple[float, tuple, tuple]] = {}
+        self.steps = request_schedule(np.empty(0, np.int64), self.threads, self.stage2).steps
+        self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
+        self.barrier_names = _barrier_names(self.stage2, self.stage3, self.steps)
+        self.barrier_parties = np.full(len(self.barrier_names), self.threads, np.int64)
+        self.lock_names = tuple(("area", int(a)) for a in self.areas)
+        """Lock id -> name: lock ``j`` is area ``areas[j]`` (ids in node order)."""
+        self.flags = np.array(
+            [
+                self.threads,
+                self.stage2 != "sequential",
+                self.stage3 != "sequential",
+                self.locking,
+                self.steps,
+                len(self.areas),
+                self.stage3 == "active",
+            ],
+            np.int64,
+        )
+        k = self.costs
+        self.rates = np.array(
+            [
+                k.request_per_message,
+                k.request_per_command,
+                k.request_per_range_entity,
+                k.lock_acquire,
+                k.lock_per_node * self.depth,
+                k.reply_per_client,
+                k.reply_per_visible_entity,
+                k.reply_per_pvs_room,
+                k.net_send_per_reply,
+            ],
+            np.float64,
+        )
         self._record: dict[str, Any] = {}
 
     # -- planning ---------------------------------------------------------------------------
 
-    def plan(self, frame: FrameWorkload) -> FramePlan:
+    def plan(self, frame: FrameWorkload) -> PlanArrays:
         k = self.costs
         messages = frame.messages
         m = len(messages)
-        ops: list[list] = [[] for _ in range(self.threads)]
-        ops[0] += [*input_phase(k, frame)]
-        barriers: list[str] = []
-        if self.stage2 == "sequential":
-            ops[0].append(
-                Compute("request", c.request_us(k, m, frame.commands, frame.range_entities))
-            )
-            boundary = 0
+        threads = self.threads
+        if self.stage2 != "sequential":
+            step, thread_of, packed, held = self.player_areas.gather(messages)
+            check_packet_workers(frame.index, thread_of, threads)
+            serial_request = 0.0
         else:
-            boundary = self._parallel_requests(frame.index, messages, ops, barriers)
-        spread = self._replies(frame, ops, barriers)
-        plan_threads = tuple(
-            Thread(f"thread{t}", int(self.cpu_of[t]), tuple(ops[t])) for t in range(self.threads)
+            step = thread_of = held = _NO_INTS
+            packed = _NO_BITS
+            serial_request = c.request_us(k, m, frame.commands, frame.range_entities)
+        if self.stage3 != "sequential":
+            serial_reply = serial_send = 0.0
+        else:
+            clients = len(frame.reply_clients)
+            serial_reply = c.reply_us(k, clients, frame.visible_entities, frame.pvs_rooms)
+            serial_send = c.net_send_us(k, clients)
+        head = np.array(
+            [
+                k.frame_overhead,
+                c.world_us(k, frame.entities) if frame.physics else 0.0,
+                c.net_recv_us(k, m),
+                serial_request,
+                (k.queue_per_message + k.lock_per_node * self.depth) * m,
+                k.barrier,
+                c.reply_info_us(k, self.connected_clients),
+                serial_reply,
+                serial_send,
+            ],
+            dtype=np.float64,
         )
-        self._record = {
-            "threads": self.threads,
-            "boundary_messages": boundary,
-            "reply_spread": spread,
-        }
-        return FramePlan(plan_threads, dict.fromkeys(barriers, self.threads))
+        *columns, boundary, spread = _build_plan(
+            self.flags, head, self.rates, self.resume_us, step, thread_of, held, packed,
+            messages["commands"], messages["range_count"], frame.reply_clients,
+            frame.reply_visible, frame.reply_pvs_rooms,
+        )  # fmt: skip
+        self._record = {"threads": threads, "boundary_messages": boundary, "reply_spread": spread}
+        return PlanArrays(
+            *columns,
+            thread_cpu=self.cpu_of,
+            thread_names=self.thread_names,
+            activities=ACTIVITIES,
+            barrier_names=self.barrier_names,
+            barrier_parties=self.barrier_parties,
+            locks=self.lock_names,
+        )
 
-    def _parallel_requests(
-        self, index: int, messages: np.ndarray, ops: list[list], barriers: list
-    ) -> int:
-        """Sorting on thread 0, then the steps of the request schedule; returns the packets
-        executed above the area level."""
-        k = self.costs
-        m = len(messages)
-        own, packed = self.player_areas.gather(messages)
-        schedule = request_schedule(own, self.threads, self.stage2)
-        check_packet_workers(index, schedule.thread, self.threads)
-        sort = (k.queue_per_message + k.lock_per_node * self.depth) * m
-        ops[0].append(Compute("sort", sort))
-        self._barrier(ops, "sorted", barriers)
-        request = c.request_us(k, 1, messages["commands"], messages["range_count"])
-        order = np.lexsort((np.arange(m), schedule.step))  # by step, then arrival
-        steps = schedule.step[order].tolist()
-        threads = schedule.thread[order].tolist()
-        costs = request[order].tolist()
-        locks = [self._ops_for(row.tobytes()) for row in packed[order]] if self.locking else None
-        position = 0
-        for step in range(schedule.steps):
-            while position < m and steps[position] == step:
-                t, cost = threads[position], costs[position]
-                if locks is None:
-                    ops[t].append(Compute("request", cost))
-                else:
-                    price, acquire, release = locks[position]
-                    ops[t] += (Compute("lock", price), *acquire, Compute("request", cost), *release)
-                position += 1
-            self._barrier(ops, f"level{step}", barriers)
-        return int(np.count_nonzero(schedule.step > 0))
-
-    def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For every player at one tick: the node it is linked to, (N,) int, and the areas its
-        action range meets, packed bits (N, ceil(areas / 8)) uint8."""
+    def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
+        """For every player at one tick: the step and the thread of its packets (the
+        :func:`request_schedule` of the node it is linked to), (N,) int each; the areas its
+        action range meets, packed bits (N, ceil(areas / 8)) uint8 (area ``j``: bit
+        ``7 - j % 8`` of byte ``j // 8``); and how many they are, (N,) int."""
         own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
+        schedule = request_schedule(own, self.threads, self.stage2)
         reach = np.array([self.half_range, self.half_range, 0.0])
         meets = self.tree.overlaps(self.areas, origins - reach, origins + reach)
-        return own, np.packbits(meets, axis=1)
-
-    def _ops_for(self, packed: bytes) -> tuple[float, tuple, tuple]:
-        """A packet's lock cost, us, and its Acquire and Release operations: the areas it
-        meets, in node order (cached by area set)."""
-        entry = self._lock_ops_of.get(packed)
-        if entry is None:
-            bits = np.unpackbits(np.frombuffer(packed, np.uint8), count=len(self.areas))
-            held = [("area", int(a)) for a in self.areas[bits.astype(bool)]]
-            k = self.costs
-            price = k.lock_acquire * len(held) + k.lock_per_node * self.depth
-            acquire = tuple(Acquire(lock) for lock in held)
-            entry = (price, acquire, tuple(Release(lock) for lock in reversed(held)))
-            self._lock_ops_of[packed] = entry
-        return entry
-
-    def _replies(self, frame: FrameWorkload, ops: list[list], barriers: list) -> int:
-        """Stage 3; returns the spread (max - min) of replies per thread."""
-        k = self.costs
-        part1 = reply_info_phase(k, self.connected_clients)
-        clients = frame.reply_clients
-        if self.stage3 == "sequential":
-            ops[0] += [
-                part1,
-                *reply_phase(k, len(clients), frame.visible_entities, frame.pvs_rooms),
-            ]
-            return 0
-        if self.stage2 == "sequential":  # the end of stage 2, which the others waited through
-            self._barrier(ops, "requests", barriers)
-        ops[0].append(part1)
-        self._barrier(ops, "internal", barriers, "internal_barrier_wait")
-        if self.stage3 == "cyclic":
-            thread_of = clients % self.threads
-        else:
-            thread_of = np.empty(len(clients), dtype=np.int64)
-            thread_of[np.argsort(clients, kind="stable")] = np.arange(len(clients)) % self.threads
-        replies = np.bincount(thread_of, minlength=self.threads)
-        visible = np.bincount(thread_of, frame.reply_visible, minlength=self.threads)
-        pvs = np.bincount(thread_of, frame.reply_pvs_rooms, minlength=self.threads)
-        for t in np.flatnonzero(replies).tolist():
-            ops[t] += reply_phase(k, replies[t], visible[t], pvs[t])
-        self._barrier(ops, "end", barriers, "end_barrier_wait")
-        return int(replies.max() - replies.min())
-
-    def _barrier(
-        self, ops: list[list], name: str, barriers: list, activity: str = "barrier_wait"
-    ) -> None:
-        barriers.append(name)
-        self.barriers.append(ops, name, activity)
+        return (
+            schedule.step.astype(np.int64),
+            schedule.thread.astype(np.int64),
+            np.packbits(meets, axis=1),
+            meets.sum(axis=1).astype(np.int64),
+        )
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
+
+
+ACTIVITIES = (
+    "frame",
+    "world",
+    "net_recv",
+    "request",
+    "sort",
+    "lock",
+    "barrier",
+    "barrier_wait",
+    "context_switch",
+    "reply_info",
+    "reply",
+    "net_send",
+    "internal_barrier_wait",
+    "end_barrier_wait",
+)
+"""The plan's activities; the codes below index it."""
+FRAME, WORLD, NET_RECV, REQUEST, SORT, LOCK, BARRIER_COST, BARRIER_WAIT, SWITCH = range(9)
+REPLY_INFO, REPLY, NET_SEND, INTERNAL_WAIT, END_WAIT = range(9, 14)
+_NO_INTS = np.empty(0, np.int64)
+_NO_BITS = np.empty((0, 0), np.uint8)
+
+
+def _barrier_names(stage2: str, stage3: str, steps: int) -> tuple[str, ...]:
+    """The frame's barriers, in the order every thread passes them."""
+    names: list[str] = []
+    if stage2 != "sequential":
+        names += ["sorted", *(f"level{step}" for step in range(steps))]
+    if stage3 != "sequential":
+        if stage2 == "sequential":
+            names.append("requests")  # the end of stage 2, which the others waited through
+        names += ["internal", "end"]
+    return tuple(names)
+
+
+@compiled
+def _build_plan(
+    flags, head, rates, resume, step, thread_of, held, packed, commands, range_count, clients,
+    reply_visible, reply_pvs,
+):  # fmt: skip
+    """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
+    docstring, then the packets executed above the area level and the spread of replies per
+    thread.  ``flags``: threads, parallel stage 2, parallel stage 3, locking, request steps,
+    areas, active-client replies; ``head``: frame, world, receiving, the serial stage 2,
+    sorting, barrier, reply-info, serial replies and sends, us; ``rates``: request per packet,
+    per command, per range entity, per lock, the lock walk, reply per client, per visible
+    entity, per PVS room, send per reply, us.  Per packet (arrival order): its step, thread,
+    areas (count and packed bits), commands and range entities; per replied client: its
+    slot, visible entities and PVS rooms.  Packets run by step, then in arrival order; a
+    first pass counts each thread's operations, the second writes them."""
+    threads, parallel3, active = flags[0], flags[2], flags[6]
+    m = len(step)
+    order = np.empty(m, np.int64)  # a stable sort by step
+    starts = np.zeros(flags[4] + 1, np.int64)
+    for i in range(m):
+        starts[step[i] + 1] += 1
+    for s in range(flags[4]):
+        starts[s + 1] += starts[s]
+    for i in range(m):
+        order[starts[step[i]]] = i
+        starts[step[i]] += 1
+    request, price = np.empty(m), np.empty(m)
+    boundary = 0
+    for i in range(m):
+        request[i] = rates[0] * 1 + rates[1] * commands[i] + rates[2] * range_count[i]
+        price[i] = rates[3] * held[i] + rates[4]
+        boundary += step[i] > 0
+    replies = np.zeros(threads, np.int64)
+    reply, net_send = np.zeros(threads), np.zeros(threads)
+    spread = 0
+    if parallel3:
+        n = len(clients)
+        reply_thread = np.empty(n, np.int64)
+        if active:
+            slots = np.argsort(clients, kind="mergesort")
+            for j in range(n):
+                reply_thread[slots[j]] = j % threads
+        else:
+            for j in range(n):
+                reply_thread[j] = clients[j] % threads
+        visible, pvs = np.zeros(threads), np.zeros(threads)
+        for j in range(n):
+            t = reply_thread[j]
+            replies[t] += 1
+            visible[t] += reply_visible[j]
+            pvs[t] += reply_pvs[j]
+        for t in range(threads):
+            reply[t] = rates[5] * replies[t] + rates[6] * visible[t] + rates[7] * pvs[t]
+            net_send[t] = rates[8] * replies[t]
+        spread = replies.max() - replies.min()
+    count = np.zeros(threads, np.int64)
+    none = np.empty(0, np.int64)
+    _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, head,
+         resume, order, step, thread_of, request, price, packed, replies, reply,
+         net_send)  # fmt: skip
+    total = count.sum()
+    at = np.zeros(threads, np.int64)
+    for t in range(1, threads):
+        at[t] = at[t - 1] + count[t - 1]
+    thread = np.empty(total, np.int64)
+    kind = np.empty(total, np.int8)
+    cost = np.zeros(total)
+    arg = np.full(total, -1, np.int64)
+    activity = np.full(total, -1, np.int64)
+    _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, order, step,
+         thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
+    return thread, kind, cost, arg, activity, boundary, spread
+
+
+@compiled
+def _passage(out, threads, barrier_us, resume, barrier, wait):
+    """Every thread passes barrier ``barrier``: its cost, the wait (recorded as activity
+    ``wait``), then, when the thread shares its CPU, the cost of resuming
+    (:func:`~simsrv.strategies.threads.resume_costs`)."""
+    for t in range(threads):
+        emit(*out, t, COMPUTE, barrier_us, -1, BARRIER_COST)
+        emit(*out, t, BARRIER, 0.0, barrier, wait)
+        if resume[t] > 0:
+            emit(*out, t, COMPUTE, resume[t], -1, SWITCH)
+
+
+@compiled
+def _ops(
+    fill, at, thread, kind, cost, arg, activity, flags, head, resume, order, step, thread_of,
+    request, price, packed, replies, reply, net_send,
+):  # fmt: skip
+    threads, parallel2, parallel3, locking = flags[0], flags[1], flags[2], flags[3]
+    steps, areas = flags[4], flags[5]
+    out = (fill, at, thread, kind, cost, arg, activity)
+    emit(*out, 0, COMPUTE, head[0], -1, FRAME)
+    emit(*out, 0, COMPUTE, head[1], -1, WORLD)
+    emit(*out, 0, COMPUTE, head[2], -1, NET_RECV)
+    barrier = 0
+    if not parallel2:
+        emit(*out, 0, COMPUTE, head[3], -1, REQUEST)
+    else:
+        emit(*out, 0, COMPUTE, head[4], -1, SORT)
+        _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
+        barrier += 1
+        m, position = len(step), 0
+        for level in range(steps):
+            while position < m and step[order[position]] == level:
+                i = order[position]
+                t = thread_of[i]
+                if locking:
+                    emit(*out, t, COMPUTE, price[i], -1, LOCK)
+                    for j in range(areas):  # the areas it meets, in node order
+                        if (packed[i, j >> 3] >> (7 - (j & 7))) & 1:
+                            emit(*out, t, ACQUIRE, 0.0, j, -1)
+                    emit(*out, t, COMPUTE, request[i], -1, REQUEST)
+                    for j in range(areas - 1, -1, -1):  # released in reverse
+                        if (packed[i, j >> 3] >> (7 - (j & 7))) & 1:
+                            emit(*out, t, RELEASE, 0.0, j, -1)
+                else:
+                    emit(*out, t, COMPUTE, request[i], -1, REQUEST)
+                position += 1
+            _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
+            barrier += 1
+    if not parallel3:
+        emit(*out, 0, COMPUTE, head[6], -1, REPLY_INFO)
+        emit(*out, 0, COMPUTE, head[7], -1, REPLY)
+        emit(*out, 0, COMPUTE, head[8], -1, NET_SEND)
+        return
+    if not parallel2:
+        _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
+        barrier += 1
+    emit(*out, 0, COMPUTE, head[6], -1, REPLY_INFO)
+    _passage(out, threads, head[5], resume, barrier, INTERNAL_WAIT)
+    barrier += 1
+    for t in range(threads):
+        if replies[t]:
+            emit(*out, t, COMPUTE, reply[t], -1, REPLY)
+            emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
+    _passage(out, threads, head[5], resume, barrier, END_WAIT)
 
 
 STRATEGIES.register(

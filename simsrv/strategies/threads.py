@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.machine.plan import BarrierWait, Compute
 from simsrv.platforms.profile import Costs
 
 STACK_RESERVED_BYTES = 2 * 1024 * 1024
@@ -48,30 +47,3 @@ def resume_costs(cpu_of: np.ndarray, cpus: int, costs: Costs) -> np.ndarray:
     """Cost of resuming each thread after a barrier, us: 0 unless it shares its CPU."""
     sharing = np.bincount(cpu_of, minlength=cpus)[cpu_of] > 1
     return np.where(sharing, costs.context_switch + costs.thread_cache_refill, 0.0)
-
-
-class BarrierPassages:
-    """Every thread's operations to pass a named barrier: the barrier's cost (``barrier_us``),
-    the wait (recorded as ``activity``), then the cost of resuming when the thread shares its
-    CPU (``resume_us[t]``).  Built once per barrier name and reused by every frame."""
-
-    def __init__(self, barrier_us: float, resume_us: np.ndarray) -> None:
-        self.barrier_us = barrier_us
-        self.resume_us = resume_us.tolist()
-        self._passages: dict[tuple[str, str], list[tuple]] = {}
-
-    def append(self, ops: list[list], name: str, activity: str = "barrier_wait") -> None:
-        """Append barrier ``name``'s passage to every thread's operations ``ops[t]``."""
-        passages = self._passages.get((name, activity))
-        if passages is None:
-            passages = self._passages[(name, activity)] = [
-                self._passage(name, activity, resume) for resume in self.resume_us
-            ]
-        for thread_ops, passage in zip(ops, passages, strict=True):
-            thread_ops += passage
-
-    def _passage(self, name: str, activity: str, resume_us: float) -> tuple:
-        passage = (Compute("barrier", self.barrier_us), BarrierWait(name, activity))
-        if resume_us > 0:
-            passage += (Compute("context_switch", float(resume_us)),)
-        return passage
