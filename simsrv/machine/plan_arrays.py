@@ -94,6 +94,33 @@ class PlanArrays(NamedTuple):
         return FramePlan(threads, dict(zip(names, self.barrier_parties.tolist(), strict=True)))
 
 
+@compiled
+def counting_columns(threads) -> tuple[np.ndarray, ...]:
+    """The columns a builder's counting pass writes into: ``count`` (ops per thread, zeros)
+    and empty ``thread``, ``kind``, ``cost``, ``arg``, ``activity`` (see :func:`emit`)."""
+    none = np.empty(0, np.int64)
+    return np.zeros(threads, np.int64), none, none.astype(np.int8), np.empty(0), none, none
+
+
+@compiled
+def filling_columns(count) -> tuple[np.ndarray, ...]:
+    """The columns of a plan whose thread ``t`` has ``count[t]`` ops, for the filling pass:
+    ``at`` (each thread's first row, advanced as it is filled) and the rows' ``thread``,
+    ``kind``, ``cost`` (0), ``arg`` (-1) and ``activity`` (-1)."""
+    total = count.sum()
+    at = np.zeros(len(count), np.int64)
+    for t in range(1, len(count)):
+        at[t] = at[t - 1] + count[t - 1]
+    return (
+        at,
+        np.empty(total, np.int64),
+        np.empty(total, np.int8),
+        np.zeros(total),
+        np.full(total, -1, np.int64),
+        np.full(total, -1, np.int64),
+    )
+
+
 def from_plan(plan: FramePlan) -> PlanArrays:
     """``plan`` as arrays; it must have no spawned thread and only the four kinds above."""
     activities: dict[str, int] = {}

@@ -70,7 +70,15 @@ import numpy as np
 from pydantic import Field
 
 from simsrv.compiled import compiled
-from simsrv.machine.plan_arrays import ACQUIRE, BARRIER, COMPUTE, RELEASE, PlanArrays
+from simsrv.machine.plan_arrays import (
+    ACQUIRE,
+    BARRIER,
+    COMPUTE,
+    RELEASE,
+    PlanArrays,
+    counting_columns,
+    filling_columns,
+)
 from simsrv.machine.plan_arrays import emit as _emit
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
@@ -299,20 +307,11 @@ def _build_plan(
     packet's lock walk visits.  A first pass counts each thread's operations,
     the second writes them."""
     threads = flags[0]
-    count = np.zeros(threads, np.int64)
-    none = np.empty(0, np.int64)
-    _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, head,
-         resume, received, net_recv, reply, net_send, replies, thread_of, walked, before,
-         under, start, top, client)  # fmt: skip
-    total = count.sum()
-    at = np.zeros(threads, np.int64)
-    for t in range(1, threads):
-        at[t] = at[t - 1] + count[t - 1]
-    thread = np.empty(total, np.int64)
-    kind = np.empty(total, np.int8)
-    cost = np.zeros(total)
-    arg = np.full(total, -1, np.int64)
-    activity = np.full(total, -1, np.int64)
+    count, thread, kind, cost, arg, activity = counting_columns(threads)
+    _ops(False, count, thread, kind, cost, arg, activity, flags, head, resume, received,
+         net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
+         client)  # fmt: skip
+    at, thread, kind, cost, arg, activity = filling_columns(count)
     _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, received,
          net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
          client)  # fmt: skip

@@ -67,7 +67,16 @@ from pydantic import Field
 
 from simsrv.compiled import compiled
 from simsrv.invariants import check_packet_workers
-from simsrv.machine.plan_arrays import ACQUIRE, BARRIER, COMPUTE, RELEASE, PlanArrays, emit
+from simsrv.machine.plan_arrays import (
+    ACQUIRE,
+    BARRIER,
+    COMPUTE,
+    RELEASE,
+    PlanArrays,
+    counting_columns,
+    emit,
+    filling_columns,
+)
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
@@ -350,20 +359,10 @@ def _build_plan(
             reply[t] = rates[5] * replies[t] + rates[6] * visible[t] + rates[7] * pvs[t]
             net_send[t] = rates[8] * replies[t]
         spread = replies.max() - replies.min()
-    count = np.zeros(threads, np.int64)
-    none = np.empty(0, np.int64)
-    _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, head,
-         resume, order, step, thread_of, request, price, packed, replies, reply,
-         net_send)  # fmt: skip
-    total = count.sum()
-    at = np.zeros(threads, np.int64)
-    for t in range(1, threads):
-        at[t] = at[t - 1] + count[t - 1]
-    thread = np.empty(total, np.int64)
-    kind = np.empty(total, np.int8)
-    cost = np.zeros(total)
-    arg = np.full(total, -1, np.int64)
-    activity = np.full(total, -1, np.int64)
+    count, thread, kind, cost, arg, activity = counting_columns(threads)
+    _ops(False, count, thread, kind, cost, arg, activity, flags, head, resume, order, step,
+         thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
+    at, thread, kind, cost, arg, activity = filling_columns(count)
     _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, order, step,
          thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     return thread, kind, cost, arg, activity, boundary, spread
