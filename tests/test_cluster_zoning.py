@@ -402,3 +402,17 @@ def test_bad_zoning_input_exits_2_with_one_line(setting, names, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert all(name in err for name in names), err
+
+
+def test_mirrored_players_leave_out_the_mirrored_map_entities():
+    # two zones split at x = 1024, border 256: player 1 (x = 1100, zone 1) is near zone 0,
+    # player 0 (x = 500) is not; a map entity (a door at x = 1000, zone 0) is near zone 1
+    zoning = GridZoning(np.zeros(2), np.array([2048.0, 1024.0]), 2, 256.0)
+    game_map = fake_map((0, 0), (2048, 1024), entities=[[1000.0, 500.0, 0.0]])
+    script = [[[500.0, 500.0], [1100.0, 500.0]]]
+    zoned = ZonedWorld(ScriptedWorld(game_map, script), zoning, 31.25, 8)
+    zoned.advance(0.032)
+    assert zoned.mirror_at(0.0).tolist() == [[0, 1], [1, 0]]  # door 0 -> 1, player 1 -> 0
+    assert zoned.mirrored_players_at(0, 0.0) == 1
+    assert zoned.mirrored_players_at(1, 0.0) == 0  # only the door is mirrored onto node 1
+    assert zoned.entities_at(1, 0.0) == 2  # its player and the mirrored door

@@ -64,6 +64,7 @@ class ZonedWorld:
         self._owner: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mirror: OrderedDict[int, np.ndarray] = OrderedDict()
         self._map_owned: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._map_mirror: OrderedDict[int, np.ndarray] = OrderedDict()
         self._targets: OrderedDict[int, dict[int, tuple[int, int]]] = OrderedDict()
         self.owned_history: list[np.ndarray] = []
         """Players in each zone, one (nodes,) array per tick from tick 0."""
@@ -103,6 +104,7 @@ class ZonedWorld:
         self._owner[state.tick] = owner
         self._mirror[state.tick] = zoning.mirror_counts(positions, owner) + self.map_mirror
         self._map_owned[state.tick] = self.map_owned
+        self._map_mirror[state.tick] = self.map_mirror
         self.owned_history.append(np.bincount(owner, minlength=zoning.nodes))
         if self.owner_history is not None:
             self.owner_history.append(owner)
@@ -110,6 +112,7 @@ class ZonedWorld:
             self._owner.popitem(last=False)
             self._mirror.popitem(last=False)
             self._map_owned.popitem(last=False)
+            self._map_mirror.popitem(last=False)
         if self.shots:
             shooters, targets = aim(positions, state.actions.shot, state.neighbours)
             aimed = zip(targets.tolist(), owner[targets].tolist(), strict=True)
@@ -138,8 +141,10 @@ class ZonedWorld:
         return self._mirror[self.tick_at(t_s)]
 
     def mirrored_players_at(self, node: int, t_s: float) -> int:
-        """Players of other zones mirrored onto node ``node`` at ``t_s``."""
-        return int(self._mirror[self.tick_at(t_s)][:, node].sum())
+        """Players of other zones mirrored onto node ``node`` at ``t_s`` (the mirror matrix
+        less the map entities' part)."""
+        tick = self.tick_at(t_s)
+        return int((self._mirror[tick] - self._map_mirror[tick])[:, node].sum())
 
     def entities_at(self, node: int, t_s: float) -> int:
         """Entities node ``node``'s world physics simulates at ``t_s``: the players and map
