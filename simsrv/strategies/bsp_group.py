@@ -72,7 +72,7 @@ from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase
+from simsrv.strategies.phases import input_phase, reply_info_phase, request_reply_phase
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
@@ -316,13 +316,16 @@ def _shares(
 def _group_work(k: Costs, share: ProcessShares, p: int, lists_share: float) -> list[Compute]:
     """Request (less its action lists, built by the coordinator), reply and send work of
     process ``p``'s groups."""
-    request = c.request_us(k, share.messages[p], share.commands[p], share.ranges[p])
-    if lists_share:
-        request = (1.0 - lists_share) * request
-    return [
-        Compute("request", request),
-        *reply_phase(k, share.replies[p], share.visible[p], share.pvs_rooms[p]),
-    ]
+    return request_reply_phase(
+        k,
+        share.messages[p],
+        share.commands[p],
+        share.ranges[p],
+        share.replies[p],
+        share.visible[p],
+        share.pvs_rooms[p],
+        request_share=1.0 - lists_share,
+    )
 
 
 STRATEGIES.register("bsp-group", StrategyKind("bsp-group", BspGroupOptions, BspGroup))

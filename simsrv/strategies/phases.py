@@ -27,9 +27,10 @@ def reply_info_phase(k: Costs, connected: int) -> Compute:
     return Compute("reply_info", c.reply_info_us(k, connected))
 
 
-def request_phase(k: Costs, messages, commands, range_entities) -> list[Compute]:
-    """Executing ``messages`` packets (stage 2 after receiving)."""
-    return [Compute("request", c.request_us(k, messages, commands, range_entities))]
+def request_phase(k: Costs, messages, commands, range_entities, share=1.0) -> list[Compute]:
+    """Executing ``messages`` packets (stage 2 after receiving); ``share`` of that work when
+    part of it was done elsewhere (bsp-group's coordinator builds the action lists)."""
+    return [Compute("request", share * c.request_us(k, messages, commands, range_entities))]
 
 
 def reply_phase(k: Costs, replies, visible_entities, pvs_rooms) -> list[Compute]:
@@ -41,9 +42,17 @@ def reply_phase(k: Costs, replies, visible_entities, pvs_rooms) -> list[Compute]
 
 
 def request_reply_phase(
-    k: Costs, messages, commands, range_entities, replies, visible_entities, pvs_rooms
+    k: Costs,
+    messages,
+    commands,
+    range_entities,
+    replies,
+    visible_entities,
+    pvs_rooms,
+    request_share=1.0,
 ) -> list[Compute]:
-    """Executing ``messages`` packets and building and sending ``replies`` replies."""
-    return request_phase(k, messages, commands, range_entities) + reply_phase(
+    """Executing ``messages`` packets (``request_share`` of that work, see
+    :func:`request_phase`) and building and sending ``replies`` replies."""
+    return request_phase(k, messages, commands, range_entities, request_share) + reply_phase(
         k, replies, visible_entities, pvs_rooms
     )
