@@ -7,6 +7,8 @@ same seed are paired (common random numbers).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 STREAMS = ("map", "players", "clients", "strategy", "machine", "combat")
@@ -14,7 +16,17 @@ STREAMS = ("map", "players", "clients", "strategy", "machine", "combat")
 streams go at the end, which leaves the earlier ones unchanged)."""
 
 
-def spawn_streams(seed: int) -> dict[str, np.random.Generator]:
-    """One independent generator per name in :data:`STREAMS` for root ``seed``."""
+def spawn_streams(seed: int, map_seed: int | None = None) -> dict[str, np.random.Generator]:
+    """One independent generator per name in :data:`STREAMS` for root ``seed``; with
+    ``map_seed``, the ``map`` stream is the one root ``map_seed`` would give (the map of the
+    run with that seed), the others stay those of ``seed``."""
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    return {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
+    streams = {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
+    if map_seed is not None and map_seed != seed:
+        streams["map"] = spawn_streams(map_seed)["map"]
+    return streams
+
+
+def run_streams(run: Any) -> dict[str, np.random.Generator]:
+    """The streams of a scenario's ``[run]`` section (its ``seed`` and ``map_seed``)."""
+    return spawn_streams(run.seed, run.map_seed)

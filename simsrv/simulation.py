@@ -31,7 +31,7 @@ from simsrv.machine.executor import Machine
 from simsrv.machine.trace import US, is_wait
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
-from simsrv.seeding import spawn_streams
+from simsrv.seeding import run_streams
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder, FrameWorkload
@@ -114,7 +114,7 @@ class SimulationOutput:
 def simulate(scenario: Scenario) -> SimulationOutput:
     """Run ``scenario`` to ``warmup_s + duration_s`` simulated seconds."""
     wall_start = time.perf_counter()
-    rng = spawn_streams(scenario.run.seed)
+    rng = run_streams(scenario.run)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     world = build_world(scenario, rng)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)

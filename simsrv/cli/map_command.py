@@ -87,7 +87,7 @@ def map_command(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure, save_animation
     from simsrv.scenario.load import load_scenario
-    from simsrv.seeding import spawn_streams
+    from simsrv.seeding import run_streams
     from simsrv.simulation import build_map
     from simsrv.world.maps.file import map_to_toml
     from simsrv.world.snapshot import snapshots
@@ -96,7 +96,7 @@ def map_command(args: argparse.Namespace) -> int:
     if args.export is not None and scenario.map.kind == "bsp":
         raise InputError("--export: a bsp map is its BSP file (map.file); export box maps only")
     if args.out is None and args.graph is None:
-        game_map = build_map(scenario, spawn_streams(scenario.run.seed))
+        game_map = build_map(scenario, run_streams(scenario.run))
     else:
         times = [args.time + i * args.step for i in range(args.frames)]
         game_map, snaps = snapshots(scenario, times, args.active)

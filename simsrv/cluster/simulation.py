@@ -35,7 +35,7 @@ from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
-from simsrv.seeding import spawn_streams
+from simsrv.seeding import run_streams
 from simsrv.simulation import (
     FRAME_COLUMNS,
     SimulationOutput,
@@ -79,7 +79,7 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
     wall_start = time.perf_counter()
     cluster = scenario.cluster
     assert cluster is not None and cluster.border_width is not None
-    rng = spawn_streams(scenario.run.seed)
+    rng = run_streams(scenario.run)
     platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     world = build_world(scenario, rng)
     zoning = ZONINGS.get(cluster.zoning, "cluster.zoning").build(

@@ -32,13 +32,13 @@ def zone_map_frame(
     concentration areas).
     """
     from simsrv.cluster.zoning import ZONINGS
-    from simsrv.seeding import spawn_streams
+    from simsrv.seeding import run_streams
     from simsrv.simulation import build_world
 
     cluster = scenario.cluster
     if cluster is None or cluster.border_width is None:
         raise ValueError("zone_map_frame: the scenario has no [cluster] section")
-    world = build_world(scenario, spawn_streams(scenario.run.seed))
+    world = build_world(scenario, run_streams(scenario.run))
     zoning = ZONINGS.get(cluster.zoning, "cluster.zoning").build(
         world.map, cluster.nodes, cluster.border_width
     )

@@ -28,6 +28,14 @@ class RunSection(StrictModel):
     seed: int = Field(
         1, ge=0, le=MAX_SEED, description="root seed of every random stream (0 to 2**32 - 1)"
     )
+    map_seed: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_SEED,
+        description="seed of the map's own draws (hotspot and entity positions of the "
+        "generated maps): the map a run with seed = map_seed would have; unset = seed.  Fix it "
+        "to repeat one map (as a real map is one artefact) while seed varies the players",
+    )
 
 
 class MapSection(StrictModel):
@@ -290,6 +298,8 @@ class Scenario(BaseModel):
         out = self.model_dump(mode="json")
         if self.cluster is None:
             del out["cluster"]  # a single server: the layout of scenarios without the section
+        if self.run.map_seed is None:
+            del out["run"]["map_seed"]  # unset: the layout (and hash) of scenarios before it
         out["map"] = {"kind": self.map.kind, **_dump(self.map.params)}
         players = out["players"]
         players["behaviour"] = _dump(self.players.behaviour)

@@ -8,7 +8,7 @@ import numpy as np
 
 from simsrv.scenario.schema import Scenario
 from simsrv.scheduling.groups import FrameGroups, frame_groups
-from simsrv.seeding import spawn_streams
+from simsrv.seeding import run_streams
 from simsrv.world.maps.base import GameMap
 from simsrv.world.proximity import Neighbours
 
@@ -75,7 +75,7 @@ def snapshots(
     """
     from simsrv.simulation import build_world  # the run's own world construction
 
-    world = build_world(scenario, spawn_streams(scenario.run.seed))
+    world = build_world(scenario, run_streams(scenario.run))
     draw = np.random.default_rng(np.random.SeedSequence(scenario.run.seed).spawn(8)[-1])
     dt = 1.0 / scenario.clients.rate_hz
     out: list[Snapshot] = []
