@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from simsrv.compiled import compiled
 from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
@@ -151,30 +152,26 @@ class Walker:
         return door
 
     def _walk(self, idx: np.ndarray, dt_s: float) -> np.ndarray:
+        """Move players ``idx`` (ascending) one step towards their waypoints; slide along walls.
+
+        A step is tried whole, then along x only, then along y only (the slides only for
+        those not moved yet); the arithmetic is compiled (:func:`_steps`, :func:`_try`), the
+        map answers which proposals are blocked.  Returns who moved, (N,) bool.
+        """
         moved = np.zeros(len(self.speed), dtype=bool)
         if len(idx) == 0:
             return moved
         way = self._waypoints(idx)
-        delta = way - self.positions[idx, :2]
-        dist = np.hypot(delta[:, 0], delta[:, 1])
-        step = np.minimum(self.speed[idx] * dt_s, dist)
-        unit = delta / np.maximum(dist, 1e-9)[:, None]
-        start = self.positions[idx].copy()
-        full = unit * step[:, None]
-        for attempt, move in enumerate((full, _only(full, 0), _only(full, 1))):
-            # the slides (attempts 1, 2) only for those that have not moved yet
-            rows = slice(None) if attempt == 0 else np.flatnonzero(~moved[idx])
-            who = idx[rows]
-            proposal = start[rows]  # a copy (fancy index) or, for the slice, copied below
-            proposal = proposal.copy() if attempt == 0 else proposal
-            proposal[:, :2] += move[rows]
-            free = ~self.map.blocked(proposal) & ~moved[who]
-            self.positions[who[free], :2] = proposal[free, :2]
-            moved[who[free]] = np.any(move[rows][free] != 0.0, axis=1)
-            if attempt == 0:
-                self.detour[idx] = np.where(free, 0, self.detour[idx] + 1)
-        at_goal = np.hypot(*(self.target[idx] - self.positions[idx, :2]).T) < 1.0
-        stuck = (~moved[idx] | (self.detour[idx] >= MAX_DETOUR_TICKS)) & ~at_goal
+        full, start, proposal = _steps(self.positions, idx, way, self.speed, dt_s)
+        rows = np.arange(len(idx))
+        for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
+            free = ~self.map.blocked(proposal)
+            rows, start, proposal = _try(
+                self.positions, moved, self.detour, idx, rows, full, start, proposal, free, axis
+            )
+            if len(rows) == 0:
+                break
+        at_goal, stuck = _arrivals(self.positions, self.target, moved, self.detour, idx)
         arrived = idx[at_goal]
         if len(arrived):
             self.pause_s[arrived] = np.maximum(self.pauses(arrived), 1e-9)
@@ -184,7 +181,85 @@ class Walker:
         return moved
 
 
-def _only(move: np.ndarray, axis: int) -> np.ndarray:
-    out = np.zeros_like(move)
-    out[:, axis] = move[:, axis]
-    return out
+@compiled
+def _steps(positions, idx, way, speed, dt_s):  # pragma: no cover - compiled
+    """The whole steps ``(full (n, 2), start (n, 3), proposal (n, 3))`` of players ``idx``
+    towards ``way``: ``speed * dt_s`` units, at most the distance to the waypoint."""
+    n = len(idx)
+    full = np.empty((n, 2))
+    start = np.empty((n, 3))
+    proposal = np.empty((n, 3))
+    for r in range(n):
+        i = idx[r]
+        dx = way[r, 0] - positions[i, 0]
+        dy = way[r, 1] - positions[i, 1]
+        dist = np.hypot(dx, dy)
+        step = min(speed[i] * dt_s, dist)
+        norm = max(dist, 1e-9)
+        full[r, 0] = dx / norm * step
+        full[r, 1] = dy / norm * step
+        for k in range(3):
+            start[r, k] = positions[i, k]
+        proposal[r, 0] = start[r, 0] + full[r, 0]
+        proposal[r, 1] = start[r, 1] + full[r, 1]
+        proposal[r, 2] = start[r, 2]
+    return full, start, proposal
+
+
+@compiled
+def _try(
+    positions, moved, detour, idx, rows, full, start, proposal, free, axis
+):  # pragma: no cover - compiled
+    """Apply one attempt (``axis`` -1: the whole step ``full``, 0 or 1: its x or y part only)
+    to the players ``idx[rows]``: those whose ``proposal`` is ``free`` move there (``moved``
+    if the move is not zero); the whole step also counts the ``detour`` ticks (0 when free).
+    Returns the rows not moved, their starts and their next proposals (the x slide after the
+    whole step, the y slide after the x slide)."""
+    keep = np.empty(len(rows), np.int64)
+    kept = 0
+    for q in range(len(rows)):
+        r = rows[q]
+        i = idx[r]
+        if free[q]:
+            positions[i, 0] = proposal[q, 0]
+            positions[i, 1] = proposal[q, 1]
+            if axis == -1:
+                moved[i] = full[r, 0] != 0.0 or full[r, 1] != 0.0
+            else:
+                moved[i] = full[r, axis] != 0.0
+        if axis == -1:
+            detour[i] = 0 if free[q] else detour[i] + 1
+        if not moved[i]:
+            keep[kept] = q
+            kept += 1
+    nxt = np.empty(kept, np.int64)
+    starts = np.empty((kept, 3))
+    proposals = np.empty((kept, 3))
+    for p in range(kept):
+        q = keep[p]
+        r = rows[q]
+        nxt[p] = r
+        for k in range(3):
+            starts[p, k] = start[q, k]
+            proposals[p, k] = start[q, k]
+        if axis == -1:  # the x slide: (full x, 0)
+            proposals[p, 0] = start[q, 0] + full[r, 0]
+            proposals[p, 1] = start[q, 1] + 0.0
+        else:  # the y slide: (0, full y)
+            proposals[p, 0] = start[q, 0] + 0.0
+            proposals[p, 1] = start[q, 1] + full[r, 1]
+    return nxt, starts, proposals
+
+
+@compiled
+def _arrivals(positions, target, moved, detour, idx):  # pragma: no cover - compiled
+    """Per player of ``idx``: at its destination (within 1 unit), and stuck (not moved, or
+    ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination); (n,) bool each."""
+    n = len(idx)
+    at_goal = np.empty(n, np.bool_)
+    stuck = np.empty(n, np.bool_)
+    for r in range(n):
+        i = idx[r]
+        at_goal[r] = np.hypot(target[i, 0] - positions[i, 0], target[i, 1] - positions[i, 1]) < 1.0
+        stuck[r] = (not moved[i] or detour[i] >= MAX_DETOUR_TICKS) and not at_goal[r]
+    return at_goal, stuck
