@@ -162,8 +162,9 @@ class Walker:
         if len(idx) == 0:
             return moved
         way = self._waypoints(idx)
-        full, start, proposal = _steps(self.positions, idx, way, self.speed, dt_s)
+        full, proposal = _steps(self.positions, idx, way, self.speed, dt_s)
         rows = np.arange(len(idx))
+        start = np.zeros((0, 3))  # the whole step starts where the players are
         for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
             free = ~self.map.blocked(proposal)
             rows, start, proposal = _try(
@@ -183,11 +184,10 @@ class Walker:
 
 @compiled
 def _steps(positions, idx, way, speed, dt_s):  # pragma: no cover - compiled
-    """The whole steps ``(full (n, 2), start (n, 3), proposal (n, 3))`` of players ``idx``
-    towards ``way``: ``speed * dt_s`` units, at most the distance to the waypoint."""
+    """The whole steps ``(full (n, 2), proposal (n, 3))`` of players ``idx`` towards ``way``:
+    ``speed * dt_s`` units, at most the distance to the waypoint."""
     n = len(idx)
     full = np.empty((n, 2))
-    start = np.empty((n, 3))
     proposal = np.empty((n, 3))
     for r in range(n):
         i = idx[r]
@@ -198,12 +198,10 @@ def _steps(positions, idx, way, speed, dt_s):  # pragma: no cover - compiled
         norm = max(dist, 1e-9)
         full[r, 0] = dx / norm * step
         full[r, 1] = dy / norm * step
-        for k in range(3):
-            start[r, k] = positions[i, k]
-        proposal[r, 0] = start[r, 0] + full[r, 0]
-        proposal[r, 1] = start[r, 1] + full[r, 1]
-        proposal[r, 2] = start[r, 2]
-    return full, start, proposal
+        proposal[r, 0] = positions[i, 0] + full[r, 0]
+        proposal[r, 1] = positions[i, 1] + full[r, 1]
+        proposal[r, 2] = positions[i, 2]
+    return full, proposal
 
 
 @compiled
@@ -213,13 +211,19 @@ def _try(
     """Apply one attempt (``axis`` -1: the whole step ``full``, 0 or 1: its x or y part only)
     to the players ``idx[rows]``: those whose ``proposal`` is ``free`` move there (``moved``
     if the move is not zero); the whole step also counts the ``detour`` ticks (0 when free).
-    Returns the rows not moved, their starts and their next proposals (the x slide after the
-    whole step, the y slide after the x slide)."""
+    ``start``: where the slides start (the whole step starts at ``positions``).  Returns the
+    rows not moved, their starts and their next proposals (the x slide after the whole step,
+    the y slide after the x slide)."""
     keep = np.empty(len(rows), np.int64)
+    starts = np.empty((min(len(rows), 1024), 3))  # of the rows kept, grown as needed
     kept = 0
     for q in range(len(rows)):
         r = rows[q]
         i = idx[r]
+        if axis == -1:
+            x, y, z = positions[i, 0], positions[i, 1], positions[i, 2]
+        else:
+            x, y, z = start[q, 0], start[q, 1], start[q, 2]
         if free[q]:
             positions[i, 0] = proposal[q, 0]
             positions[i, 1] = proposal[q, 1]
@@ -230,25 +234,26 @@ def _try(
         if axis == -1:
             detour[i] = 0 if free[q] else detour[i] + 1
         if not moved[i]:
-            keep[kept] = q
+            if kept == len(starts):
+                grown = np.empty((2 * kept, 3))
+                grown[:kept] = starts
+                starts = grown
+            keep[kept] = r
+            starts[kept, 0] = x
+            starts[kept, 1] = y
+            starts[kept, 2] = z
             kept += 1
-    nxt = np.empty(kept, np.int64)
-    starts = np.empty((kept, 3))
     proposals = np.empty((kept, 3))
     for p in range(kept):
-        q = keep[p]
-        r = rows[q]
-        nxt[p] = r
-        for k in range(3):
-            starts[p, k] = start[q, k]
-            proposals[p, k] = start[q, k]
+        r = keep[p]
+        proposals[p, 2] = starts[p, 2]
         if axis == -1:  # the x slide: (full x, 0)
-            proposals[p, 0] = start[q, 0] + full[r, 0]
-            proposals[p, 1] = start[q, 1] + 0.0
+            proposals[p, 0] = starts[p, 0] + full[r, 0]
+            proposals[p, 1] = starts[p, 1] + 0.0
         else:  # the y slide: (0, full y)
-            proposals[p, 0] = start[q, 0] + 0.0
-            proposals[p, 1] = start[q, 1] + full[r, 1]
-    return nxt, starts, proposals
+            proposals[p, 0] = starts[p, 0] + 0.0
+            proposals[p, 1] = starts[p, 1] + full[r, 1]
+    return keep[:kept].copy(), starts[:kept].copy(), proposals
 
 
 @compiled
@@ -260,6 +265,9 @@ def _arrivals(positions, target, moved, detour, idx):  # pragma: no cover - comp
     stuck = np.empty(n, np.bool_)
     for r in range(n):
         i = idx[r]
-        at_goal[r] = np.hypot(target[i, 0] - positions[i, 0], target[i, 1] - positions[i, 1]) < 1.0
+        dx = target[i, 0] - positions[i, 0]
+        dy = target[i, 1] - positions[i, 1]
+        # hypot >= max(|dx|, |dy|) (faithfully rounded): far players skip it
+        at_goal[r] = abs(dx) < 1.0 and abs(dy) < 1.0 and np.hypot(dx, dy) < 1.0
         stuck[r] = (not moved[i] or detour[i] >= MAX_DETOUR_TICKS) and not at_goal[r]
     return at_goal, stuck
