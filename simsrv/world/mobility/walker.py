@@ -122,15 +122,17 @@ class Walker:
         shot = self.rng.random(n) < self.params.shot_rate_hz * dt_s
         return TickActions(moving=moved, shot=shot, jumped=np.zeros(n, dtype=bool))
 
-    def _waypoints(self, idx: np.ndarray) -> np.ndarray:
-        """Where players ``idx`` head now: the next doorway, or the destination itself.
+    def _waypoints(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where players ``idx`` head now: the next doorway, or the destination itself, as
+        ``(way, rows)``: player ``idx[r]`` heads for ``way[rows[r]]`` (maps without doorways:
+        the destinations themselves, not copied).
 
         A player standing in a doorway (within 1 unit of its centre) heads for the doorway
         after it on the path from the room on the other side, or for the destination.
         """
-        way = self.target[idx].copy()
         if len(self.map.doors) == 0:
-            return way
+            return self.target, idx
+        way = self.target[idx]
         pos = self.positions[idx]
         here = self.map.room_of(pos)
         goal = self.map.room_of(np.column_stack([way, pos[:, 2]]))
@@ -142,7 +144,7 @@ class Walker:
             door[at_door] = self._next_door(other, goal[at_door])
         through = door >= 0
         way[through] = self.map.doors[door[through], :2]
-        return way
+        return way, np.arange(len(idx))
 
     def _next_door(self, here: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Next doorway from room ``here`` to room ``goal`` (-1: none needed or known)."""
@@ -161,8 +163,8 @@ class Walker:
         moved = np.zeros(len(self.speed), dtype=bool)
         if len(idx) == 0:
             return moved
-        way = self._waypoints(idx)
-        full, proposal = _steps(self.positions, idx, way, self.speed, dt_s)
+        way, way_rows = self._waypoints(idx)
+        full, proposal = _steps(self.positions, idx, way, way_rows, self.speed, dt_s)
         rows = np.arange(len(idx))
         start = np.zeros((0, 3))  # the whole step starts where the players are
         for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
@@ -183,16 +185,16 @@ class Walker:
 
 
 @compiled
-def _steps(positions, idx, way, speed, dt_s):  # pragma: no cover - compiled
-    """The whole steps ``(full (n, 2), proposal (n, 3))`` of players ``idx`` towards ``way``:
-    ``speed * dt_s`` units, at most the distance to the waypoint."""
+def _steps(positions, idx, way, way_rows, speed, dt_s):  # pragma: no cover - compiled
+    """The whole steps ``(full (n, 2), proposal (n, 3))`` of players ``idx`` towards their
+    waypoints ``way[way_rows]``: ``speed * dt_s`` units, at most the distance to the waypoint."""
     n = len(idx)
     full = np.empty((n, 2))
     proposal = np.empty((n, 3))
     for r in range(n):
         i = idx[r]
-        dx = way[r, 0] - positions[i, 0]
-        dy = way[r, 1] - positions[i, 1]
+        dx = way[way_rows[r], 0] - positions[i, 0]
+        dy = way[way_rows[r], 1] - positions[i, 1]
         dist = np.hypot(dx, dy)
         step = min(speed[i] * dt_s, dist)
         norm = max(dist, 1e-9)
