@@ -95,14 +95,17 @@ def _grid_shape(points, radius):  # pragma: no cover - compiled
     if n == 0:
         return np.zeros(3), 1.0, 1, 1, 1
     low, high = _bounds(points)
-    extent = high - low
-    side = max(radius * (1.0 + MARGIN), extent.max() * 1e-12, 1e-300)
-    counts = np.floor(extent / side) + 1
+    ex, ey, ez = high[0] - low[0], high[1] - low[1], high[2] - low[2]
+    side = max(radius * (1.0 + MARGIN), max(ex, ey, ez) * 1e-12, 1e-300)
     budget = CELLS_PER_POINT * n + 1024
-    while counts[0] * counts[1] * counts[2] > budget:  # sparse: widen the cells until they fit
-        side *= max((counts[0] * counts[1] * counts[2] / budget) ** (1.0 / 3.0), 1.1)
-        counts = np.floor(extent / side) + 1
-    return low, side, int(counts[0]), int(counts[1]), int(counts[2])
+    while True:  # sparse: widen the cells until they fit
+        nx = np.floor(ex / side) + 1.0
+        ny = np.floor(ey / side) + 1.0
+        nz = np.floor(ez / side) + 1.0
+        cells = nx * ny * nz
+        if cells <= budget:
+            return low, side, int(nx), int(ny), int(nz)
+        side *= max((cells / budget) ** (1.0 / 3.0), 1.1)
 
 
 @compiled

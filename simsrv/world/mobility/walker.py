@@ -213,41 +213,39 @@ def _try(
     """Apply one attempt (``axis`` -1: the whole step ``full``, 0 or 1: its x or y part only)
     to the players ``idx[rows]``: those whose ``proposal`` is ``free`` move there (``moved``
     if the move is not zero); the whole step also counts the ``detour`` ticks (0 when free).
-    ``start``: where the slides start (the whole step starts at ``positions``).  Returns the
-    rows not moved, their starts and their next proposals (the x slide after the whole step,
-    the y slide after the x slide)."""
+    ``start``: where the slides start; the whole step starts at ``positions`` (and its tested
+    ``proposal`` rows are overwritten with those starts, to keep them).  Returns the rows not
+    moved, their starts and their next proposals (the x slide after the whole step, the y
+    slide after the x slide)."""
     keep = np.empty(len(rows), np.int64)
-    starts = np.empty((min(len(rows), 1024), 3))  # of the rows kept, grown as needed
     kept = 0
     for q in range(len(rows)):
         r = rows[q]
         i = idx[r]
-        if axis == -1:
-            x, y, z = positions[i, 0], positions[i, 1], positions[i, 2]
-        else:
-            x, y, z = start[q, 0], start[q, 1], start[q, 2]
-        if free[q]:
+        if axis == -1:  # keep the start of the slides (the position before the whole step)
+            for k in range(3):
+                proposal[q, k] = positions[i, k]
+            if free[q]:  # the whole step: start + full
+                positions[i, 0] = proposal[q, 0] + full[r, 0]
+                positions[i, 1] = proposal[q, 1] + full[r, 1]
+                moved[i] = full[r, 0] != 0.0 or full[r, 1] != 0.0
+            detour[i] = 0 if free[q] else detour[i] + 1
+        elif free[q]:
             positions[i, 0] = proposal[q, 0]
             positions[i, 1] = proposal[q, 1]
-            if axis == -1:
-                moved[i] = full[r, 0] != 0.0 or full[r, 1] != 0.0
-            else:
-                moved[i] = full[r, axis] != 0.0
-        if axis == -1:
-            detour[i] = 0 if free[q] else detour[i] + 1
+            moved[i] = full[r, axis] != 0.0
         if not moved[i]:
-            if kept == len(starts):
-                grown = np.empty((2 * kept, 3))
-                grown[:kept] = starts
-                starts = grown
-            keep[kept] = r
-            starts[kept, 0] = x
-            starts[kept, 1] = y
-            starts[kept, 2] = z
+            keep[kept] = q
             kept += 1
+    nxt = np.empty(kept, np.int64)
+    starts = np.empty((kept, 3))
     proposals = np.empty((kept, 3))
     for p in range(kept):
-        r = keep[p]
+        q = keep[p]
+        r = rows[q]
+        nxt[p] = r
+        for k in range(3):
+            starts[p, k] = proposal[q, k] if axis == -1 else start[q, k]
         proposals[p, 2] = starts[p, 2]
         if axis == -1:  # the x slide: (full x, 0)
             proposals[p, 0] = starts[p, 0] + full[r, 0]
@@ -255,7 +253,7 @@ def _try(
         else:  # the y slide: (0, full y)
             proposals[p, 0] = starts[p, 0] + 0.0
             proposals[p, 1] = starts[p, 1] + full[r, 1]
-    return keep[:kept].copy(), starts[:kept].copy(), proposals
+    return nxt, starts, proposals
 
 
 @compiled
