@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.scenario.schema import ClientsSection
-from simsrv.workload.clients import CHUNK_TICKS, ClientStream
+from simsrv.workload.clients import CHUNK_MESSAGES, CHUNK_TICKS, ClientStream
 from simsrv.workload.messages import sort_by_arrival
 
 WINDOW = (0.5, 2.0)
@@ -37,12 +37,16 @@ def closed_stream(players, rate, jitter, latency, loss, seed, same_phase):
     same_phase=st.booleans(),
     steps=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=12),
     seed=st.integers(0, 2**16),
+    chunk=st.sampled_from([1, 2, 3, None]),
 )
 def test_released_packets_come_in_the_fully_sorted_order(
-    players, rate, jitter_share, latency, loss, same_phase, steps, seed
+    players, rate, jitter_share, latency, loss, same_phase, steps, seed, chunk
 ):
     jitter = jitter_share / rate
     stream = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
+    assert stream.chunk_ticks == min(CHUNK_TICKS, CHUNK_MESSAGES // players)
+    if chunk is not None:  # the chunks of many clients: a few ticks each
+        stream.chunk_ticks = chunk
     released, now = [], 0.0
     for step in steps:
         now += step
@@ -50,7 +54,7 @@ def test_released_packets_come_in_the_fully_sorted_order(
     got = np.concatenate(released)
     reference = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
     ticks = stream.next_tick
-    assert ticks % CHUNK_TICKS == 0
+    assert ticks % stream.chunk_ticks == 0
     everything = sort_by_arrival(
         np.concatenate([reference._tick_messages(tick, None) for tick in range(ticks)])
     )

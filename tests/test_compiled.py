@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from numba.core import caching
 
 from simsrv.compiled import compiled
-from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS, _outside
+from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS, GameMap
 
 
 def total(values):
@@ -52,4 +52,15 @@ def test_the_compiled_extent_test_is_the_numpy_one(points):
     expected = np.any(origins + PLAYER_MINS < low, axis=1) | np.any(
         origins + PLAYER_MAXS > high, axis=1
     )
-    np.testing.assert_array_equal(_outside(origins, PLAYER_MINS, PLAYER_MAXS, low, high), expected)
+    empty = GameMap(
+        kind="test",
+        extent_min=low,
+        extent_max=high,
+        solid_min=np.zeros((0, 3)),
+        solid_max=np.zeros((0, 3)),
+        room_min=np.zeros((0, 3)),
+        room_max=np.zeros((0, 3)),
+        room_visible=np.zeros((0, 0), dtype=bool),
+        spawn_points=np.zeros((0, 3)),
+    )
+    np.testing.assert_array_equal(empty.in_solid(origins), expected)

@@ -12,8 +12,9 @@ The stream is generated lazily in chunks of ticks, and released in arrival order
 packets are sorted among themselves and merged into the sorted backlog of packets not yet
 released: a packet of tick ``k`` arrives in ``[k / rate_hz, (k + 2) / rate_hz)`` plus the
 latency, so only the backlog's last couple of ticks can interleave with a new chunk; they are
-sorted again with it, the rest of the backlog is kept as is.  Released packets are counted
-(those arriving in the run's measured window), not remembered.
+merged with its first packets, the rest of the backlog is kept as is.  Both the sort (a bucket
+sort) and the merge are compiled and O(n): :mod:`simsrv.workload.messages`.  Released packets
+are counted (those arriving in the run's measured window), not remembered.
 
 Once the server has stopped (:meth:`ClientStream.close`), packets are still drawn for the
 end-of-run accounting (sent, lost, in flight, queued: the last frame can end seconds after the
@@ -24,7 +25,6 @@ advanced: those packets are never processed, so they carry no world state (zero 
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections import deque
 from typing import NamedTuple
 
@@ -32,11 +32,15 @@ import numpy as np
 
 from simsrv.scenario.schema import ClientsSection
 from simsrv.workload.hosts import send_phases
-from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE, sort_by_arrival
+from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE, merge_by_arrival, sort_by_arrival
 from simsrv.world.world import TickState, World
 
 CHUNK_TICKS = 32
-"""Client ticks generated at a time (about one simulated second at 31.25 Hz)."""
+"""Most client ticks generated at a time (about one simulated second at 31.25 Hz)."""
+CHUNK_MESSAGES = 2**18
+"""Packets generated at a time, at most (unless one tick has more): many clients get chunks of
+fewer ticks, so a chunk's arrays (~46 bytes a packet while it is sorted) stay ~10 MB, small
+enough for the allocator to reuse rather than map fresh pages for each chunk."""
 
 
 class Settlement(NamedTuple):
@@ -77,11 +81,13 @@ class ClientStream:
         )
         # the backlog: blocks sorted by (arrival, client, tick), each arriving before the next;
         # the first one is ``_buffer`` (released up to ``_head``), the others ``_later``; each
-        # block's arrival times also as a list, for bisect
+        # block with its arrival times (a contiguous copy, for searchsorted)
         self._buffer = EMPTY
-        self._arrivals: list[float] = []
+        self._arrivals = np.zeros(0)
         self._head = 0
-        self._later: deque[tuple[np.ndarray, list[float]]] = deque()
+        self._later: deque[tuple[np.ndarray, np.ndarray]] = deque()
+        self.chunk_ticks = max(1, min(CHUNK_TICKS, CHUNK_MESSAGES // max(world.players, 1)))
+        """Client ticks generated at a time (:data:`CHUNK_TICKS`, fewer for many clients)."""
         self.next_tick = 0
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
@@ -98,7 +104,7 @@ class ClientStream:
 
     def _take(self, t_s: float) -> np.ndarray:
         head = self._head
-        cut = bisect_right(self._arrivals, t_s, lo=head)
+        cut = head + int(np.searchsorted(self._arrivals[head:], t_s, side="right"))
         if cut < len(self._arrivals) or not self._later:  # within the first block
             if cut == head:
                 return EMPTY
@@ -107,7 +113,7 @@ class ClientStream:
         taken = [self._buffer[head:cut]]
         while cut == len(self._arrivals) and self._later:
             self._next_block()
-            cut = bisect_right(self._arrivals, t_s)
+            cut = int(np.searchsorted(self._arrivals, t_s, side="right"))
             taken.append(self._buffer[:cut])
         self._head = cut
         return np.concatenate(taken)
@@ -124,7 +130,7 @@ class ClientStream:
             if self._head == len(self._arrivals) and self._later:
                 self._next_block()
             elif self._head < len(self._arrivals) and self._arrivals[self._head] < self.horizon_s:
-                return self._arrivals[self._head]
+                return float(self._arrivals[self._head])
             else:
                 self._generate_chunk()
 
@@ -207,20 +213,22 @@ class ClientStream:
 
     def _generate_chunk(self) -> None:
         if self._closed:
-            parts = [self._tick_messages(self.next_tick, None) for _ in range(CHUNK_TICKS)]
+            parts = [self._tick_messages(self.next_tick, None) for _ in range(self.chunk_ticks)]
         else:
             parts = [
                 self._tick_messages(state.tick, state)
-                for state in (self.world.advance(self.dt_s) for _ in range(CHUNK_TICKS))
+                for state in (self.world.advance(self.dt_s) for _ in range(self.chunk_ticks))
             ]
         self._merge(sort_by_arrival(np.concatenate(parts)))
         self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
 
     def _merge(self, chunk: np.ndarray) -> None:
         """Merge ``chunk`` (sorted by arrival, client, tick) into the backlog (sorted the same
-        way) as its last block: the backlog's packets arriving at or after the chunk's first
-        (the end of its last block) are sorted again with the chunk, the rest is untouched.
-        The order is the one sorting everything would give."""
+        way) as its last blocks: the backlog's packets arriving at or after the chunk's first
+        (the end of its last block: the tails) are merged with the chunk's packets arriving
+        no later than the tails' last into one block, the rest of the chunk is the last block;
+        the rest of the backlog is untouched.  The order is the one sorting everything would
+        give."""
         if len(chunk) == 0:
             return
         first = float(chunk["arrival_s"][0])
@@ -228,21 +236,30 @@ class ClientStream:
         while True:
             later = bool(self._later)
             block, arrivals = self._later[-1] if later else (self._buffer, self._arrivals)
-            split = bisect_left(arrivals, first, lo=0 if later else self._head)
+            lo = 0 if later else self._head
+            split = lo + int(np.searchsorted(arrivals[lo:], first, side="left"))
             if split == len(arrivals):
                 break
             tails.append(block[split:])
-            del arrivals[split:]
             if not later:
-                self._buffer = block[:split]
+                self._buffer, self._arrivals = block[:split], arrivals[:split]
                 break
             if split:
-                self._later[-1] = (block[:split], arrivals)
+                self._later[-1] = (block[:split], arrivals[:split])
                 break
             self._later.pop()
         if tails:
-            chunk = sort_by_arrival(np.concatenate([*reversed(tails), chunk]))
-        self._later.append((chunk, chunk["arrival_s"].tolist()))
+            tail = np.concatenate(tails[::-1])
+            last = tail["arrival_s"][-1]
+            cut = int(np.searchsorted(chunk["arrival_s"], last, side="right"))
+            self._append(merge_by_arrival(tail, chunk[:cut]))
+            chunk = chunk[cut:]
+        self._append(chunk)
+
+    def _append(self, block: np.ndarray) -> None:
+        """Add ``block`` (arriving after the backlog) as the backlog's last block."""
+        if len(block):
+            self._later.append((block, np.ascontiguousarray(block["arrival_s"])))
 
     def _tick_messages(self, tick: int, state: TickState | None) -> np.ndarray:
         """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""

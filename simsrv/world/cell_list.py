@@ -46,18 +46,7 @@ class Grid(NamedTuple):
 def build_grid(points: np.ndarray, radius: float) -> Grid:
     """Bin ``points`` (P, 3), units, into cells at least ``radius`` (units) wide."""
     points = np.ascontiguousarray(points, dtype=np.float64)
-    n = len(points)
-    if n == 0:
-        return Grid(np.zeros(0, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64), (1, 1, 1))
-    low, high = _bounds(points)
-    extent = high - low
-    side = max(radius * (1.0 + MARGIN), float(extent.max()) * 1e-12, 1e-300)
-    counts = np.floor(extent / side) + 1
-    budget = CELLS_PER_POINT * n + 1024
-    while float(np.prod(counts)) > budget:  # sparse: widen the cells until they fit
-        side *= max(float(np.cbrt(np.prod(counts) / budget)), 1.1)
-        counts = np.floor(extent / side) + 1
-    nx, ny, nz = (int(c) for c in counts)
+    low, side, nx, ny, nz = _grid_shape(points, radius)
     cell, start, order = _bin(points, low, side, nx, ny, nz)
     return Grid(cell, start, order, (nx, ny, nz))
 
@@ -71,22 +60,52 @@ def neighbour_rows(
     Returns ``(indptr (rows + 1,) int64, indices int32, pairs)``, each row ascending, where
     ``pairs`` counts every pair ``i < j`` within ``radius`` (rows or not).  When ``pairs``
     exceeds ``limit`` the lists are not built (``indptr`` and ``indices`` are empty) and
-    ``pairs`` is still exact: the caller refuses the run.
+    ``pairs`` is still exact: the caller refuses the run.  One compiled call (grid, pairs,
+    rows).
     """
-    points = np.ascontiguousarray(points, dtype=np.float64)
-    grid = build_grid(points, radius)
-    first, second, pairs = _pairs(
-        points, rows, radius, limit, grid.cell, grid.start, grid.order, *grid.shape
+    indptr, indices, pairs = _neighbour_rows(
+        np.ascontiguousarray(points, dtype=np.float64), rows, float(radius), limit
     )
+    return indptr, indices, int(pairs)
+
+
+def count_pairs(points: np.ndarray, radius: float) -> int:
+    """Number of pairs ``i < j`` of ``points`` (P, 3) within Chebyshev distance ``radius``."""
+    return neighbour_rows(points, 0, radius, -1)[2]
+
+
+@compiled
+def _neighbour_rows(points, rows, radius, limit):  # pragma: no cover - compiled
+    """:func:`neighbour_rows` on contiguous float64 ``points``."""
+    low, side, nx, ny, nz = _grid_shape(points, radius)
+    cell, start, order = _bin(points, low, side, nx, ny, nz)
+    first, second, pairs = _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz)
     if pairs > limit:
         return np.zeros(0, np.int64), np.zeros(0, np.int32), pairs
     indptr, indices = _rows(first, second, rows)
     return indptr, indices, pairs
 
 
-def count_pairs(points: np.ndarray, radius: float) -> int:
-    """Number of pairs ``i < j`` of ``points`` (P, 3) within Chebyshev distance ``radius``."""
-    return neighbour_rows(points, 0, radius, -1)[2]
+@compiled
+def _grid_shape(points, radius):  # pragma: no cover - compiled
+    """The grid of ``points``: ``(low corner (3,), cell side, nx, ny, nz)``, cells at least
+    ``radius * (1 + MARGIN)`` wide, widened until at most ``CELLS_PER_POINT`` per point (plus
+    1024).  No points: one cell."""
+    n = len(points)
+    if n == 0:
+        return np.zeros(3), 1.0, 1, 1, 1
+    low, high = _bounds(points)
+    ex, ey, ez = high[0] - low[0], high[1] - low[1], high[2] - low[2]
+    side = max(radius * (1.0 + MARGIN), max(ex, ey, ez) * 1e-12, 1e-300)
+    budget = CELLS_PER_POINT * n + 1024
+    while True:  # sparse: widen the cells until they fit
+        nx = np.floor(ex / side) + 1.0
+        ny = np.floor(ey / side) + 1.0
+        nz = np.floor(ez / side) + 1.0
+        cells = nx * ny * nz
+        if cells <= budget:
+            return low, side, int(nx), int(ny), int(nz)
+        side *= max((cells / budget) ** (1.0 / 3.0), 1.1)
 
 
 @compiled

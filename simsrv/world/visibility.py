@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.spatial import cKDTree
 
+from simsrv.compiled import compiled
 from simsrv.world.maps.base import GameMap
 
 
@@ -34,19 +35,45 @@ class Visibility(NamedTuple):
 def visibility(game_map: GameMap, players: np.ndarray, visibility_range: float = 0.0) -> Visibility:
     """Visible entities and PVS rooms of each player (see the module docstring)."""
     rooms = game_map.room_of(players)
-    row_size = np.where(rooms >= 0, game_map.pvs_row_rooms[rooms], 0)
     if visibility_range > 0:
+        row_size = np.where(rooms >= 0, game_map.pvs_row_rooms[rooms], 0)
         return Visibility(_seen_within(game_map, players, rooms, visibility_range), row_size)
-    n_rooms = len(game_map.room_min)
-    per_room = np.bincount(rooms[rooms >= 0], minlength=n_rooms)
-    if len(game_map.entities):
-        ent_rooms = game_map.entity_rooms
-        per_room = per_room + np.bincount(ent_rooms[ent_rooms >= 0], minlength=n_rooms)
+    entity_rooms = game_map.entity_rooms if len(game_map.entities) else rooms[:0]
+    return Visibility(
+        *_seen_in_rooms(rooms, entity_rooms, game_map.room_visible, game_map.pvs_row_rooms)
+    )
+
+
+@compiled
+def _seen_in_rooms(rooms, entity_rooms, room_visible, row_rooms):  # pragma: no cover - compiled
+    """Per player (room ``rooms``, -1: none): the players and map entities (rooms
+    ``entity_rooms``) in the rooms its room sees, self excluded, and its PVS row's length;
+    0 and 0 in no room.  Each room's count is summed once, over the occupied rooms."""
+    n_rooms = len(room_visible)
+    per_room = np.zeros(n_rooms, np.int64)
+    for r in rooms:
+        if r >= 0:
+            per_room[r] += 1
+    for r in entity_rooms:
+        if r >= 0:
+            per_room[r] += 1
     occupied = np.flatnonzero(per_room)
-    viewer_rooms, viewer = np.unique(rooms, return_inverse=True)
-    rows = game_map.room_visible[np.maximum(viewer_rooms, 0)][:, occupied]
-    seen = rows.astype(np.int64) @ per_room[occupied]  # only rooms with a viewer or an entity
-    return Visibility(np.where(rooms >= 0, seen[viewer] - 1, 0), row_size)
+    seen_from = np.full(n_rooms, -1, np.int64)
+    seen = np.zeros(len(rooms), np.int64)
+    row = np.zeros(len(rooms), np.int64)
+    for i in range(len(rooms)):
+        r = rooms[i]
+        if r < 0:
+            continue
+        if seen_from[r] < 0:
+            total = 0
+            for o in occupied:
+                if room_visible[r, o]:
+                    total += per_room[o]
+            seen_from[r] = total
+        seen[i] = seen_from[r] - 1
+        row[i] = row_rooms[r]
+    return seen, row
 
 
 def _seen_within(

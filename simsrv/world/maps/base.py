@@ -15,7 +15,7 @@ import numpy as np
 
 from simsrv.compiled import compiled
 from simsrv.world.maps.attractors import Attractors
-from simsrv.world.maps.box_index import BoxIndex
+from simsrv.world.maps.box_index import BoxIndex, cell_range
 
 PLAYER_MINS = np.array([-16.0, -16.0, -24.0])
 """Player bounding box relative to the origin, Quake's hull 1 (units)."""
@@ -87,26 +87,18 @@ class GameMap:
 
         Returns
         -------
-        (N,) bool.  Cost O(N x solids per grid cell) (:class:`BoxIndex`).
+        (N,) bool.  Cost O(N x solids per grid cell) (:class:`BoxIndex`), compiled.
         """
-        outside = _outside(
+        return _in_solid(
             np.ascontiguousarray(origins, dtype=np.float64),
             PLAYER_MINS,
             PLAYER_MAXS,
             np.asarray(self.extent_min, dtype=np.float64),
             np.asarray(self.extent_max, dtype=np.float64),
+            self.solid_min,
+            self.solid_max,
+            *self.solid_index.grid,
         )
-        if len(self.solid_min) == 0:
-            return outside
-        lo = origins + PLAYER_MINS
-        hi = origins + PLAYER_MAXS
-        who, solid = self.solid_index.candidates(lo, hi)
-        overlap = np.all(
-            (lo[who] < self.solid_max[solid]) & (hi[who] > self.solid_min[solid]), axis=1
-        )
-        hit = np.zeros(len(origins), dtype=bool)
-        hit[who[overlap]] = True
-        return outside | hit
 
     def ground_z(self, origins: np.ndarray) -> np.ndarray:
         """Origin height of a player standing under each origin, (N,) units.
@@ -118,17 +110,16 @@ class GameMap:
         floor = np.full(len(origins), self.floor_z)
         if len(self.solid_min) == 0 or (not self.has_ledges and np.all(np.isfinite(origins[:, 2]))):
             return floor  # no solid, or only full-height walls a walker never stands on
-        lo = origins[:, :2] + PLAYER_MINS[:2]
-        hi = origins[:, :2] + PLAYER_MAXS[:2]
-        feet = origins[:, 2] + PLAYER_MINS[2]
-        who, solid = self.solid_index.candidates(lo, hi)
-        top = self.solid_max[solid, 2]
-        under = np.all(
-            (lo[who] < self.solid_max[solid, :2]) & (hi[who] > self.solid_min[solid, :2]), axis=1
-        ) & (top <= feet[who] + STEP_HEIGHT)
-        tops = np.full(len(origins), -np.inf)
-        np.maximum.at(tops, who[under], top[under])
-        return np.maximum(floor, tops - PLAYER_MINS[2])
+        return _ground_z(
+            np.ascontiguousarray(origins, dtype=np.float64),
+            floor,
+            PLAYER_MINS,
+            PLAYER_MAXS,
+            STEP_HEIGHT,
+            self.solid_min,
+            self.solid_max,
+            *self.solid_index.grid,
+        )
 
     def standing_at(self, xy: np.ndarray) -> np.ndarray:
         """Origins of players dropped from above at each (x, y): on the highest surface, (n, 3).
@@ -193,13 +184,12 @@ class GameMap:
 
     def room_of(self, points: np.ndarray) -> np.ndarray:
         """Index of the first room containing each point, -1 where none does. (N,) int."""
-        who, room = self.room_index.candidates(points, points)
-        inside = np.all(
-            (points[who] >= self.room_min[room]) & (points[who] <= self.room_max[room]), axis=1
+        return _room_of(
+            np.ascontiguousarray(points, dtype=np.float64),
+            self.room_min,
+            self.room_max,
+            *self.room_index.grid,
         )
-        first = np.full(len(points), len(self.room_min), dtype=np.int64)
-        np.minimum.at(first, who[inside], room[inside])
-        return np.where(first < len(self.room_min), first, -1)
 
     @cached_property
     def entity_rooms(self) -> np.ndarray:
@@ -223,13 +213,118 @@ class GameMap:
 
 
 @compiled
-def _outside(origins, mins, maxs, extent_min, extent_max):  # pragma: no cover - compiled
-    """Whether the player box at each origin sticks out of the extent, (N,) bool (the same
-    additions and comparisons as ``origins + mins < extent_min`` etc., one pass)."""
+def _in_solid(
+    origins,
+    mins,
+    maxs,
+    extent_min,
+    extent_max,
+    solid_min,
+    solid_max,
+    ox,
+    oy,
+    cell,
+    nx,
+    ny,
+    indptr,
+    boxes,
+):  # pragma: no cover - compiled
+    """:meth:`GameMap.in_solid`: the box ``origin + mins .. origin + maxs`` sticks out of the
+    extent or strictly overlaps a solid of a grid cell its (x, y) footprint covers, (N,) bool."""
     out = np.zeros(len(origins), np.bool_)
+    lo = np.empty(3)
+    hi = np.empty(3)
     for i in range(len(origins)):
         for k in range(3):
-            if origins[i, k] + mins[k] < extent_min[k] or origins[i, k] + maxs[k] > extent_max[k]:
+            lo[k] = origins[i, k] + mins[k]
+            hi[k] = origins[i, k] + maxs[k]
+            if lo[k] < extent_min[k] or hi[k] > extent_max[k]:
                 out[i] = True
+        if out[i] or len(solid_min) == 0:
+            continue
+        x0, x1 = cell_range(lo[0], hi[0], ox, cell, nx)
+        y0, y1 = cell_range(lo[1], hi[1], oy, cell, ny)
+        for cx in range(x0, x1 + 1):
+            for cy in range(y0, y1 + 1):
+                c = cx * ny + cy
+                for b in boxes[indptr[c] : indptr[c + 1]]:
+                    if (
+                        lo[0] < solid_max[b, 0]
+                        and hi[0] > solid_min[b, 0]
+                        and lo[1] < solid_max[b, 1]
+                        and hi[1] > solid_min[b, 1]
+                        and lo[2] < solid_max[b, 2]
+                        and hi[2] > solid_min[b, 2]
+                    ):
+                        out[i] = True
+                        break
+                if out[i]:
+                    break
+            if out[i]:
                 break
+    return out
+
+
+@compiled
+def _ground_z(
+    origins, floor, mins, maxs, step, solid_min, solid_max, ox, oy, cell, nx, ny, indptr, boxes
+):  # pragma: no cover - compiled
+    """:meth:`GameMap.ground_z`: the highest solid top under each box (its (x, y) footprint
+    strictly overlapping) no higher than ``step`` above the feet, as an origin height, or
+    ``floor``; (N,) units."""
+    out = floor.copy()
+    for i in range(len(origins)):
+        lo_x = origins[i, 0] + mins[0]
+        lo_y = origins[i, 1] + mins[1]
+        hi_x = origins[i, 0] + maxs[0]
+        hi_y = origins[i, 1] + maxs[1]
+        feet = origins[i, 2] + mins[2]
+        top = -np.inf
+        x0, x1 = cell_range(lo_x, hi_x, ox, cell, nx)
+        y0, y1 = cell_range(lo_y, hi_y, oy, cell, ny)
+        for cx in range(x0, x1 + 1):
+            for cy in range(y0, y1 + 1):
+                c = cx * ny + cy
+                for b in boxes[indptr[c] : indptr[c + 1]]:
+                    if (
+                        lo_x < solid_max[b, 0]
+                        and hi_x > solid_min[b, 0]
+                        and lo_y < solid_max[b, 1]
+                        and hi_y > solid_min[b, 1]
+                        and solid_max[b, 2] <= feet + step
+                        and solid_max[b, 2] > top
+                    ):
+                        top = solid_max[b, 2]
+        ground = top - mins[2]
+        if ground > out[i]:
+            out[i] = ground
+    return out
+
+
+@compiled
+def _room_of(points, room_min, room_max, ox, oy, cell, nx, ny, indptr, boxes):  # pragma: no cover
+    """:meth:`GameMap.room_of`: the lowest-numbered room of the point's grid cell whose closed
+    box contains the point, -1 if none; (N,) int."""
+    out = np.full(len(points), -1, np.int64)
+    for i in range(len(points)):
+        x, y, z = points[i, 0], points[i, 1], points[i, 2]
+        x0, x1 = cell_range(x, x, ox, cell, nx)
+        y0, y1 = cell_range(y, y, oy, cell, ny)
+        best = len(room_min)
+        for cx in range(x0, x1 + 1):
+            for cy in range(y0, y1 + 1):
+                c = cx * ny + cy
+                for r in boxes[indptr[c] : indptr[c + 1]]:
+                    if (
+                        r < best
+                        and x >= room_min[r, 0]
+                        and x <= room_max[r, 0]
+                        and y >= room_min[r, 1]
+                        and y <= room_max[r, 1]
+                        and z >= room_min[r, 2]
+                        and z <= room_max[r, 2]
+                    ):
+                        best = r
+        if best < len(room_min):
+            out[i] = best
     return out

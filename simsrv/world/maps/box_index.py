@@ -3,9 +3,10 @@
 Maps hold hundreds of solid boxes and rooms on large layouts; testing every player against every
 box costs O(N x B) per tick.  The index registers each box in the grid cells its (x, y) footprint
 covers, and a query box looks only at the boxes registered in the cells it covers:
-O(N x boxes per cell).  Candidate pairs are a superset of the overlapping pairs (same cell, not
-necessarily touching) and may repeat a box; callers run their exact test on the pairs and reduce
-with any/min/max, so results are identical to the brute-force test.
+O(N x boxes per cell).  The boxes of the cells a query covers are a superset of those it
+touches (same cell, not necessarily touching; a box may repeat): the compiled queries
+(:mod:`simsrv.world.maps.base`) run their exact test on each and reduce with any/min/max, so
+results are identical to the brute-force test.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsrv.ragged import ragged_arange, select_rows
+from simsrv.compiled import compiled
+from simsrv.ragged import ragged_arange
 
 MAX_CELLS_PER_AXIS = 256
 """Upper bound on grid cells along x and along y (bounds memory on huge maps)."""
-ALL_PAIRS_UP_TO = 4096
-"""Below this many (query, box) pairs the index returns all of them: cheaper than the grid."""
 MIN_CELL = 64.0
 """Smallest cell edge, units: twice a player box, so a player box touches at most 2 x 2 cells."""
 
@@ -71,28 +71,31 @@ class BoxIndex:
         np.cumsum(np.bincount(cells, minlength=shape[0] * shape[1]), out=indptr[1:])
         return cls(origin, cell, shape, indptr, owner[order], len(box_min))
 
-    def candidates(self, query_min: np.ndarray, query_max: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Pairs (query i, box j) whose (x, y) footprints share a grid cell.
-
-        Parameters
-        ----------
-        query_min, query_max:
-            (N, 2+) lower and upper corners of the query boxes (points: equal corners), units.
-
-        Returns
-        -------
-        ``(query, box)`` int arrays of equal length: a superset of the overlapping pairs
-        (every pair when there are at most ``ALL_PAIRS_UP_TO``).
-        """
-        n = len(query_min)
-        if n * self.count <= ALL_PAIRS_UP_TO:
-            return np.repeat(np.arange(n), self.count), np.tile(np.arange(self.count), n)
-        lo, hi = _cell_ranges(
-            self.origin, self.cell, self.shape, query_min[:, :2], query_max[:, :2]
+    @property
+    def grid(self) -> tuple:
+        """``(origin_x, origin_y, cell, cells along x, cells along y, indptr, boxes)``: the index
+        as the compiled queries take it (:func:`cell_range`)."""
+        return (
+            float(self.origin[0]),
+            float(self.origin[1]),
+            float(self.cell),
+            self.shape[0],
+            self.shape[1],
+            self.indptr,
+            self.boxes,
         )
-        query, cells = _expand(lo, hi, self.shape)
-        which, boxes = select_rows(self.indptr, self.boxes, cells)
-        return query[which], boxes
+
+
+@compiled
+def cell_range(low, high, origin, cell, cells):  # pragma: no cover - compiled
+    """Inclusive cells ``first..last`` along one axis covered by ``low..high`` (units), clipped
+    to ``0..cells - 1``: the arithmetic of :func:`_cell_ranges` for one coordinate."""
+    first = np.floor((low - origin) / cell)
+    last = np.floor((high - origin) / cell)
+    top = cells - 1
+    first = min(max(first, 0.0), top)
+    last = min(max(last, 0.0), top)
+    return int(first), int(last)
 
 
 def _cell_ranges(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from simsrv.compiled import compiled
 from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
@@ -80,23 +81,24 @@ class QuakeBot:
     def step(self, dt_s: float) -> TickActions:
         """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
         p = self.params
-        n = len(self.yaw)
-        phase = self.tick % max(self.cycle, 1)
-        walking = phase >= p.idle_ticks
-        acting = phase == p.idle_ticks + p.walk_before_action
-        action = np.where(acting, self.rng.integers(0, 3, n), -1)
-        self._turn(action == ACTION_TURN)
-        jumped = (action == ACTION_JUMP) & (self.vz == 0.0)
-        self.vz[jumped] = JUMP_VELOCITY
+        drawn = self.rng.integers(0, 3, len(self.yaw))  # every player's action, if it acts
+        walking, turn, shot, jumped = _schedule(
+            self.tick,
+            max(self.cycle, 1),
+            p.idle_ticks,
+            p.idle_ticks + p.walk_before_action,
+            drawn,
+            self.vz,
+            JUMP_VELOCITY,
+        )
+        self._turn(turn)
         self._move(walking, dt_s)
-        self.tick += 1
-        return TickActions(moving=walking, shot=action == ACTION_SHOT, jumped=jumped)
+        return TickActions(moving=walking, shot=shot, jumped=jumped)
 
     def _move(self, walking: np.ndarray, dt_s: float) -> None:
-        step = self.speed * dt_s * walking
-        proposal = self.positions.copy()
-        proposal[:, 0] += step * np.cos(self.yaw)
-        proposal[:, 1] += step * np.sin(self.yaw)
+        proposal = _proposals(
+            self.positions, self.speed * dt_s, walking, np.cos(self.yaw), np.sin(self.yaw)
+        )
         blocked = self.map.blocked(proposal)
         accepted = ~blocked
         self.positions[accepted, :2] = proposal[accepted, :2]
@@ -136,6 +138,41 @@ def _near_attractors(game_map: GameMap, count: int, rng: np.random.Generator) ->
         return areas.points_in(areas.choose(n, rng), rng)
 
     return free_floor_positions(game_map, count, sample_xy, "positions in concentration areas")
+
+
+@compiled
+def _schedule(tick, cycle, idle, act_at, drawn, vz, jump_velocity):  # pragma: no cover
+    """One tick of the cycle of each player (its ``tick``, advanced by one): whether it walks,
+    and its action (``drawn``, at ``act_at`` ticks into the cycle): a turn, a shot or a jump
+    (from the ground only: it sets ``vz`` to ``jump_velocity``); (N,) bool each."""
+    n = len(tick)
+    walking = np.empty(n, np.bool_)
+    turn = np.zeros(n, np.bool_)
+    shot = np.zeros(n, np.bool_)
+    jumped = np.zeros(n, np.bool_)
+    for i in range(n):
+        phase = tick[i] % cycle
+        walking[i] = phase >= idle
+        if phase == act_at:
+            turn[i] = drawn[i] == ACTION_TURN
+            shot[i] = drawn[i] == ACTION_SHOT
+            if drawn[i] == ACTION_JUMP and vz[i] == 0.0:
+                jumped[i] = True
+                vz[i] = jump_velocity
+        tick[i] += 1
+    return walking, turn, shot, jumped
+
+
+@compiled
+def _proposals(positions, step, walking, cos, sin):  # pragma: no cover - compiled
+    """Where each player would be after ``step`` units (0 if not ``walking``) along its yaw
+    (``cos``, ``sin`` of it), (N, 3)."""
+    proposal = positions.copy()
+    for i in range(len(positions)):
+        move = step * (1.0 if walking[i] else 0.0)
+        proposal[i, 0] += move * cos[i]
+        proposal[i, 1] += move * sin[i]
+    return proposal
 
 
 def create_quake_bot(params, game_map, count, speed, rng) -> QuakeBot:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from simsrv.compiled import compiled
 from simsrv.scenario.validation import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
@@ -121,15 +122,17 @@ class Walker:
         shot = self.rng.random(n) < self.params.shot_rate_hz * dt_s
         return TickActions(moving=moved, shot=shot, jumped=np.zeros(n, dtype=bool))
 
-    def _waypoints(self, idx: np.ndarray) -> np.ndarray:
-        """Where players ``idx`` head now: the next doorway, or the destination itself.
+    def _waypoints(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where players ``idx`` head now: the next doorway, or the destination itself, as
+        ``(way, rows)``: player ``idx[r]`` heads for ``way[rows[r]]`` (maps without doorways:
+        the destinations themselves, not copied).
 
         A player standing in a doorway (within 1 unit of its centre) heads for the doorway
         after it on the path from the room on the other side, or for the destination.
         """
-        way = self.target[idx].copy()
         if len(self.map.doors) == 0:
-            return way
+            return self.target, idx
+        way = self.target[idx]
         pos = self.positions[idx]
         here = self.map.room_of(pos)
         goal = self.map.room_of(np.column_stack([way, pos[:, 2]]))
@@ -141,7 +144,7 @@ class Walker:
             door[at_door] = self._next_door(other, goal[at_door])
         through = door >= 0
         way[through] = self.map.doors[door[through], :2]
-        return way
+        return way, np.arange(len(idx))
 
     def _next_door(self, here: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Next doorway from room ``here`` to room ``goal`` (-1: none needed or known)."""
@@ -151,30 +154,27 @@ class Walker:
         return door
 
     def _walk(self, idx: np.ndarray, dt_s: float) -> np.ndarray:
+        """Move players ``idx`` (ascending) one step towards their waypoints; slide along walls.
+
+        A step is tried whole, then along x only, then along y only (the slides only for
+        those not moved yet); the arithmetic is compiled (:func:`_steps`, :func:`_try`), the
+        map answers which proposals are blocked.  Returns who moved, (N,) bool.
+        """
         moved = np.zeros(len(self.speed), dtype=bool)
         if len(idx) == 0:
             return moved
-        way = self._waypoints(idx)
-        delta = way - self.positions[idx, :2]
-        dist = np.hypot(delta[:, 0], delta[:, 1])
-        step = np.minimum(self.speed[idx] * dt_s, dist)
-        unit = delta / np.maximum(dist, 1e-9)[:, None]
-        start = self.positions[idx].copy()
-        full = unit * step[:, None]
-        for attempt, move in enumerate((full, _only(full, 0), _only(full, 1))):
-            # the slides (attempts 1, 2) only for those that have not moved yet
-            rows = slice(None) if attempt == 0 else np.flatnonzero(~moved[idx])
-            who = idx[rows]
-            proposal = start[rows]  # a copy (fancy index) or, for the slice, copied below
-            proposal = proposal.copy() if attempt == 0 else proposal
-            proposal[:, :2] += move[rows]
-            free = ~self.map.blocked(proposal) & ~moved[who]
-            self.positions[who[free], :2] = proposal[free, :2]
-            moved[who[free]] = np.any(move[rows][free] != 0.0, axis=1)
-            if attempt == 0:
-                self.detour[idx] = np.where(free, 0, self.detour[idx] + 1)
-        at_goal = np.hypot(*(self.target[idx] - self.positions[idx, :2]).T) < 1.0
-        stuck = (~moved[idx] | (self.detour[idx] >= MAX_DETOUR_TICKS)) & ~at_goal
+        way, way_rows = self._waypoints(idx)
+        full, proposal = _steps(self.positions, idx, way, way_rows, self.speed, dt_s)
+        rows = np.arange(len(idx))
+        start = np.zeros((0, 3))  # the whole step starts where the players are
+        for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
+            free = ~self.map.blocked(proposal)
+            rows, start, proposal = _try(
+                self.positions, moved, self.detour, idx, rows, full, start, proposal, free, axis
+            )
+            if len(rows) == 0:
+                break
+        at_goal, stuck = _arrivals(self.positions, self.target, moved, self.detour, idx)
         arrived = idx[at_goal]
         if len(arrived):
             self.pause_s[arrived] = np.maximum(self.pauses(arrived), 1e-9)
@@ -184,7 +184,90 @@ class Walker:
         return moved
 
 
-def _only(move: np.ndarray, axis: int) -> np.ndarray:
-    out = np.zeros_like(move)
-    out[:, axis] = move[:, axis]
-    return out
+@compiled
+def _steps(positions, idx, way, way_rows, speed, dt_s):  # pragma: no cover - compiled
+    """The whole steps ``(full (n, 2), proposal (n, 3))`` of players ``idx`` towards their
+    waypoints ``way[way_rows]``: ``speed * dt_s`` units, at most the distance to the waypoint."""
+    n = len(idx)
+    full = np.empty((n, 2))
+    proposal = np.empty((n, 3))
+    for r in range(n):
+        i = idx[r]
+        dx = way[way_rows[r], 0] - positions[i, 0]
+        dy = way[way_rows[r], 1] - positions[i, 1]
+        dist = np.hypot(dx, dy)
+        step = min(speed[i] * dt_s, dist)
+        norm = max(dist, 1e-9)
+        full[r, 0] = dx / norm * step
+        full[r, 1] = dy / norm * step
+        proposal[r, 0] = positions[i, 0] + full[r, 0]
+        proposal[r, 1] = positions[i, 1] + full[r, 1]
+        proposal[r, 2] = positions[i, 2]
+    return full, proposal
+
+
+@compiled
+def _try(
+    positions, moved, detour, idx, rows, full, start, proposal, free, axis
+):  # pragma: no cover - compiled
+    """Apply one attempt (``axis`` -1: the whole step ``full``, 0 or 1: its x or y part only)
+    to the players ``idx[rows]``: those whose ``proposal`` is ``free`` move there (``moved``
+    if the move is not zero); the whole step also counts the ``detour`` ticks (0 when free).
+    ``start``: where the slides start; the whole step starts at ``positions`` (and its tested
+    ``proposal`` rows are overwritten with those starts, to keep them).  Returns the rows not
+    moved, their starts and their next proposals (the x slide after the whole step, the y
+    slide after the x slide)."""
+    keep = np.empty(len(rows), np.int64)
+    kept = 0
+    for q in range(len(rows)):
+        r = rows[q]
+        i = idx[r]
+        if axis == -1:  # keep the start of the slides (the position before the whole step)
+            for k in range(3):
+                proposal[q, k] = positions[i, k]
+            if free[q]:  # the whole step: start + full
+                positions[i, 0] = proposal[q, 0] + full[r, 0]
+                positions[i, 1] = proposal[q, 1] + full[r, 1]
+                moved[i] = full[r, 0] != 0.0 or full[r, 1] != 0.0
+            detour[i] = 0 if free[q] else detour[i] + 1
+        elif free[q]:
+            positions[i, 0] = proposal[q, 0]
+            positions[i, 1] = proposal[q, 1]
+            moved[i] = full[r, axis] != 0.0
+        if not moved[i]:
+            keep[kept] = q
+            kept += 1
+    nxt = np.empty(kept, np.int64)
+    starts = np.empty((kept, 3))
+    proposals = np.empty((kept, 3))
+    for p in range(kept):
+        q = keep[p]
+        r = rows[q]
+        nxt[p] = r
+        for k in range(3):
+            starts[p, k] = proposal[q, k] if axis == -1 else start[q, k]
+        proposals[p, 2] = starts[p, 2]
+        if axis == -1:  # the x slide: (full x, 0)
+            proposals[p, 0] = starts[p, 0] + full[r, 0]
+            proposals[p, 1] = starts[p, 1] + 0.0
+        else:  # the y slide: (0, full y)
+            proposals[p, 0] = starts[p, 0] + 0.0
+            proposals[p, 1] = starts[p, 1] + full[r, 1]
+    return nxt, starts, proposals
+
+
+@compiled
+def _arrivals(positions, target, moved, detour, idx):  # pragma: no cover - compiled
+    """Per player of ``idx``: at its destination (within 1 unit), and stuck (not moved, or
+    ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination); (n,) bool each."""
+    n = len(idx)
+    at_goal = np.empty(n, np.bool_)
+    stuck = np.empty(n, np.bool_)
+    for r in range(n):
+        i = idx[r]
+        dx = target[i, 0] - positions[i, 0]
+        dy = target[i, 1] - positions[i, 1]
+        # hypot >= max(|dx|, |dy|) (faithfully rounded): far players skip it
+        at_goal[r] = abs(dx) < 1.0 and abs(dy) < 1.0 and np.hypot(dx, dy) < 1.0
+        stuck[r] = (not moved[i] or detour[i] >= MAX_DETOUR_TICKS) and not at_goal[r]
+    return at_goal, stuck
