@@ -32,9 +32,9 @@ from functools import cache
 from types import ModuleType
 
 import numpy as np
-import pandas as pd
 
 from simsrv.errors import InvariantViolation  # noqa: F401  (raised here, re-exported)
+from simsrv.machine.trace import LockHolds
 
 CHECKS = (
     "message_conservation",
@@ -160,23 +160,25 @@ def check_trace(
         )
 
 
-def check_locks(holds: Sequence[tuple]) -> None:
+def check_locks(holds: LockHolds | Sequence[tuple]) -> None:
     """``lock_exclusive``: per lock, its critical sections ``(lock, frame, thread, start_us,
-    end_us)`` do not overlap (vectorised: the locks are numbered, then sorted by start)."""
+    end_us)`` do not overlap (vectorised: sorted by lock code, then start)."""
+    if not isinstance(holds, LockHolds):
+        holds = LockHolds.from_rows(list(holds))
     if len(holds) < 2:
         return
-    locks, frames, threads, starts, ends = zip(*holds, strict=True)
-    codes = pd.factorize(pd.Series(locks, dtype=object))[0]
-    start, end = np.array(starts, dtype=float), np.array(ends, dtype=float)
+    ints, times = holds.columns()
+    codes, start, end = ints[:, 0], times[:, 0], times[:, 1]
     pair = _first_overlap(np.lexsort((end, start, codes)), codes, start, end)
     if pair is not None:
-        first, second = pair
+        (lock, frame, thread, _, until), (_, second_frame, other, since, _) = (
+            holds._decode(ints[[i]], times[[i]])[0] for i in pair
+        )
         raise InvariantViolation(
             "lock_exclusive",
-            frames[second],
-            f"lock {locks[first]!r} held by thread {threads[first]} (frame {frames[first]}) "
-            f"until {ends[first]:.3f} us and taken by thread {threads[second]} at "
-            f"{starts[second]:.3f} us",
+            second_frame,
+            f"lock {lock!r} held by thread {thread} (frame {frame}) "
+            f"until {until:.3f} us and taken by thread {other} at {since:.3f} us",
         )
 
 
