@@ -91,7 +91,13 @@ def check_packet_workers(frame: int, worker: np.ndarray, workers: int) -> None:
     """``entity_partition`` of one frame of a thread strategy that deals packets to threads:
     every packet executed by one worker ``worker[p]`` in ``0..workers - 1``.  Compiled, as
     :func:`check_partition`."""
-    code, a, b, c = _kernels().packet_workers_kernel(worker, workers)
+    report_partition(frame, *_kernels().packet_workers_kernel(worker, workers))
+
+
+def report_partition(frame: int, code: int, a: int, b: int, c: int) -> None:
+    """Raise the ``entity_partition`` violation a kernel of :mod:`simsrv.invariant_kernels`
+    returned (``code`` and its three numbers) for ``frame``; nothing when ``code`` is 0 (for
+    compiled callers that run the kernel themselves)."""
     if code:
         raise InvariantViolation("entity_partition", frame, _partition_message(code, a, b, c))
 
