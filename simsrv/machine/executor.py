@@ -86,6 +86,11 @@ from simsrv.machine.trace import LockHolds, Trace, is_wait
 
 US_PER_S = 1e6
 
+_SERIAL, _PHASED, _EVENTS = (
+    compiled_engine.SERIAL,
+    compiled_engine.PHASED,
+    compiled_engine.EVENTS,
+)
 # event kinds
 _RESUME = 0  # continue at the current operation (after yielding to earlier threads)
 _FINISH = 1  # the current computation ends (stale if the token changed)
@@ -224,6 +229,7 @@ class Machine:
         self._share = [1.0 - b for b in self.background]  # the server's share of each CPU
         self._background = any(b > 0.0 for b in self.background)
         self._speeds = self._smt or self._background  # computations at a speed, op by op
+        self._compiled = runs and not self._speeds  # plans as arrays may run compiled
         self._core_busy = [0] * (-(-cpus // smt_per_core)) if self._smt else []
         self.trace = Trace()
         self.charged_us: list[float] = []
@@ -246,7 +252,7 @@ class Machine:
         give the same result."""
         start_us = start_s * US_PER_S
         if type(plan) is PlanArrays:
-            if self._runs and not self._live_threads and not self._heap and not self._speeds:
+            if self._compiled and not self._live_threads and not self._heap:
                 end_us = self._execute_arrays(plan, frame, start_us)
                 if end_us is not None:
                     return end_us / US_PER_S
@@ -278,8 +284,13 @@ class Machine:
         """``plan`` in the compiled engine: the frame's end, us (the serial path: the
         coordinator's end), or None when the engine refuses it (nothing is recorded then).
         One compiled call executes it and appends its rows to the trace and the lock holds
-        (:mod:`simsrv.machine.array_path`)."""
-        waits, threads, activities, locks = self._plan_tables(plan)
+        (:mod:`simsrv.machine.array_path`); this is the hot path of the thread strategies,
+        hence the inlined checks."""
+        last = self._last_tables
+        if last[0] is plan.thread_names and last[1] is plan.activities and last[2] is plan.locks:
+            waits, threads, activities, locks = last[3]
+        else:
+            waits, threads, activities, locks = self._plan_tables(plan)
         n = len(plan.kind)
         scratch_ints, scratch_times = self._scratch
         if n > scratch_ints.shape[1]:
@@ -293,8 +304,10 @@ class Machine:
             trace.flush()
         if holds.pending:
             holds.flush()
-        trace.reserve(n)
-        holds.reserve(n)
+        if trace.size + n > len(trace.times):
+            trace.reserve(n)
+        if holds.size + n > len(holds.times):
+            holds.reserve(n)
         out = self._out
         try_phased = self._phased_skip == 0
         status = execute_and_record(
@@ -306,21 +319,23 @@ class Machine:
         )  # fmt: skip
         if status < 0:
             return None
-        if status == compiled_engine.PHASED:
+        if status == _PHASED:
             self._phased_refusals = 0
-        elif status == compiled_engine.EVENTS:  # as _execute_phased's back-off
+        elif status == _EVENTS:  # as _execute_phased's back-off
             if try_phased:
                 self._phased_refusals = min(self._phased_refusals + 1, 7)
                 self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
             else:
                 self._phased_skip -= 1
-        end_us = float(out[0])
-        self.charged_us.append(float(out[1]))
-        trace.size += int(out[2])
-        holds.size += int(out[3])
-        if status != compiled_engine.SERIAL:
+        end_us, charged, rows, sections = out.tolist()
+        self.charged_us.append(charged)
+        trace.size += int(rows)
+        holds.size += int(sections)
+        if status != _SERIAL:
             self.now_us = end_us
-            self._position = max(self._position, (end_us, frame, len(plan.thread_names)))
+            position = (end_us, frame, len(plan.thread_names))
+            if position > self._position:
+                self._position = position
         return end_us
 
     def _plan_tables(self, plan: PlanArrays) -> tuple:

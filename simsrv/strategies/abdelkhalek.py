@@ -169,6 +169,15 @@ class Abdelkhalek(Strategy):
             GAMESTATE,
         )
         """Lock id -> name: the areanodes, then the client records, then the game state."""
+        self.plan_names = (
+            self.cpu_of,
+            self.thread_names,
+            ACTIVITIES,
+            BARRIERS,
+            self.barrier_parties,
+            self.lock_names,
+        )
+        """Every plan's fields after its operation columns (:class:`PlanArrays` order)."""
         self._record: dict[str, Any] = {}
         self.memory_bytes, self.memory_reserved_bytes = thread_memory_bytes(
             self.threads, options.stack_pages
@@ -232,15 +241,7 @@ class Abdelkhalek(Strategy):
             "memory_bytes": self.memory_bytes,
             "memory_reserved_bytes": self.memory_reserved_bytes,
         }
-        return PlanArrays(
-            *columns,
-            thread_cpu=self.cpu_of,
-            thread_names=self.thread_names,
-            activities=ACTIVITIES,
-            barrier_names=BARRIERS,
-            barrier_parties=self.barrier_parties,
-            locks=self.lock_names,
-        )
+        return PlanArrays(*columns, *self.plan_names)
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick, (N,) int64 each: where its lock walk starts and the

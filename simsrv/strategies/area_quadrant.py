@@ -172,6 +172,15 @@ class AreaQuadrant(Strategy):
         self.barrier_parties = np.full(len(self.barrier_names), self.threads, np.int64)
         self.lock_names = tuple(("area", int(a)) for a in self.areas)
         """Lock id -> name: lock ``j`` is area ``areas[j]`` (ids in node order)."""
+        self.plan_names = (
+            self.cpu_of,
+            self.thread_names,
+            ACTIVITIES,
+            self.barrier_names,
+            self.barrier_parties,
+            self.lock_names,
+        )
+        """Every plan's fields after its operation columns (:class:`PlanArrays` order)."""
         self.flags = np.array(
             [
                 self.threads,
@@ -239,15 +248,7 @@ class AreaQuadrant(Strategy):
             "boundary_messages": boundary,
             "reply_spread": spread,
         }
-        return PlanArrays(
-            *columns,
-            thread_cpu=self.cpu_of,
-            thread_names=self.thread_names,
-            activities=ACTIVITIES,
-            barrier_names=self.barrier_names,
-            barrier_parties=self.barrier_parties,
-            locks=self.lock_names,
-        )
+        return PlanArrays(*columns, *self.plan_names)
 
     def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick: the step and the thread of its packets (the

@@ -43,16 +43,17 @@ class PerTick:
 
     def load(self, ticks: np.ndarray) -> None:
         """Make every tick of ``ticks`` present in the ring."""
-        wanted = np.unique(ticks)
-        for tick in wanted[~np.isin(wanted, self.ticks)].tolist():
+        wanted = set(ticks.tolist())
+        for tick in sorted(wanted.difference(self.ticks.tolist())):
             arrays = self.compute(self.world.positions(tick))
             if not self.tables:
                 self.tables = tuple(np.zeros((len(self.ticks), *a.shape), a.dtype) for a in arrays)
-            free = np.flatnonzero(~np.isin(self.ticks, wanted))
-            if len(free) == 0:
+            free = [(t, slot) for slot, t in enumerate(self.ticks.tolist()) if t not in wanted]
+            if not free:
+                slot = len(self.ticks)
                 self._grow()
-                free = np.flatnonzero(self.ticks == -1)
-            slot = int(free[np.argmin(self.ticks[free])])
+            else:
+                slot = min(free)[1]
             self.ticks[slot] = tick
             for table, array in zip(self.tables, arrays, strict=True):
                 table[slot] = array
