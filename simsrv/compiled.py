@@ -9,10 +9,10 @@ every process (correct, only slower to start).
 
 Importing numba creates ~100,000 Python objects (its type system, LLVM bindings) that every
 full garbage collection of the run would traverse again: a run allocates millions of small
-objects (the machine's events and trace rows), so collections are frequent, and the numba
-objects made the thread strategies ~20 % slower.  The objects alive once numba is imported
-(modules and their tables, which live as long as the process) are moved out of the collector's
-reach with :func:`gc.freeze`, once.
+objects (the machine's events, the Python engines' trace rows), so collections are frequent,
+and the numba objects made the thread strategies ~20 % slower.  The objects alive once numba is
+imported (modules and their tables, which live as long as the process) are moved out of the
+collector's reach with :func:`gc.freeze`, once.
 """
 
 from __future__ import annotations
