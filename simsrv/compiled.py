@@ -9,10 +9,10 @@ every process (correct, only slower to start).
 
 Importing numba creates ~100,000 Python objects (its type system, LLVM bindings) that every
 full garbage collection of the run would traverse again: a run allocates millions of small
-objects (the machine's events and trace rows), so collections are frequent, and the numba
-objects made the thread strategies ~20 % slower.  The objects alive once numba is imported
-(modules and their tables, which live as long as the process) are moved out of the collector's
-reach with :func:`gc.freeze`, once.
+objects (the machine's events, the Python engines' trace rows), so collections are frequent,
+and the numba objects made the thread strategies ~20 % slower.  The objects alive once numba is
+imported (modules and their tables, which live as long as the process) are moved out of the
+collector's reach with :func:`gc.freeze`, once.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core.cpu import CPUTargetOptions
 from numba.core.errors import NumbaWarning
 
 gc.freeze()
@@ -36,3 +37,22 @@ def compiled(function: Callable[..., Any]) -> Callable[..., Any]:
             return numba.njit(cache=True)(function)
     except RuntimeError:  # "cannot cache function ...: no locator available"
         return numba.njit(cache=False)(function)
+
+
+def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` compiled as :func:`compiled`, without reference counting: for the small
+    helpers of a compiled loop that only read and write arrays their caller holds (they
+    allocate no array, return none and keep none).  Numba otherwise increments and
+    decrements the count of every array argument (and of every array taken out of a tuple
+    argument) on each call, atomically: ~20 ns per call of a helper that gets a tuple of
+    state arrays, which made most of the compiled engine's time.  Uses numba's ``_nrt``
+    option; a numba without it compiles the function as :func:`compiled` (correct, slower).
+    """
+    if not hasattr(CPUTargetOptions, "_nrt"):
+        return compiled(function)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return numba.njit(cache=True, _nrt=False)(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(cache=False, _nrt=False)(function)

@@ -32,9 +32,9 @@ from functools import cache
 from types import ModuleType
 
 import numpy as np
-import pandas as pd
 
 from simsrv.errors import InvariantViolation  # noqa: F401  (raised here, re-exported)
+from simsrv.machine.trace import LockHolds
 
 CHECKS = (
     "message_conservation",
@@ -91,7 +91,13 @@ def check_packet_workers(frame: int, worker: np.ndarray, workers: int) -> None:
     """``entity_partition`` of one frame of a thread strategy that deals packets to threads:
     every packet executed by one worker ``worker[p]`` in ``0..workers - 1``.  Compiled, as
     :func:`check_partition`."""
-    code, a, b, c = _kernels().packet_workers_kernel(worker, workers)
+    report_partition(frame, *_kernels().packet_workers_kernel(worker, workers))
+
+
+def report_partition(frame: int, code: int, a: int, b: int, c: int) -> None:
+    """Raise the ``entity_partition`` violation a kernel of :mod:`simsrv.invariant_kernels`
+    returned (``code`` and its three numbers) for ``frame``; nothing when ``code`` is 0 (for
+    compiled callers that run the kernel themselves)."""
     if code:
         raise InvariantViolation("entity_partition", frame, _partition_message(code, a, b, c))
 
@@ -160,23 +166,25 @@ def check_trace(
         )
 
 
-def check_locks(holds: Sequence[tuple]) -> None:
+def check_locks(holds: LockHolds | Sequence[tuple]) -> None:
     """``lock_exclusive``: per lock, its critical sections ``(lock, frame, thread, start_us,
-    end_us)`` do not overlap (vectorised: the locks are numbered, then sorted by start)."""
+    end_us)`` do not overlap (vectorised: sorted by lock code, then start)."""
+    if not isinstance(holds, LockHolds):
+        holds = LockHolds.from_rows(list(holds))
     if len(holds) < 2:
         return
-    locks, frames, threads, starts, ends = zip(*holds, strict=True)
-    codes = pd.factorize(pd.Series(locks, dtype=object))[0]
-    start, end = np.array(starts, dtype=float), np.array(ends, dtype=float)
+    ints, times = holds.columns()
+    codes, start, end = ints[:, 0], times[:, 0], times[:, 1]
     pair = _first_overlap(np.lexsort((end, start, codes)), codes, start, end)
     if pair is not None:
-        first, second = pair
+        (lock, frame, thread, _, until), (_, second_frame, other, since, _) = (
+            holds._decode(ints[[i]], times[[i]])[0] for i in pair
+        )
         raise InvariantViolation(
             "lock_exclusive",
-            frames[second],
-            f"lock {locks[first]!r} held by thread {threads[first]} (frame {frames[first]}) "
-            f"until {ends[first]:.3f} us and taken by thread {threads[second]} at "
-            f"{starts[second]:.3f} us",
+            second_frame,
+            f"lock {lock!r} held by thread {thread} (frame {frame}) "
+            f"until {until:.3f} us and taken by thread {other} at {since:.3f} us",
         )
 
 

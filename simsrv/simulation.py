@@ -28,7 +28,7 @@ from simsrv.invariants import (
 )
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
-from simsrv.machine.trace import US, is_wait
+from simsrv.machine.trace import US
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
@@ -177,7 +177,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         try:
             check_conservation(accounting, int(frames["messages"].sum()))
             strategy.check_invariants()
-            check_machine(machine, trace, platform.smt_throughput)
+            check_machine(machine, platform.smt_throughput)
         except InvariantViolation as violation:
             violation.trace = trace  # what was computed, to inspect the violation
             raise
@@ -205,27 +205,29 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def check_machine(machine: Machine, trace: pd.DataFrame, smt_throughput: float) -> None:
-    """The machine invariants (:mod:`simsrv.invariants`) on the complete trace: ``trace``
-    (the run's rows) plus the rows of threads that outlive the last frame, which
-    :meth:`Machine.finish` runs to their end (they are not part of the run's results)."""
+def check_machine(machine: Machine, smt_throughput: float) -> None:
+    """The machine invariants (:mod:`simsrv.invariants`) on the complete trace: the run's rows
+    plus those of threads that outlive the last frame, which :meth:`Machine.finish` runs to
+    their end (they are not part of the run's results: call it after taking the trace)."""
     machine.finish()
-    extra = machine.trace.rows[len(trace) :]
-    table = np.array(extra, dtype=object).reshape(len(extra), 6)
-    frame = np.concatenate([trace["frame"].to_numpy(), table[:, 0].astype(np.int64)])
-    cpu = np.concatenate([trace["cpu"].to_numpy(), table[:, 1].astype(np.int32)])
-    start_s = np.concatenate([trace["start_s"].to_numpy(), table[:, 4].astype(float) * US])
-    end_s = np.concatenate([trace["end_s"].to_numpy(), table[:, 5].astype(float) * US])
-    busy = np.concatenate([trace["busy"].to_numpy(), [not is_wait(a) for a in table[:, 3]]])
-    threads = trace["thread"]
+    store = machine.trace
+    ints, times = store.columns()
+    names = store.threads.names
 
     def thread_of(row: int) -> str:
-        return str(threads.iloc[row] if row < len(threads) else extra[row - len(threads)][2])
+        return str(names[ints[row, 2]])
 
     speed = min(smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
     speed *= 1.0 - max(machine.background, default=0.0)  # the most loaded CPU
     check_trace(
-        frame, cpu, thread_of, start_s, end_s, busy, np.array(machine.charged_us) * US, speed
+        ints[:, 0],
+        ints[:, 1],
+        thread_of,
+        times[:, 0] * US,
+        times[:, 1] * US,
+        store.busy(),
+        np.array(machine.charged_us) * US,
+        speed,
     )
     check_locks(machine.lock_holds)
 

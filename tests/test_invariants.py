@@ -57,7 +57,7 @@ def lossy_machine(monkeypatch):
     def lossy(self, thread, frame, now):
         end = original(self, thread, frame, now)
         if frame == 5:
-            self.trace.rows.pop()
+            self.trace.pending.pop()
         return end
 
     monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
@@ -89,7 +89,7 @@ def test_a_cpu_running_two_threads_at_once_is_caught(monkeypatch, capsys):
     def overlapping(self, thread, frame, now):
         end = original(self, thread, frame, now)
         if frame == 3:  # a phantom thread on the same CPU in the middle of the frame
-            self.trace.rows.append((3, thread.cpu, "ghost", "world", now, end))
+            self.trace.pending.append((3, thread.cpu, "ghost", "world", now, end))
             self.charged_us[-1] += end - now
         return end
 

@@ -257,7 +257,7 @@ def node_output(node: Node, accounting: dict[str, int], smt: float) -> Simulatio
     with gc_paused():
         try:
             node.strategy.check_invariants()
-            check_machine(node.machine, trace, smt)
+            check_machine(node.machine, smt)
         except InvariantViolation as violation:
             violation.trace = trace
             raise

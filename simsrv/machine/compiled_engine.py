@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.compiled import borrowing, compiled
 from simsrv.machine.plan_arrays import ACQUIRE, BARRIER, COMPUTE, RELEASE
 
 SERIAL, PHASED, EVENTS = 0, 1, 2
@@ -265,24 +265,24 @@ def _events(
     return EVENTS
 
 
-@compiled
+@borrowing
 def _put(threads, activities, starts, ends, row, thread, activity, start, end):
     threads[row], activities[row], starts[row], ends[row] = thread, activity, start, end
 
 
-@compiled
+@borrowing
 def _move(ht, hi, dst, src):
     ht[dst] = ht[src]
     for j in range(4):
         hi[dst, j] = hi[src, j]
 
 
-@compiled
+@borrowing
 def _less(t1, r1, s1, t2, r2, s2):
     return t1 < t2 or (t1 == t2 and (r1 < r2 or (r1 == r2 and s1 < s2)))
 
 
-@compiled
+@borrowing
 def _push(st, time, thread, event):
     ht, hi, ts, ctr = st[16], st[17], st[18], st[24]
     size = ctr[_HEAP]
@@ -305,7 +305,7 @@ def _push(st, time, thread, event):
     ctr[_HEAP] = size + 1
 
 
-@compiled
+@borrowing
 def _pop(st):
     """Remove the heap's first event; return (time, thread, kind, token)."""
     ht, hi, ctr = st[16], st[17], st[24]
@@ -334,7 +334,7 @@ def _pop(st):
     return time, thread, event, token
 
 
-@compiled
+@borrowing
 def _row(st, thread, act, start, end):
     ctr = st[24]
     rows = ctr[_ROWS]
@@ -342,7 +342,7 @@ def _row(st, thread, act, start, end):
     ctr[_ROWS] = rows + 1
 
 
-@compiled
+@borrowing
 def _log_hold(st, lock, thread, start, end):
     ctr = st[24]
     holds = ctr[_HOLDS]
@@ -350,7 +350,7 @@ def _log_hold(st, lock, thread, start, end):
     ctr[_HOLDS] = holds + 1
 
 
-@compiled
+@borrowing
 def _step(st):
     kind, activity, lock_wait = st[0], st[3], st[7]
     ts, tf, ctr, clk = st[18], st[19], st[24], st[25]
@@ -371,7 +371,7 @@ def _step(st):
     _advance(st, thread)
 
 
-@compiled
+@borrowing
 def _advance(st, t):
     kind, cost, arg = st[0], st[1], st[2]
     offsets = st[4]
@@ -409,7 +409,7 @@ def _advance(st, t):
     ts[t, _FIN] = 1
 
 
-@compiled
+@borrowing
 def _begin_compute(st, t):
     kind, cost, arg, offsets = st[0], st[1], st[2], st[4]
     ts, tf, ctr, clk = st[18], st[19], st[24], st[25]
@@ -434,7 +434,7 @@ def _begin_compute(st, t):
     _push(st, end, t, _RUN_END)
 
 
-@compiled
+@borrowing
 def _record_run(st, t, stop):
     kind, cost, activity = st[0], st[1], st[3]
     ts, tf = st[18], st[19]
@@ -446,14 +446,14 @@ def _record_run(st, t, stop):
             now = end
 
 
-@compiled
+@borrowing
 def _end_run(st, t):
     ts = st[18]
     _record_run(st, t, ts[t, _RUN_END_PC])
     ts[t, _PC], ts[t, _RUN_END_PC] = ts[t, _RUN_END_PC], -1
 
 
-@compiled
+@borrowing
 def _arrive(st, t, pc):
     arg, activity, parties, is_wait = st[2], st[3], st[5], st[6]
     tf, bcount, bwait, ctr, clk = st[19], st[22], st[23], st[24], st[25]
@@ -472,7 +472,7 @@ def _arrive(st, t, pc):
             _push(st, clk[_NOW], bwait[barrier, i], _WAKE)
 
 
-@compiled
+@borrowing
 def _acquire(st, t, lock):
     ts, tf, ls, lf, ctr, clk = st[18], st[19], st[20], st[21], st[24], st[25]
     now = clk[_NOW]
@@ -503,7 +503,7 @@ def _acquire(st, t, lock):
     return False
 
 
-@compiled
+@borrowing
 def _release(st, t, lock):
     ts, ls, lf, ctr, clk = st[18], st[20], st[21], st[24], st[25]
     if ls[lock, _HOLDER] != t or ls[lock, _HAS_REL]:
@@ -525,7 +525,7 @@ def _release(st, t, lock):
         ls[lock, _HOLDER] = -1
 
 
-@compiled
+@borrowing
 def _defer_release(st, t, lock, at):
     ts, ls, lf, ctr = st[18], st[20], st[21], st[24]
     if ls[lock, _HOLDER] != t or ls[lock, _HAS_REL]:
@@ -540,7 +540,7 @@ def _defer_release(st, t, lock, at):
     return True
 
 
-@compiled
+@borrowing
 def _undefer_releases(st, t, start):
     kind, arg = st[0], st[2]
     ts, ls = st[18], st[20]
@@ -550,7 +550,7 @@ def _undefer_releases(st, t, start):
             ts[t, _HELD] += 1
 
 
-@compiled
+@borrowing
 def _truncate_run(st, t, lock):
     kind, cost, arg = st[0], st[1], st[2]
     ts, tf = st[18], st[19]

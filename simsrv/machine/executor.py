@@ -62,12 +62,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 from heapq import heappop, heappush
-from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from simsrv.machine import compiled_engine
+from simsrv.machine.array_path import execute_and_record
 from simsrv.machine.phased import phased_timeline
 from simsrv.machine.plan import (
     SPAWNER_CPU,
@@ -82,10 +82,15 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import Trace, is_wait
+from simsrv.machine.trace import LockHolds, Trace, is_wait
 
 US_PER_S = 1e6
 
+_SERIAL, _PHASED, _EVENTS = (
+    compiled_engine.SERIAL,
+    compiled_engine.PHASED,
+    compiled_engine.EVENTS,
+)
 # event kinds
 _RESUME = 0  # continue at the current operation (after yielding to earlier threads)
 _FINISH = 1  # the current computation ends (stale if the token changed)
@@ -213,8 +218,10 @@ class Machine:
         self._live_threads = 0
         self._phased_refusals = 0  # phased-shortcut refusals in a row (see _execute_phased)
         self._phased_skip = 0  # frames left that skip the attempt
-        self._waits: dict[tuple, np.ndarray] = {}  # activities -> which are waits (+ lock_wait)
-        self._tables: dict[tuple, np.ndarray] = {}  # thread names, activities: as arrays
+        self._tables: dict[tuple, tuple] = {}  # a plan's names -> _plan_tables
+        self._last_tables: tuple = (None, None, None, None)  # the last plan's names, tables
+        self._scratch = (np.empty((4, 0), np.int64), np.empty((4, 0)))  # the engine's rows
+        self._out = np.empty(4)
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -222,11 +229,12 @@ class Machine:
         self._share = [1.0 - b for b in self.background]  # the server's share of each CPU
         self._background = any(b > 0.0 for b in self.background)
         self._speeds = self._smt or self._background  # computations at a speed, op by op
+        self._compiled = runs and not self._speeds  # plans as arrays may run compiled
         self._core_busy = [0] * (-(-cpus // smt_per_core)) if self._smt else []
         self.trace = Trace()
         self.charged_us: list[float] = []
         """CPU time each executed frame's plan charged, us, in execution order."""
-        self.lock_holds: list[tuple] = []
+        self.lock_holds = LockHolds(threads=self.trace.threads)
         """Every critical section: ``(lock, frame, thread, start_us, end_us)`` (the phased
         shortcut logs its thread's whole phase, a superset).  :meth:`finish` closes the
         sections whose release happened inside a run of computations."""
@@ -244,7 +252,7 @@ class Machine:
         give the same result."""
         start_us = start_s * US_PER_S
         if type(plan) is PlanArrays:
-            if self._runs and not self._live_threads and not self._heap and not self._speeds:
+            if self._compiled and not self._live_threads and not self._heap:
                 end_us = self._execute_arrays(plan, frame, start_us)
                 if end_us is not None:
                     return end_us / US_PER_S
@@ -274,67 +282,83 @@ class Machine:
 
     def _execute_arrays(self, plan: PlanArrays, frame: int, start_us: float) -> float | None:
         """``plan`` in the compiled engine: the frame's end, us (the serial path: the
-        coordinator's end), or None when the engine refuses it (nothing is recorded then)."""
-        activities = plan.activities
-        waits = self._waits.get(activities)
-        if waits is None:
-            waits = self._waits[activities] = np.array([*map(is_wait, activities), True])
+        coordinator's end), or None when the engine refuses it (nothing is recorded then).
+        One compiled call executes it and appends its rows to the trace and the lock holds
+        (:mod:`simsrv.machine.array_path`); this is the hot path of the thread strategies,
+        hence the inlined checks."""
+        last = self._last_tables
+        if last[0] is plan.thread_names and last[1] is plan.activities and last[2] is plan.locks:
+            waits, threads, activities, locks = last[3]
+        else:
+            waits, threads, activities, locks = self._plan_tables(plan)
         n = len(plan.kind)
-        r_thread, r_activity = np.empty(n, np.int64), np.empty(n, np.int64)
-        r_start, r_end = np.empty(n), np.empty(n)
-        h_lock, h_thread = np.empty(n, np.int64), np.empty(n, np.int64)
-        h_start, h_end = np.empty(n), np.empty(n)
-        out = np.empty(4)
+        scratch_ints, scratch_times = self._scratch
+        if n > scratch_ints.shape[1]:
+            size = max(n, 2 * scratch_ints.shape[1], 64)
+            self._scratch = scratch_ints, scratch_times = (
+                np.empty((4, size), np.int64),
+                np.empty((4, size)),
+            )
+        trace, holds = self.trace, self.lock_holds
+        if trace.pending:
+            trace.flush()
+        if holds.pending:
+            holds.flush()
+        if trace.size + n > len(trace.times):
+            trace.reserve(n)
+        if holds.size + n > len(holds.times):
+            holds.reserve(n)
+        out = self._out
         try_phased = self._phased_skip == 0
-        status = compiled_engine.execute_arrays(
+        status = execute_and_record(
             plan.thread, plan.kind, plan.cost, plan.arg, plan.activity, plan.thread_cpu,
-            plan.barrier_parties, waits, len(plan.locks), len(activities), self.cpus,
-            start_us, self.now_us, try_phased,
-            r_thread, r_activity, r_start, r_end, h_lock, h_thread, h_start, h_end, out,
+            plan.barrier_parties, waits, len(plan.locks), len(plan.activities), self.cpus,
+            start_us, self.now_us, try_phased, scratch_ints, scratch_times, frame, threads,
+            activities, locks, trace.ints, trace.times, trace.size, holds.ints, holds.times,
+            holds.size, out,
         )  # fmt: skip
         if status < 0:
             return None
-        if status == compiled_engine.PHASED:
+        if status == _PHASED:
             self._phased_refusals = 0
-        elif status == compiled_engine.EVENTS:  # as _execute_phased's back-off
+        elif status == _EVENTS:  # as _execute_phased's back-off
             if try_phased:
                 self._phased_refusals = min(self._phased_refusals + 1, 7)
                 self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
             else:
                 self._phased_skip -= 1
-        end_us, charged = float(out[0]), float(out[1])
-        rows, holds = int(out[2]), int(out[3])
+        end_us, charged, rows, sections = out.tolist()
         self.charged_us.append(charged)
-        names = self._tables.get(plan.thread_names)
-        if names is None:
-            names = self._tables[plan.thread_names] = np.array(plan.thread_names, object)
-        acts = self._tables.get(activities)
-        if acts is None:
-            acts = self._tables[activities] = np.array([*activities, "lock_wait"], object)
-        threads = r_thread[:rows]
-        self.trace.rows += zip(
-            repeat(frame, rows),
-            plan.thread_cpu[threads].tolist(),
-            names[threads].tolist(),
-            acts[r_activity[:rows]].tolist(),
-            r_start[:rows].tolist(),
-            r_end[:rows].tolist(),
-            strict=True,
-        )
-        if holds:
-            locks = plan.locks
-            self.lock_holds += zip(
-                [locks[k] for k in h_lock[:holds].tolist()],
-                repeat(frame, holds),
-                names[h_thread[:holds]].tolist(),
-                h_start[:holds].tolist(),
-                h_end[:holds].tolist(),
-                strict=True,
-            )
-        if status != compiled_engine.SERIAL:
+        trace.size += int(rows)
+        holds.size += int(sections)
+        if status != _SERIAL:
             self.now_us = end_us
-            self._position = max(self._position, (end_us, frame, len(plan.thread_names)))
+            position = (end_us, frame, len(plan.thread_names))
+            if position > self._position:
+                self._position = position
         return end_us
+
+    def _plan_tables(self, plan: PlanArrays) -> tuple:
+        """For a plan's names (thread names, activities, locks): which activities are waits
+        (one more: lock waits) and the codes of its threads, activities (and ``lock_wait``)
+        and locks in the trace and the lock holds.  Strategies reuse their name tuples from
+        frame to frame, so the last plan's tables are found by identity."""
+        names, activities, locks = plan.thread_names, plan.activities, plan.locks
+        last = self._last_tables
+        if last[0] is names and last[1] is activities and last[2] is locks:
+            return last[3]
+        key = (names, activities, locks)
+        tables = self._tables.get(key)
+        if tables is None:
+            acts = (*activities, "lock_wait")
+            tables = self._tables[key] = (
+                np.array([is_wait(a) for a in acts]),
+                self.trace.threads.codes_of(names),
+                self.trace.activities.codes_of(acts),
+                self.lock_holds.locks.codes_of(locks),
+            )
+        self._last_tables = (names, activities, locks, tables)
+        return tables
 
     def _execute_phased(self, plan: FramePlan, frame: int, start_us: float) -> float | None:
         """The phased shortcut (:mod:`simsrv.machine.phased`): the frame's end, us, or None
@@ -345,7 +369,7 @@ class Machine:
             self._phased_skip -= 1
             return None
         timeline = phased_timeline(
-            plan, frame, start_us, self.cpus, self.lock_holds, self.charged_us
+            plan, frame, start_us, self.cpus, self.lock_holds.pending, self.charged_us
         )
         if timeline is None:
             self._phased_refusals = min(self._phased_refusals + 1, 7)
@@ -353,7 +377,7 @@ class Machine:
             return None
         self._phased_refusals = 0
         rows, end_us = timeline
-        self.trace.rows += rows
+        self.trace.pending += rows
         self.now_us = end_us
         self._position = max(self._position, (end_us, frame, len(plan.threads)))
         return end_us
@@ -377,12 +401,12 @@ class Machine:
 
     def _log_hold(self, state: _Lock, end_us: float) -> None:
         holder = state.holder
-        self.lock_holds.append((state.name, holder.frame, holder.name, state.since, end_us))
+        self.lock_holds.pending.append((state.name, holder.frame, holder.name, state.since, end_us))
 
     def _execute_serial(self, thread: Thread, frame: int, now: float) -> float:
         if not 0 <= thread.cpu < self.cpus:
             raise PlanError(f"thread {thread.name!r}: cpu {thread.cpu} out of range")
-        rows, cpu, name = self.trace.rows, thread.cpu, thread.name
+        rows, cpu, name = self.trace.pending, thread.cpu, thread.name
         charged = 0.0
         # Trace.record inlined (hot path): zero-length intervals are skipped the same way
         for activity, cost in thread.ops:
@@ -415,7 +439,7 @@ class Machine:
             op = run.ops[run.pc]
             activity = _WAIT_ACTIVITY.get(type(op)) or op.activity
             if time > run.began:
-                self.trace.rows.append((run.frame, run.cpu, run.name, activity, run.began, time))
+                self.trace.pending.append((run.frame, run.cpu, run.name, activity, run.began, time))
             run.pc += 1
         elif kind == _TIMER:
             self._maybe_migrate(run)
@@ -524,7 +548,7 @@ class Machine:
 
     def _record_run(self, run: _Run, stop_pc: int) -> float:
         """Record the run's computations before ``stop_pc``; return when the last ended, us."""
-        rows, t = self.trace.rows, run.run_start
+        rows, t = self.trace.pending, run.run_start
         frame, cpu, name = run.frame, run.cpu, run.name
         for op in run.ops[run.pc : stop_pc]:
             if type(op) is Compute and op.cost_us > 0:
@@ -565,7 +589,9 @@ class Machine:
 
     def _end_compute(self, run: _Run) -> None:
         op = run.ops[run.pc]
-        self.trace.rows.append((run.frame, run.cpu, run.name, op.activity, run.began, self.now_us))
+        self.trace.pending.append(
+            (run.frame, run.cpu, run.name, op.activity, run.began, self.now_us)
+        )
         if self._smt:
             self._smt_change(run.cpu, -1)
         run.pc += 1
@@ -728,7 +754,7 @@ class Machine:
             return  # it keeps waiting for the child
         target = run.ctx.runs[run.ops[run.pc].thread]
         target.joiners.remove(run)
-        self.trace.rows.append(
+        self.trace.pending.append(
             (run.frame, run.cpu, run.name, "runqueue_wait", run.began, self.now_us)
         )
         run.cpu = idle

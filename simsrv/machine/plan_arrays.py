@@ -35,14 +35,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.compiled import borrowing, compiled
 from simsrv.machine.plan import Acquire, BarrierWait, Compute, FramePlan, Release, Thread
 
 COMPUTE, BARRIER, ACQUIRE, RELEASE = 0, 1, 2, 3
 """Operation kinds (the ``kind`` column)."""
 
 
-@compiled
+@borrowing
 def emit(fill, at, thread, kind, cost, arg, activity, t, op, value, argument, act):
     """For builders that count then fill the columns: thread ``t``'s next row is at
     ``at[t]``; write it there (only when ``fill``, else just count it)."""

@@ -46,7 +46,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import Trace, is_wait
+from simsrv.machine.trace import LockHolds, Trace, is_wait
 
 RANKS = 1 << 20  # threads per frame that the priority encoding can tell apart
 FIRST_KEY = 2  # priorities below are simpy's own (URGENT = 0, NORMAL = 1)
@@ -121,7 +121,7 @@ class SimpyMachine:
         self._lock_since: dict[Hashable, float] = {}
         self.trace = Trace()
         self.charged_us: list[float] = []
-        self.lock_holds: list[tuple] = []
+        self.lock_holds = LockHolds(threads=self.trace.threads)
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -209,7 +209,7 @@ class SimpyMachine:
         state.end.succeed()
 
     def _record(self, state: _ThreadState, activity: str, start: float, end: float) -> None:
-        self.trace.rows.append((state.frame, state.cpu, state.name, activity, start, end))
+        self.trace.pending.append((state.frame, state.cpu, state.name, activity, start, end))
 
     def _compute(self, state: _ThreadState, op: Compute) -> Generator:
         """Take the thread's CPU (FIFO), hold it for the cost (slower while an SMT sibling
@@ -307,7 +307,7 @@ class SimpyMachine:
         request = state.requests.pop(lock, None)
         if request is None:
             raise PlanError(f"{state.name!r} releases {lock!r}, which it does not hold")
-        self.lock_holds.append(
+        self.lock_holds.pending.append(
             (lock, state.frame, state.name, self._lock_since.pop(lock), self.env.now)
         )
         self._locks[lock].release(request)

@@ -16,9 +16,26 @@ Recorded facts, from which every metric is derived (:mod:`simsrv.metrics`).  Col
 =============  ==========================================================================
 
 Idle CPU time (no thread at all) is not recorded: it is the complement of the busy time.
+
+Storage
+-------
+A run records millions of rows, so they are kept as numpy columns (:class:`Columns`), not as
+Python tuples: names (threads, activities, locks) are interned to integer codes, times are
+float64 microseconds.  Two writers fill them, in the order the machine records:
+
+* the compiled array path of the machine writes rows straight into the columns
+  (:meth:`Columns.reserve`, then :attr:`Columns.size` advanced by the rows written);
+* the Python engines (the object engine, the phased shortcut, the simpy reference) append
+  tuples to :attr:`Columns.pending`, which are moved into the columns (:meth:`Columns.flush`)
+  before the next compiled write and before anything reads the store.
+
+:class:`Trace` stores the intervals; :class:`LockHolds` the critical sections of the locks
+(for the ``lock_exclusive`` invariant).
 """
 
 from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,37 +53,192 @@ def is_wait(activity: str) -> bool:
 US = 1e-6
 
 
-class Trace:
-    """Append-only column store of intervals (times in microseconds internally)."""
+class Names:
+    """Interned names (any hashable): ``code(name)`` gives each distinct name its number, in
+    order of first appearance; ``names[code]`` is the name."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("codes", "names")
 
     def __init__(self) -> None:
-        self.rows: list[tuple[int, int, str, str, float, float]] = []
+        self.names: list[Hashable] = []
+        self.codes: dict[Hashable, int] = {}
+
+    def code(self, name: Hashable) -> int:
+        code = self.codes.get(name)
+        if code is None:
+            code = self.codes[name] = len(self.names)
+            self.names.append(name)
+        return code
+
+    def codes_of(self, names: Sequence[Hashable]) -> np.ndarray:
+        """The codes of ``names``, (len(names),) int64."""
+        return np.array([self.code(n) for n in names], dtype=np.int64)
+
+
+class Columns:
+    """Growable columns of rows: ``ints`` (capacity, k) int64 and ``times`` (capacity, 2)
+    float64 (start and end, us), the first :attr:`size` rows valid; :attr:`pending` holds rows
+    appended as tuples that :meth:`flush` has not stored yet.  Subclasses say how a tuple maps
+    to the columns (:meth:`_encode`) and back (:meth:`_decode`)."""
+
+    __slots__ = ("ints", "pending", "size", "times")
+    INT_COLUMNS = 0
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.ints = np.empty((capacity, self.INT_COLUMNS), np.int64)
+        self.times = np.empty((capacity, 2))
+        self.size = 0
+        self.pending: list[tuple] = []
+
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` more rows after the stored ones (capacity doubles as needed)."""
+        need = self.size + rows
+        capacity = len(self.times)
+        if need > capacity:
+            while capacity < need:
+                capacity *= 2
+            ints = np.empty((capacity, self.INT_COLUMNS), np.int64)
+            times = np.empty((capacity, 2))
+            ints[: self.size] = self.ints[: self.size]
+            times[: self.size] = self.times[: self.size]
+            self.ints, self.times = ints, times
+
+    def flush(self) -> None:
+        """Store the pending tuples (in order) in the columns."""
+        pending = self.pending
+        if not pending:
+            return
+        n = len(pending)
+        self.reserve(n)
+        ints, times = self._encode(pending)
+        self.ints[self.size : self.size + n] = ints
+        self.times[self.size : self.size + n] = times
+        self.size += n
+        pending.clear()
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stored rows (pending ones flushed first): ``ints`` and ``times`` (views)."""
+        self.flush()
+        return self.ints[: self.size], self.times[: self.size]
+
+    def __len__(self) -> int:
+        return self.size + len(self.pending)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.rows)
+
+    @property
+    def rows(self) -> list[tuple]:
+        """Every row as a tuple (a copy; for tests and small traces)."""
+        ints, times = self.columns()
+        return self._decode(ints, times)
+
+    def _encode(self, rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _decode(self, ints: np.ndarray, times: np.ndarray) -> list[tuple]:
+        raise NotImplementedError
+
+
+class Trace(Columns):
+    """The intervals: rows ``(frame, cpu, thread, activity, start_us, end_us)``; ``ints``
+    columns frame, cpu, thread code, activity code (:attr:`threads`, :attr:`activities`)."""
+
+    __slots__ = ("activities", "threads")
+    INT_COLUMNS = 4
+
+    def __init__(self, capacity: int = 1024) -> None:
+        super().__init__(capacity)
+        self.threads = Names()
+        self.activities = Names()
 
     def record(
         self, frame: int, cpu: int, thread: str, activity: str, start_us: float, end_us: float
     ) -> None:
         """Append one interval; zero-length intervals are skipped."""
         if end_us > start_us:
-            self.rows.append((frame, cpu, thread, activity, start_us, end_us))
+            self.pending.append((frame, cpu, thread, activity, start_us, end_us))
 
-    def __len__(self) -> int:
-        return len(self.rows)
+    def _encode(self, rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        frames, cpus, threads, activities, starts, ends = zip(*rows, strict=True)
+        ints = np.empty((len(rows), 4), np.int64)
+        ints[:, 0], ints[:, 1] = frames, cpus
+        ints[:, 2] = [self.threads.code(t) for t in threads]
+        ints[:, 3] = [self.activities.code(a) for a in activities]
+        return ints, np.array([starts, ends], dtype=np.float64).T
+
+    def _decode(self, ints: np.ndarray, times: np.ndarray) -> list[tuple]:
+        threads, activities = self.threads.names, self.activities.names
+        return [
+            (f, c, threads[t], activities[a], s, e)
+            for (f, c, t, a), (s, e) in zip(ints.tolist(), times.tolist(), strict=True)
+        ]
+
+    def busy(self) -> np.ndarray:
+        """Per stored row: True unless its activity is a wait."""
+        ints, _ = self.columns()
+        waits = np.array([is_wait(a) for a in self.activities.names], dtype=bool)
+        return ~waits[ints[:, 3]]
 
     def to_frame(self) -> pd.DataFrame:
         """The trace as a tidy DataFrame (columns documented in the module docstring)."""
-        table = np.array(self.rows, dtype=object).reshape(len(self.rows), 6)
+        ints, times = self.columns()
         df = pd.DataFrame(
             {
-                "frame": table[:, 0].astype(np.int64),
-                "cpu": table[:, 1].astype(np.int32),
-                "thread": pd.Categorical(table[:, 2]),
-                "activity": pd.Categorical(table[:, 3]),
-                "start_s": table[:, 4].astype(np.float64) * US,
-                "end_s": table[:, 5].astype(np.float64) * US,
+                "frame": ints[:, 0].copy(),
+                "cpu": ints[:, 1].astype(np.int32),
+                "thread": _categorical(ints[:, 2], self.threads.names),
+                "activity": _categorical(ints[:, 3], self.activities.names),
+                "start_s": times[:, 0] * US,
+                "end_s": times[:, 1] * US,
             }
         )
         waits = [a for a in df["activity"].cat.categories if is_wait(a)]
         df["busy"] = ~df["activity"].isin(waits)
         return df
+
+
+def _categorical(codes: np.ndarray, names: list) -> pd.Categorical:
+    """``names[codes]`` as a categorical whose categories are the names that occur, sorted
+    (what ``pd.Categorical`` of the values gives)."""
+    present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    order = sorted(present.tolist(), key=names.__getitem__)
+    recode = np.full(len(names), -1, np.int64)
+    recode[order] = np.arange(len(order))
+    categories = pd.Index([names[i] for i in order])
+    return pd.Categorical.from_codes(recode[codes], categories=categories)
+
+
+class LockHolds(Columns):
+    """The critical sections: rows ``(lock, frame, thread, start_us, end_us)``; ``ints``
+    columns lock code (:attr:`locks`), frame, thread code (:attr:`threads`)."""
+
+    __slots__ = ("locks", "threads")
+    INT_COLUMNS = 3
+
+    def __init__(self, capacity: int = 1024, threads: Names | None = None) -> None:
+        super().__init__(capacity)
+        self.locks = Names()
+        self.threads = Names() if threads is None else threads
+        """Thread names (a trace's, to share its codes)."""
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple]) -> LockHolds:
+        holds = cls(max(len(rows), 1))
+        holds.pending.extend(rows)
+        return holds
+
+    def _encode(self, rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        locks, frames, threads, starts, ends = zip(*rows, strict=True)
+        ints = np.empty((len(rows), 3), np.int64)
+        ints[:, 0] = [self.locks.code(lock) for lock in locks]
+        ints[:, 1] = frames
+        ints[:, 2] = [self.threads.code(t) for t in threads]
+        return ints, np.array([starts, ends], dtype=np.float64).T
+
+    def _decode(self, ints: np.ndarray, times: np.ndarray) -> list[tuple]:
+        locks, threads = self.locks.names, self.threads.names
+        return [
+            (locks[k], f, threads[t], s, e)
+            for (k, f, t), (s, e) in zip(ints.tolist(), times.tolist(), strict=True)
+        ]

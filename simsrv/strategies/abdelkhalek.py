@@ -69,21 +69,19 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from simsrv.compiled import compiled
+from simsrv.compiled import borrowing, compiled
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
     COMPUTE,
     RELEASE,
     PlanArrays,
-    counting_columns,
-    filling_columns,
 )
 from simsrv.machine.plan_arrays import emit as _emit
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
+from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
 from simsrv.strategies.region_locks import LockScope, path_locks, walked_nodes
 from simsrv.strategies.threads import place_threads, resume_costs, thread_memory_bytes
 from simsrv.workload.frame import FrameWorkload
@@ -162,7 +160,8 @@ class Abdelkhalek(Strategy):
         self.barrier_parties = np.full(len(BARRIERS), self.threads, np.int64)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
         self.half_range = context.scenario.players.action_range / 2
-        self.player_locks = PerTick(world, self._player_locks)
+        locking = options.locking != "none"
+        self.player_locks = PerTick(world, self._player_locks) if locking else None
         self.client_ids = range(world.players)
         self.lock_names = (
             *(("areanode", n) for n in range(self.tree.nodes)),
@@ -170,94 +169,84 @@ class Abdelkhalek(Strategy):
             GAMESTATE,
         )
         """Lock id -> name: the areanodes, then the client records, then the game state."""
+        self.plan_names = (
+            self.cpu_of,
+            self.thread_names,
+            ACTIVITIES,
+            BARRIERS,
+            self.barrier_parties,
+            self.lock_names,
+        )
+        """Every plan's fields after its operation columns (:class:`PlanArrays` order)."""
         self._record: dict[str, Any] = {}
         self.memory_bytes, self.memory_reserved_bytes = thread_memory_bytes(
             self.threads, options.stack_pages
         )
-
-    def plan(self, frame: FrameWorkload) -> PlanArrays:
-        k = self.costs
-        messages = frame.messages
-        threads = self.threads
-        thread_of = messages["client"] % threads
-        master = int(thread_of[0]) if len(messages) else 0
-        request = c.request_us(k, 1, messages["commands"], messages["range_count"])
-        options = self.options
-        locking = options.locking != "none"
         share = options.gamestate_share if locking else 0.0
-        if locking:
-            start, top, walked = self._lock_arrays(messages)
-        else:
-            start = top = walked = np.zeros(len(messages), np.int64)
-        if share > 0.0:
-            before, under = request - request * share, request * share
-        else:
-            before, under = request, request
-        per_thread_messages = np.bincount(thread_of, minlength=threads)
-        reply_thread = frame.reply_clients % threads
-        replies = np.bincount(reply_thread, minlength=threads)
-        visible = np.bincount(reply_thread, frame.reply_visible, minlength=threads)
-        pvs = np.bincount(reply_thread, frame.reply_pvs_rooms, minlength=threads)
-        head = np.array(
+        self.flags = np.array(
             [
-                k.frame_overhead,
-                c.world_us(k, frame.entities) if frame.physics else 0.0,
-                k.barrier,
-                c.reply_info_us(k, self.connected_clients),
-                k.lock_acquire,
-                k.lock_per_node,
-            ]
-        )
-        flags = np.array(
-            [
-                threads,
-                master,
+                self.threads,
                 locking,
                 options.lock_scope == "leaf-to-root",
                 options.client_locks,
                 share > 0.0,
                 self.tree.nodes,
                 self.tree.nodes + len(self.client_ids),
+                options.locking == "region-optimized",
             ],
             dtype=np.int64,
         )
-        columns = _build_plan(
-            flags,
-            head,
-            self.resume_us,
-            per_thread_messages,
-            c.net_recv_us(k, per_thread_messages),
-            c.reply_us(k, replies, visible, pvs),
-            c.net_send_us(k, replies),
-            replies,
-            thread_of.astype(np.int64),
-            walked.astype(np.int64),
-            before,
-            under,
-            start.astype(np.int64),
-            top.astype(np.int64),
-            messages["client"].astype(np.int64),
+        k = self.costs
+        self.head = np.array(
+            [
+                k.frame_overhead,
+                0.0,  # world physics (per frame)
+                k.barrier,
+                0.0,  # scores and broadcasts (per frame)
+                k.lock_acquire,
+                k.lock_per_node,
+                k.request_per_message,
+                k.request_per_command,
+                k.request_per_range_entity,
+                share,
+                k.net_recv_per_message,
+                k.reply_per_client,
+                k.reply_per_visible_entity,
+                k.reply_per_pvs_room,
+                k.net_send_per_reply,
+            ]
         )
+        """The costs ``_plan`` reads, indexed by ``FRAME_US`` ... ``NET_SEND_US``."""
+
+    def plan(self, frame: FrameWorkload) -> PlanArrays:
+        k = self.costs
+        head = self.head
+        head[WORLD_US] = c.world_us(k, frame.entities) if frame.physics else 0.0
+        head[REPLY_INFO_US] = c.reply_info_us(k, self.connected_clients)
+        messages, ring = frame.messages, self.player_locks
+        if ring is not None and not ring.tables:
+            ring.load(messages["tick"])
+        while True:
+            ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
+            *columns, master, complete = _plan(
+                self.flags, head, self.resume_us, ticks, *tables, messages,
+                frame.reply_clients, frame.reply_visible, frame.reply_pvs_rooms,
+            )  # fmt: skip
+            if complete:
+                break
+            ring.load(messages["tick"])  # a packet's tick is not in the ring yet
         self._record = {
-            "threads": threads,
+            "threads": self.threads,
             "master_thread": master,
             "memory_bytes": self.memory_bytes,
             "memory_reserved_bytes": self.memory_reserved_bytes,
         }
-        return PlanArrays(
-            *columns,
-            thread_cpu=self.cpu_of,
-            thread_names=self.thread_names,
-            activities=ACTIVITIES,
-            barrier_names=BARRIERS,
-            barrier_parties=self.barrier_parties,
-            locks=self.lock_names,
-        )
+        return PlanArrays(*columns, *self.plan_names)
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
-        """For every player at one tick, (N,) int each: where its lock walk starts and the node
-        covering its action range, the same for its own box (the optimised region), and the
-        nodes the walk visits for each."""
+        """For every player at one tick, (N,) int64 each: where its lock walk starts and the
+        node covering its action range, the same for its own box (the optimised region), and
+        the nodes the walk visits for each."""
         box_min, box_max = origins + PLAYER_MINS, origins + PLAYER_MAXS
         reach = np.array([self.half_range, self.half_range, 0.0])
         if self.options.lock_scope == "leaf-to-root":
@@ -268,7 +257,7 @@ class Abdelkhalek(Strategy):
             own = own_start = self.tree.link(box_min, box_max)
             start = own
             scope = self.tree.covering(own, origins - reach, origins + reach)[0]
-        return (
+        arrays = (
             start,
             scope,
             walked_nodes(start, scope),
@@ -276,59 +265,120 @@ class Abdelkhalek(Strategy):
             own,
             walked_nodes(own_start, own),
         )
-
-    def _lock_arrays(self, messages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per packet, (N,) int each: the first and the last node of its areanode lock path
-        and the nodes its acquiring walk visits."""
-        start, scope, walked, own_start, own, own_walked = self.player_locks.gather(messages)
-        if self.options.locking == "region-optimized":
-            alone = (messages["range_count"] == 0) & ~messages["shot"]
-            start = np.where(alone, own_start, start)
-            scope = np.where(alone, own, scope)
-            walked = np.where(alone, own_walked, walked)
-        return start, scope, walked
+        return tuple(np.asarray(a, dtype=np.int64) for a in arrays)
 
     def frame_record(self) -> dict[str, Any]:
         return self._record
 
 
+_NO_RING = (np.full(1, -1, np.int64), tuple(np.zeros((1, 1), np.int64) for _ in range(6)))
+"""The ring arguments of a plan without locks (never read)."""
+# ``head``: costs of a frame, us (the two marked per frame are set by ``plan``)
+FRAME_US, WORLD_US, BARRIER_US, REPLY_INFO_US, LOCK_US, LOCK_NODE_US = range(6)
+REQUEST_MESSAGE, REQUEST_COMMAND, REQUEST_RANGE, SHARE, NET_RECV_US = range(6, 11)
+REPLY_CLIENT, REPLY_VISIBLE, REPLY_PVS, NET_SEND_US = range(11, 15)
+
+
 @compiled
-def _build_plan(
-    flags, head, resume, received, net_recv, reply, net_send, replies, thread_of, walked,
-    before, under, start, top, client,
+def _plan(
+    flags, head, resume, ring_ticks, ring_start, ring_scope, ring_walked, ring_own_start,
+    ring_own, ring_own_walked, messages, reply_clients, reply_visible, reply_pvs,
 ):  # fmt: skip
-    """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
-    docstring: per thread, the world phase (the master), barrier ``world``, receiving, each of
-    its packets (lock walk cost, areanode path bottom-up, client record, the request with the
-    game-state lock around its last share, releases in reverse), barrier ``requests``, the
-    replies, barrier ``replies``.  ``flags``: threads, master, locking, leaf-to-root,
-    client locks, game-state lock, first client lock id, game-state lock id; ``head``: frame,
-    world, barrier, reply-info, per-lock and per-walked-node costs, us; ``walked``: nodes each
-    packet's lock walk visits.  A first pass counts each thread's operations,
-    the second writes them."""
-    threads = flags[0]
-    count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(False, count, thread, kind, cost, arg, activity, flags, head, resume, received,
+    """The frame's plan columns (thread, kind, cost, arg, activity), its master thread and
+    True; or empty columns and False when a packet's tick is not in the ring (load it and
+    call again).  ``flags``: threads, locking, leaf-to-root, client locks, game-state lock,
+    first client lock id, game-state lock id, region-optimized; ``head``: the costs indexed
+    by ``FRAME_US`` ... ``NET_SEND_US``; the ring (:class:`PerTick` of
+    :meth:`Abdelkhalek._player_locks`); the packets (read order); the replied clients with
+    their visible entities and PVS rooms.  The costs are those of :mod:`costs
+    <simsrv.strategies.costs>` (``request_us``, ``net_recv_us``, ``reply_us``,
+    ``net_send_us``), summed per thread in the same order as ``np.bincount``."""
+    threads, locking, optimized = flags[0], flags[1], flags[7]
+    m = len(messages)
+    clients, ticks = messages["client"], messages["tick"]
+    commands, range_count, shot = messages["commands"], messages["range_count"], messages["shot"]
+    thread_of = np.empty(m, np.int64)
+    start, top, walked = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
+    before, under = np.empty(m), np.empty(m)
+    received = np.zeros(threads, np.int64)
+    share = head[SHARE]
+    slot = -1
+    for i in range(m):
+        t = clients[i] % threads
+        thread_of[i] = t
+        received[t] += 1
+        request = (
+            head[REQUEST_MESSAGE] * 1
+            + head[REQUEST_COMMAND] * commands[i]
+            + head[REQUEST_RANGE] * range_count[i]
+        )
+        if share > 0.0:
+            before[i], under[i] = request - request * share, request * share
+        else:
+            before[i], under[i] = request, request
+        if locking:
+            slot = slot_of(ring_ticks, ticks[i], slot)
+            if slot < 0:
+                none = np.empty(0, np.int64)
+                return none, none.astype(np.int8), np.empty(0), none, none, 0, False
+            client = clients[i]
+            if optimized and range_count[i] == 0 and not shot[i]:  # only the mover itself
+                start[i] = ring_own_start[slot, client]
+                top[i] = ring_own[slot, client]
+                walked[i] = ring_own_walked[slot, client]
+            else:
+                start[i] = ring_start[slot, client]
+                top[i] = ring_scope[slot, client]
+                walked[i] = ring_walked[slot, client]
+    master = thread_of[0] if m else 0
+    replies = np.zeros(threads, np.int64)
+    visible, pvs = np.zeros(threads), np.zeros(threads)
+    for j in range(len(reply_clients)):
+        t = reply_clients[j] % threads
+        replies[t] += 1
+        visible[t] += reply_visible[j]
+        pvs[t] += reply_pvs[j]
+    net_recv, reply, net_send = np.empty(threads), np.empty(threads), np.empty(threads)
+    for t in range(threads):
+        net_recv[t] = head[NET_RECV_US] * received[t]
+        reply[t] = (
+            head[REPLY_CLIENT] * replies[t]
+            + head[REPLY_VISIBLE] * visible[t]
+            + head[REPLY_PVS] * pvs[t]
+        )
+        net_send[t] = head[NET_SEND_US] * replies[t]
+    count, none = np.zeros(threads, np.int64), np.empty(0, np.int64)
+    _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, master,
+         head, resume, received, net_recv, reply, net_send, replies, thread_of, walked, before,
+         under, start, top, clients)  # fmt: skip
+    total = count.sum()
+    at = np.zeros(threads, np.int64)
+    for t in range(1, threads):
+        at[t] = at[t - 1] + count[t - 1]
+    thread, kind = np.empty(total, np.int64), np.empty(total, np.int8)
+    cost, arg, activity = np.zeros(total), np.full(total, -1, np.int64), np.empty(total, np.int64)
+    _ops(True, at, thread, kind, cost, arg, activity, flags, master, head, resume, received,
          net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
-         client)  # fmt: skip
-    at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, received,
-         net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
-         client)  # fmt: skip
-    return thread, kind, cost, arg, activity
+         clients)  # fmt: skip
+    return thread, kind, cost, arg, activity, master, True
 
 
-@compiled
+@borrowing
 def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, head, resume, received, net_recv,
-    reply, net_send, replies, thread_of, walked, before, under, start, top, client,
+    fill, at, thread, kind, cost, arg, activity, flags, master, head, resume, received,
+    net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top, client,
 ):  # fmt: skip
-    threads, master = flags[0], flags[1]
-    locking, leaf_to_root, client_locks, gamestate = flags[2], flags[3], flags[4], flags[5]
-    client_base, gamestate_id = flags[6], flags[7]
+    """Emit the frame's operations (:func:`~simsrv.machine.plan_arrays.emit`), per thread in
+    the order of the module docstring: the world phase (the master), barrier ``world``,
+    receiving, each of its packets (lock walk cost, areanode path bottom-up, client record,
+    the request with the game-state lock around its last share, releases in reverse),
+    barrier ``requests``, the replies, barrier ``replies``."""
+    threads = flags[0]
+    locking, leaf_to_root, client_locks, gamestate = flags[1], flags[2], flags[3], flags[4]
+    client_base, gamestate_id = flags[5], flags[6]
     out = (fill, at, thread, kind, cost, arg, activity)
-    _emit(*out, master, COMPUTE, head[0], -1, FRAME)
-    _emit(*out, master, COMPUTE, head[1], -1, WORLD)
+    _emit(*out, master, COMPUTE, head[FRAME_US], -1, FRAME)
+    _emit(*out, master, COMPUTE, head[WORLD_US], -1, WORLD)
     for barrier in range(3):
         if barrier == 1:
             for m in range(len(thread_of)):
@@ -341,7 +391,7 @@ def _ops(
                 while node != top[m]:
                     node = (node - 1) // 2 if leaf_to_root else top[m]
                     locks += 1
-                price = head[4] * locks + head[5] * walked[m]  # as numpy: float64 products
+                price = head[LOCK_US] * locks + head[LOCK_NODE_US] * walked[m]
                 _emit(*out, t, COMPUTE, price, -1, LOCK)
                 node = start[m]
                 while True:  # the areanode path, bottom-up
@@ -371,13 +421,13 @@ def _ops(
                     else:
                         node = start[m]
         elif barrier == 2:
-            _emit(*out, master, COMPUTE, head[3], -1, REPLY_INFO)
+            _emit(*out, master, COMPUTE, head[REPLY_INFO_US], -1, REPLY_INFO)
             for t in range(threads):
                 if replies[t]:
                     _emit(*out, t, COMPUTE, reply[t], -1, REPLY)
                     _emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
         for t in range(threads):
-            _emit(*out, t, COMPUTE, head[2], -1, BARRIER_COST)
+            _emit(*out, t, COMPUTE, head[BARRIER_US], -1, BARRIER_COST)
             _emit(*out, t, BARRIER, 0.0, barrier, BARRIER_WAIT)
             if resume[t] > 0:
                 _emit(*out, t, COMPUTE, resume[t], -1, SWITCH)

@@ -65,8 +65,9 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from simsrv.compiled import compiled
-from simsrv.invariants import check_packet_workers
+from simsrv.compiled import borrowing, compiled
+from simsrv.invariant_kernels import packet_workers_kernel
+from simsrv.invariants import report_partition
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -80,7 +81,7 @@ from simsrv.machine.plan_arrays import (
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick
+from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
 from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
@@ -162,13 +163,24 @@ class AreaQuadrant(Strategy):
         self.stage2 = options.stage2 if self.parallel else "sequential"
         self.stage3 = options.stage3 if self.parallel else "sequential"
         self.locking = self.parallel and self.stage2 != "sequential" and options.locking != "none"
-        self.player_areas = PerTick(world, self._player_areas)
+        self.player_areas = (
+            PerTick(world, self._player_areas) if self.stage2 != "sequential" else None
+        )
         self.steps = request_schedule(np.empty(0, np.int64), self.threads, self.stage2).steps
         self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
         self.barrier_names = _barrier_names(self.stage2, self.stage3, self.steps)
         self.barrier_parties = np.full(len(self.barrier_names), self.threads, np.int64)
         self.lock_names = tuple(("area", int(a)) for a in self.areas)
         """Lock id -> name: lock ``j`` is area ``areas[j]`` (ids in node order)."""
+        self.plan_names = (
+            self.cpu_of,
+            self.thread_names,
+            ACTIVITIES,
+            self.barrier_names,
+            self.barrier_parties,
+            self.lock_names,
+        )
+        """Every plan's fields after its operation columns (:class:`PlanArrays` order)."""
         self.flags = np.array(
             [
                 self.threads,
@@ -196,6 +208,9 @@ class AreaQuadrant(Strategy):
             ],
             np.float64,
         )
+        self.head = np.array([k.frame_overhead, 0, 0, 0, 0, k.barrier, 0, 0, 0], np.float64)
+        """Frame, world, receiving, the serial stage 2, sorting, barrier, reply-info,
+        serial replies and sends, us (``plan`` sets the per-frame ones)."""
         self._record: dict[str, Any] = {}
 
     # -- planning ---------------------------------------------------------------------------
@@ -204,50 +219,36 @@ class AreaQuadrant(Strategy):
         k = self.costs
         messages = frame.messages
         m = len(messages)
-        threads = self.threads
-        if self.stage2 != "sequential":
-            step, thread_of, packed, held = self.player_areas.gather(messages)
-            check_packet_workers(frame.index, thread_of, threads)
-            serial_request = 0.0
-        else:
-            step = thread_of = held = _NO_INTS
-            packed = _NO_BITS
-            serial_request = c.request_us(k, m, frame.commands, frame.range_entities)
-        if self.stage3 != "sequential":
-            serial_reply = serial_send = 0.0
-        else:
+        head = self.head
+        head[1] = c.world_us(k, frame.entities) if frame.physics else 0.0
+        head[2] = c.net_recv_us(k, m)
+        if self.stage2 == "sequential":
+            head[3] = c.request_us(k, m, frame.commands, frame.range_entities)
+        head[4] = (k.queue_per_message + k.lock_per_node * self.depth) * m
+        head[6] = c.reply_info_us(k, self.connected_clients)
+        if self.stage3 == "sequential":
             clients = len(frame.reply_clients)
-            serial_reply = c.reply_us(k, clients, frame.visible_entities, frame.pvs_rooms)
-            serial_send = c.net_send_us(k, clients)
-        head = np.array(
-            [
-                k.frame_overhead,
-                c.world_us(k, frame.entities) if frame.physics else 0.0,
-                c.net_recv_us(k, m),
-                serial_request,
-                (k.queue_per_message + k.lock_per_node * self.depth) * m,
-                k.barrier,
-                c.reply_info_us(k, self.connected_clients),
-                serial_reply,
-                serial_send,
-            ],
-            dtype=np.float64,
-        )
-        *columns, boundary, spread = _build_plan(
-            self.flags, head, self.rates, self.resume_us, step, thread_of, held, packed,
-            messages["commands"], messages["range_count"], frame.reply_clients,
-            frame.reply_visible, frame.reply_pvs_rooms,
-        )  # fmt: skip
-        self._record = {"threads": threads, "boundary_messages": boundary, "reply_spread": spread}
-        return PlanArrays(
-            *columns,
-            thread_cpu=self.cpu_of,
-            thread_names=self.thread_names,
-            activities=ACTIVITIES,
-            barrier_names=self.barrier_names,
-            barrier_parties=self.barrier_parties,
-            locks=self.lock_names,
-        )
+            head[7] = c.reply_us(k, clients, frame.visible_entities, frame.pvs_rooms)
+            head[8] = c.net_send_us(k, clients)
+        ring = self.player_areas
+        if ring is not None and not ring.tables:
+            ring.load(messages["tick"])
+        while True:
+            ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
+            *columns, boundary, spread, complete, code, a, b, d = _plan(
+                self.flags, head, self.rates, self.resume_us, ticks, *tables, messages,
+                frame.reply_clients, frame.reply_visible, frame.reply_pvs_rooms,
+            )  # fmt: skip
+            if complete:
+                break
+            ring.load(messages["tick"])  # a packet's tick is not in the ring yet
+        report_partition(frame.index, code, a, b, d)
+        self._record = {
+            "threads": self.threads,
+            "boundary_messages": boundary,
+            "reply_spread": spread,
+        }
+        return PlanArrays(*columns, *self.plan_names)
 
     def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick: the step and the thread of its packets (the
@@ -259,8 +260,8 @@ class AreaQuadrant(Strategy):
         reach = np.array([self.half_range, self.half_range, 0.0])
         meets = self.tree.overlaps(self.areas, origins - reach, origins + reach)
         return (
-            schedule.step.astype(np.int64),
-            schedule.thread.astype(np.int64),
+            np.asarray(schedule.step, dtype=np.int64),
+            np.asarray(schedule.thread, dtype=np.int64),
             np.packbits(meets, axis=1),
             meets.sum(axis=1).astype(np.int64),
         )
@@ -288,8 +289,51 @@ ACTIVITIES = (
 """The plan's activities; the codes below index it."""
 FRAME, WORLD, NET_RECV, REQUEST, SORT, LOCK, BARRIER_COST, BARRIER_WAIT, SWITCH = range(9)
 REPLY_INFO, REPLY, NET_SEND, INTERNAL_WAIT, END_WAIT = range(9, 14)
-_NO_INTS = np.empty(0, np.int64)
-_NO_BITS = np.empty((0, 0), np.uint8)
+_NO_RING = (
+    np.full(1, -1, np.int64),
+    (
+        np.zeros((1, 1), np.int64),
+        np.zeros((1, 1), np.int64),
+        np.zeros((1, 1, 1), np.uint8),
+        np.zeros((1, 1), np.int64),
+    ),
+)
+"""The ring arguments of a plan without a parallel stage 2 (never read)."""
+
+
+@compiled
+def _plan(
+    flags, head, rates, resume, ring_ticks, ring_step, ring_thread, ring_packed, ring_held,
+    messages, clients, reply_visible, reply_pvs,
+):  # fmt: skip
+    """The frame's plan (:func:`_build_plan`'s results), True and the result of the
+    ``entity_partition`` kernel on the packets' threads; or empty results and False when a
+    packet's tick is not in the ring (load it and call again).  With a parallel stage 2 each
+    packet's step, thread, areas and their count come from the ring (:class:`PerTick` of
+    :meth:`AreaQuadrant._player_areas`) at its tick, for its sender."""
+    m = len(messages) if flags[1] else 0
+    step, thread_of, held = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    width = ring_packed.shape[2] if m else 0
+    packed = np.empty((m, width), np.uint8)
+    senders, ticks = messages["client"], messages["tick"]
+    slot = -1
+    for i in range(m):
+        slot = slot_of(ring_ticks, ticks[i], slot)
+        if slot < 0:
+            none = np.empty(0, np.int64)
+            return (none, none.astype(np.int8), np.empty(0), none, none, 0, 0, False, 0, 0, 0, 0)
+        sender = senders[i]
+        step[i] = ring_step[slot, sender]
+        thread_of[i] = ring_thread[slot, sender]
+        held[i] = ring_held[slot, sender]
+        for b in range(width):
+            packed[i, b] = ring_packed[slot, sender, b]
+    code, a, b, c = packet_workers_kernel(thread_of, flags[0])
+    thread, kind, cost, arg, activity, boundary, spread = _build_plan(
+        flags, head, rates, resume, step, thread_of, held, packed, messages["commands"],
+        messages["range_count"], clients, reply_visible, reply_pvs,
+    )  # fmt: skip
+    return thread, kind, cost, arg, activity, boundary, spread, True, code, a, b, c
 
 
 def _barrier_names(stage2: str, stage3: str, steps: int) -> tuple[str, ...]:
@@ -368,7 +412,7 @@ def _build_plan(
     return thread, kind, cost, arg, activity, boundary, spread
 
 
-@compiled
+@borrowing
 def _passage(out, threads, barrier_us, resume, barrier, wait):
     """Every thread passes barrier ``barrier``: its cost, the wait (recorded as activity
     ``wait``), then, when the thread shares its CPU, the cost of resuming
@@ -380,7 +424,7 @@ def _passage(out, threads, barrier_us, resume, barrier, wait):
             emit(*out, t, COMPUTE, resume[t], -1, SWITCH)
 
 
-@compiled
+@borrowing
 def _ops(
     fill, at, thread, kind, cost, arg, activity, flags, head, resume, order, step, thread_of,
     request, price, packed, replies, reply, net_send,

@@ -5,7 +5,8 @@ recent ticks (:meth:`simsrv.world.world.World.keep_neighbours`).  Positions chan
 client ticks (31.25 per second) while a server runs thousands of frames per second, so
 per-player spatial facts (the areanode a player is linked to, the locks its moves need) are
 computed once per tick for all players, vectorised (:class:`PerTick`), and each frame only
-gathers them for its packets.
+gathers them for its packets, inside the strategy's compiled planning call
+(:func:`slot_of`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,22 @@ from collections.abc import Callable
 
 import numpy as np
 
+from simsrv.compiled import borrowing
+
 POSITION_HISTORY_TICKS = 2048
 """Ticks of player positions to keep (packets are planned up to ~65 s after sending)."""
 
 
 class PerTick:
-    """Per-player arrays computed once per world tick, gathered per packet.
+    """Per-player arrays computed once per world tick and kept for recent ticks.
 
     ``compute(positions)`` maps the (N, 3) player origins of a tick to a tuple of (N, ...)
-    arrays; :meth:`gather` returns those arrays' rows for each packet's (tick, client).  The
-    last ``keep`` ticks are cached (packets of a frame come from a few recent ticks).
+    arrays.  They are kept in a ring of ``keep`` slots: :attr:`ticks` (keep,) int64 holds
+    the tick of each slot (-1: empty) and :attr:`tables` one (keep, N, ...) array per
+    computed array, so compiled code finds a packet's row as ``table[slot_of(ticks, tick),
+    client]``.  :meth:`load` fills the slots of the ticks a frame needs; a tick evicts the
+    oldest tick the frame does not need, and the ring grows when a frame needs more ticks
+    than it has slots.  Which ticks happen to be kept never changes a result.
     """
 
     def __init__(
@@ -31,29 +38,45 @@ class PerTick:
     ) -> None:
         self.world = world
         self.compute = compute
-        self.keep = keep
-        self._cache: dict[int, tuple[np.ndarray, ...]] = {}
+        self.ticks = np.full(keep, -1, np.int64)
+        self.tables: tuple[np.ndarray, ...] = ()
+
+    def load(self, ticks: np.ndarray) -> None:
+        """Make every tick of ``ticks`` present in the ring."""
+        wanted = set(ticks.tolist())
+        for tick in sorted(wanted.difference(self.ticks.tolist())):
+            arrays = self.compute(self.world.positions(tick))
+            if not self.tables:
+                self.tables = tuple(np.zeros((len(self.ticks), *a.shape), a.dtype) for a in arrays)
+            free = [(t, slot) for slot, t in enumerate(self.ticks.tolist()) if t not in wanted]
+            if not free:
+                slot = len(self.ticks)
+                self._grow()
+            else:
+                slot = min(free)[1]
+            self.ticks[slot] = tick
+            for table, array in zip(self.tables, arrays, strict=True):
+                table[slot] = array
 
     def at(self, tick: int) -> tuple[np.ndarray, ...]:
         """The arrays of ``tick`` (computed on first use)."""
-        arrays = self._cache.get(tick)
-        if arrays is None:
-            arrays = self._cache[tick] = self.compute(self.world.positions(tick))
-            if len(self._cache) > self.keep:
-                del self._cache[min(self._cache)]
-        return arrays
+        self.load(np.array([tick]))
+        slot = int(np.flatnonzero(self.ticks == tick)[0])
+        return tuple(table[slot] for table in self.tables)
 
-    def gather(self, messages: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Each array's row for every packet (packet order)."""
-        ticks, clients = messages["tick"], messages["client"]
-        first = int(ticks[0]) if len(ticks) else 0
-        if len(ticks) == 0 or (ticks == first).all():
-            return tuple(a[clients] for a in self.at(first))
-        unique = np.unique(ticks).tolist()
-        parts = [self.at(tick) for tick in unique]
-        out = tuple(np.empty((len(messages), *a.shape[1:]), a.dtype) for a in parts[0])
-        for tick, arrays in zip(unique, parts, strict=True):
-            here = ticks == tick
-            for target, source in zip(out, arrays, strict=True):
-                target[here] = source[clients[here]]
-        return out
+    def _grow(self) -> None:
+        keep = len(self.ticks)
+        self.ticks = np.concatenate([self.ticks, np.full(keep, -1, np.int64)])
+        self.tables = tuple(np.concatenate([t, np.zeros_like(t)]) for t in self.tables)
+
+
+@borrowing
+def slot_of(ticks, tick, hint):
+    """The slot of ``tick`` in a :class:`PerTick` ring whose slot ticks are ``ticks``, or -1
+    when it is not there; ``hint`` (a slot, or -1) is tried first."""
+    if 0 <= hint < len(ticks) and ticks[hint] == tick:
+        return hint
+    for slot in range(len(ticks)):
+        if ticks[slot] == tick:
+            return slot
+    return -1
