@@ -12,8 +12,10 @@ have their *valid* values capped (:data:`VALID_CAPS`); their invalid values are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 from hypothesis import strategies as st
@@ -104,6 +106,10 @@ def values(field: SchemaField) -> tuple[st.SearchStrategy, st.SearchStrategy]:
         return st.booleans(), st.sampled_from([1, 0, "yes", 2.5])
     if origin is Literal:
         return st.sampled_from(get_args(annotation)), st.sampled_from(["nope", 3, True, 1.5])
+    members = get_args(annotation)
+    if origin in (Union, types.UnionType) and type(None) in members:  # optional: its member
+        (inner,) = [m for m in members if m is not type(None)]
+        return values(dataclasses.replace(field, annotation=inner))
     if origin is Union:  # abdelkhalek's threads: a count or "per-client"
         return (
             st.one_of(st.integers(0, 32), st.just("per-client")),
