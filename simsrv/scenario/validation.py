@@ -102,7 +102,8 @@ def _bool_for_number(annotation: Any, value: Any) -> bool:
     if origin is Annotated:
         return _bool_for_number(get_args(annotation)[0], value)
     if origin in (Union, types.UnionType):
-        return all(_bool_for_number(member, value) for member in get_args(annotation))
+        members = [m for m in get_args(annotation) if m is not type(None)]  # optional: unset
+        return all(_bool_for_number(member, value) for member in members)
     if isinstance(value, bool):
         if origin is Literal:
             return not any(isinstance(choice, bool) for choice in get_args(annotation))
