@@ -327,27 +327,50 @@ def _shares(
     if groups.count == 0:
         zeros = np.zeros(processes)
         return ProcessShares(*[zeros] * 7, zeros + base_pages)
-    proc_of_message = assignment[groups.message_group]
-    reply_group = groups.entity_group[np.searchsorted(groups.entities, frame.reply_clients)]
-    proc_of_reply = assignment[reply_group]
-    proc_of_entity = assignment[groups.entity_group]
-    # a client's packets all belong to its group, so to one process: count each client once
-    _, first = np.unique(messages["client"], return_index=True)
-    proc_of_client = proc_of_message[first]
-
-    def per_process(index: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
-        return np.bincount(index, values, minlength=processes).astype(float)
-
-    return ProcessShares(
-        messages=per_process(proc_of_message),
-        commands=per_process(proc_of_message, messages["commands"]),
-        ranges=per_process(proc_of_message, messages["range_count"]),
-        replies=per_process(proc_of_reply),
-        visible=per_process(proc_of_reply, frame.reply_visible),
-        pvs_rooms=per_process(proc_of_reply, frame.reply_pvs_rooms),
-        entities=per_process(proc_of_entity),
-        pages=per_process(proc_of_client) * pages_per_client + base_pages,
+    totals = _per_process(
+        assignment,
+        groups.message_group,
+        groups.source[: len(messages)],  # each packet's client as a vertex (self loops first)
+        groups.entity_group,
+        groups.entities,
+        frame.reply_clients,
+        messages["commands"],
+        messages["range_count"],
+        frame.reply_visible,
+        frame.reply_pvs_rooms,
+        processes,
     )
+    return ProcessShares(*totals[:7], totals[7] * pages_per_client + base_pages)
+
+
+@compiled
+def _per_process(
+    assignment, message_group, message_vertex, entity_group, entities, reply_clients, commands,
+    range_count, reply_visible, reply_pvs_rooms, processes,
+):  # fmt: skip
+    """The totals of :class:`ProcessShares` per process, (8, processes) float: packets,
+    commands, ``|L_a|``, replies, visible entities, PVS rooms, entities, then distinct
+    clients whose packets the process executes (a client's packets all belong to its group,
+    so to one process).  Sums in packet, reply and entity order, as ``np.bincount``."""
+    totals = np.zeros((8, processes))
+    seen = np.zeros(len(entities), np.bool_)
+    for i in range(len(message_group)):
+        p = assignment[message_group[i]]
+        totals[0, p] += 1.0
+        totals[1, p] += commands[i]
+        totals[2, p] += range_count[i]
+        if not seen[message_vertex[i]]:
+            seen[message_vertex[i]] = True
+            totals[7, p] += 1.0
+    vertex = np.searchsorted(entities, reply_clients)
+    for r in range(len(reply_clients)):
+        p = assignment[entity_group[vertex[r]]]
+        totals[3, p] += 1.0
+        totals[4, p] += reply_visible[r]
+        totals[5, p] += reply_pvs_rooms[r]
+    for v in range(len(entity_group)):
+        totals[6, assignment[entity_group[v]]] += 1.0
+    return totals
 
 
 ACTIVITIES = (
