@@ -56,6 +56,7 @@ from simsrv.machine.plan import (
     Compute,
     FramePlan,
     Join,
+    Op,
     Release,
     RunFirst,
     Spawn,
@@ -98,43 +99,42 @@ class PlanArrays(NamedTuple):
 
     def to_plan(self) -> FramePlan:
         """The same plan as operation objects."""
-        acts, locks, names = self.activities, self.locks, self.barrier_names
-        threads_named = self.thread_names
-        ops: list[list] = [[] for _ in threads_named]
-        for t, kind, cost, arg, act in zip(
-            self.thread.tolist(),
-            self.kind.tolist(),
-            self.cost.tolist(),
-            self.arg.tolist(),
-            self.activity.tolist(),
-            strict=True,
-        ):
-            if kind == COMPUTE:
-                ops[t].append(Compute(acts[act], cost))
-            elif kind == BARRIER:
-                ops[t].append(BarrierWait(names[arg], acts[act]))
-            elif kind == ACQUIRE:
-                ops[t].append(Acquire(locks[arg]))
-            elif kind == RELEASE:
-                ops[t].append(Release(locks[arg]))
-            elif kind == SPAWN:
-                ops[t].append(Spawn(threads_named[arg]))
-            elif kind == JOIN:
-                ops[t].append(Join(threads_named[arg]))
-            else:
-                ops[t].append(RunFirst(threads_named[arg], cost))
+        acts, names = self.activities, self.thread_names
+        other = self._other_op
+        ops = [
+            Compute(acts[a], c) if k == COMPUTE else other(k, c, g, a)
+            for k, c, g, a in zip(
+                self.kind.tolist(),
+                self.cost.tolist(),
+                self.arg.tolist(),
+                self.activity.tolist(),
+                strict=True,
+            )
+        ]
+        bounds = np.searchsorted(self.thread, np.arange(len(names) + 1)).tolist()
         spawned = (
-            [False] * len(threads_named)
-            if self.thread_spawned is None
-            else self.thread_spawned.tolist()
+            [False] * len(names) if self.thread_spawned is None else self.thread_spawned.tolist()
         )
         threads = tuple(
-            Thread(name, cpu, tuple(o), s)
-            for name, cpu, o, s in zip(
-                threads_named, self.thread_cpu.tolist(), ops, spawned, strict=True
-            )
+            Thread(name, cpu, tuple(ops[bounds[t] : bounds[t + 1]]), spawned[t])
+            for t, (name, cpu) in enumerate(zip(names, self.thread_cpu.tolist(), strict=True))
         )
-        return FramePlan(threads, dict(zip(names, self.barrier_parties.tolist(), strict=True)))
+        barriers = self.barrier_names
+        return FramePlan(threads, dict(zip(barriers, self.barrier_parties.tolist(), strict=True)))
+
+    def _other_op(self, kind: int, cost: float, arg: int, activity: int) -> Op:
+        """The operation of a row that is not a computation."""
+        if kind == BARRIER:
+            return BarrierWait(self.barrier_names[arg], self.activities[activity])
+        if kind == ACQUIRE:
+            return Acquire(self.locks[arg])
+        if kind == RELEASE:
+            return Release(self.locks[arg])
+        if kind == SPAWN:
+            return Spawn(self.thread_names[arg])
+        if kind == JOIN:
+            return Join(self.thread_names[arg])
+        return RunFirst(self.thread_names[arg], cost)
 
 
 @compiled

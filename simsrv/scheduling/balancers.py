@@ -134,9 +134,20 @@ def largest_differencing(
 
 def makespan(weights: np.ndarray, assignment: np.ndarray, initial_loads: Sequence[float]) -> float:
     """Largest processor load after the assignment."""
-    loads = np.asarray(initial_loads, dtype=float).copy()
-    np.add.at(loads, assignment, weights)
-    return float(loads.max()) if len(loads) else 0.0
+    loads = np.array(initial_loads, dtype=np.float64)
+    if len(loads) == 0:
+        return 0.0
+    return _makespan_kernel(
+        np.asarray(weights, dtype=np.float64), np.asarray(assignment, dtype=np.int64), loads
+    )
+
+
+@compiled
+def _makespan_kernel(weights, assignment, loads):
+    """:func:`makespan`: the weights added to ``loads`` in job order (as ``np.add.at``)."""
+    for job in range(len(assignment)):
+        loads[assignment[job]] += weights[job]
+    return loads.max()
 
 
 BALANCERS.register("lpt", lpt)

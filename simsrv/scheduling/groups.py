@@ -74,7 +74,7 @@ def frame_groups(
     clients = clients.astype(np.int64)
     ticks = ticks.astype(np.int64)
     sources, targets = [], []
-    for tick in _distinct(ticks):
+    for tick in _distinct(ticks).tolist():
         indptr, indices = neighbours_at(tick)
         source, target = action_lists(clients, ticks, tick, indptr, indices)
         if len(source):
@@ -94,15 +94,17 @@ def frame_groups(
     )
 
 
-def _distinct(ticks: np.ndarray) -> list[int]:
+@compiled
+def _distinct(ticks):
     """The distinct ticks, ascending: a frame's packets were sent over a few consecutive client
-    ticks, so the range between the first and the last is cheaper than a sort."""
-    first, last = int(ticks.min()), int(ticks.max())
+    ticks, so a mask over the range between the first and the last is cheaper than a sort."""
+    first, last = ticks.min(), ticks.max()
     if last - first > 16:
-        return np.unique(ticks).tolist()
-    present = np.zeros(last - first + 1, dtype=bool)
-    present[ticks - first] = True
-    return (np.flatnonzero(present) + first).tolist()
+        return np.unique(ticks)
+    present = np.zeros(last - first + 1, np.bool_)
+    for tick in ticks:
+        present[tick - first] = True
+    return np.flatnonzero(present) + first
 
 
 @compiled

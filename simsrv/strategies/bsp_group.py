@@ -298,13 +298,15 @@ class BspGroup(Strategy):
         initial: list[float],
         workers: int,
     ) -> None:
-        total = float(weights.sum())
-        lower = max(float(weights.max()), (total + sum(initial)) / len(initial)) if total else 0.0
+        sizes = groups.sizes.tolist()  # the weights as ints: their sums are exact
+        total = float(sum(sizes))
+        largest = max(sizes) if sizes else 0
+        lower = max(float(largest), (total + sum(initial)) / len(initial)) if total else 0.0
         self._record = {
             "groups": groups.count,
             "group_entities": int(total),
-            "largest_group": int(weights.max()) if groups.count else 0,
-            "group_sizes": tuple(sorted(weights.astype(int).tolist(), reverse=True)),
+            "largest_group": largest,
+            "group_sizes": tuple(sorted(sizes, reverse=True)),
             "workers": workers,
             "balance_makespan": makespan(weights, assignment, initial) if groups.count else 0.0,
             "balance_lower_bound": lower,
