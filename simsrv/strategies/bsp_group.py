@@ -251,9 +251,8 @@ class BspGroup(Strategy):
             ],
             dtype=np.int64,
         )
-        columns = _build_plan(
-            flags, head, first, request, reply, net_send, k.copy_per_entity * share.entities
-        )
+        work = np.stack((first, request, reply, net_send, k.copy_per_entity * share.entities))
+        columns = _build_plan(flags, head, work)
         names, cpus, spawned = self._threads(workers)
         return PlanArrays(
             *columns,
@@ -402,30 +401,25 @@ NO_BARRIERS = np.zeros(0, dtype=np.int64)
 
 
 @compiled
-def _build_plan(flags, head, first, request, reply, net_send, copy_out):
+def _build_plan(flags, head, work):
     """The frame's plan columns (thread, kind, cost, arg, activity).  ``flags``: workers,
     pool, pinned, reap waits for the teardown, action lists charged; ``head``: the costs of
     frame, world, net_recv, action_lists, grouping, schedule, reply_info, creating a worker
     (fork, clone or a pool's context switch), setaffinity, the run-first migration delay, the
-    coordinator's wait per worker, copy_back and teardown, us; the other arrays, per process
-    (0 = coordinator): its first work (copy-on-write faults or a pool's copy-in), request,
-    reply, net_send and copy_out costs, us.  A first pass counts each thread's operations,
+    coordinator's wait per worker, copy_back and teardown, us; ``work``, (5, processes): per
+    process (0 = coordinator) its first work (copy-on-write faults or a pool's copy-in),
+    request, reply, net_send and copy_out costs, us.  A first pass counts each thread's operations,
     the second writes them."""
     threads = 1 + flags[0] * (1 if flags[1] else 2)
     count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(False, count, thread, kind, cost, arg, activity, flags, head, first, request, reply,
-         net_send, copy_out)  # fmt: skip
+    _ops(False, count, thread, kind, cost, arg, activity, flags, head, work)
     at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, head, first, request, reply,
-         net_send, copy_out)  # fmt: skip
+    _ops(True, at, thread, kind, cost, arg, activity, flags, head, work)
     return thread, kind, cost, arg, activity
 
 
 @compiled
-def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, head, first, request, reply, net_send,
-    copy_out,
-):  # fmt: skip
+def _ops(fill, at, thread, kind, cost, arg, activity, flags, head, work):
     """The operations of the module docstring's frame, as rows (see :func:`_build_plan`):
     the coordinator's sequential and scheduling work, a worker's creation (pool: a context
     switch; pinned: fork or clone, ``setaffinity``, the spawn; else the spawn and the child
@@ -434,42 +428,29 @@ def _ops(
     ``2w - 1``, its teardown ``2w``."""
     workers, pool, pinned, waits_exit, lists = flags[0], flags[1], flags[2], flags[3], flags[4]
     out = (fill, at, thread, kind, cost, arg, activity)
-    emit(*out, 0, COMPUTE, head[0], -1, FRAME)
-    emit(*out, 0, COMPUTE, head[1], -1, WORLD)
-    emit(*out, 0, COMPUTE, head[2], -1, NET_RECV)
-    if lists:
-        emit(*out, 0, COMPUTE, head[3], -1, ACTION_LISTS)
-    emit(*out, 0, COMPUTE, head[4], -1, GROUPING)
-    emit(*out, 0, COMPUTE, head[5], -1, SCHEDULE)
-    emit(*out, 0, COMPUTE, head[6], -1, REPLY_INFO)
+    for j in range(REPLY_INFO + 1):  # head[j] is activity j's cost, FRAME .. REPLY_INFO
+        if j != ACTION_LISTS or lists:
+            emit(*out, 0, COMPUTE, head[j], -1, j)
+    acts = np.array((COPY_IN if pool else COPY_ON_WRITE, REQUEST, REPLY, NET_SEND, COPY_OUT))
     step = 1 if pool else 2
-    first_work = COPY_IN if pool else COPY_ON_WRITE
-    joined = 1 if waits_exit else 0  # join the teardown (thread t + 1) or the worker
     for w in range(1, workers + 1):
         t = step * w - step + 1
         emit(*out, 0, COMPUTE, head[7], -1, SPAWN_WORK)
-        if pool:
-            emit(*out, 0, SPAWN, 0.0, t, -1)
-        elif pinned:
+        if pinned and not pool:
             emit(*out, 0, COMPUTE, head[8], -1, SPAWN_WORK)
-            emit(*out, 0, SPAWN, 0.0, t, -1)
-        else:
-            emit(*out, 0, SPAWN, 0.0, t, -1)
+        emit(*out, 0, SPAWN, 0.0, t, -1)
+        if not pinned and not pool:
             emit(*out, 0, RUN_FIRST, head[9], t, -1)
-        emit(*out, t, COMPUTE, first[w], -1, first_work)
-        emit(*out, t, COMPUTE, request[w], -1, REQUEST)
-        emit(*out, t, COMPUTE, reply[w], -1, REPLY)
-        emit(*out, t, COMPUTE, net_send[w], -1, NET_SEND)
-        emit(*out, t, COMPUTE, copy_out[w], -1, COPY_OUT)
+        for j in range(len(acts)):
+            emit(*out, t, COMPUTE, work[j, w], -1, acts[j])
         if not pool:
             emit(*out, t, SPAWN, 0.0, t + 1, -1)
             emit(*out, t + 1, COMPUTE, head[12], -1, TEARDOWN)
-    emit(*out, 0, COMPUTE, request[0], -1, REQUEST)
-    emit(*out, 0, COMPUTE, reply[0], -1, REPLY)
-    emit(*out, 0, COMPUTE, net_send[0], -1, NET_SEND)
+    for j in range(1, 4):  # the coordinator's own request, reply and net_send
+        emit(*out, 0, COMPUTE, work[j, 0], -1, acts[j])
+    joined = 1 if waits_exit else 0  # join the teardown (thread t + 1) or the worker
     for w in range(1, workers + 1):
-        t = step * w - step + 1
-        emit(*out, 0, JOIN, 0.0, t + joined, -1)
+        emit(*out, 0, JOIN, 0.0, step * w - step + 1 + joined, -1)
         emit(*out, 0, COMPUTE, head[10], -1, WAIT)
     emit(*out, 0, COMPUTE, head[11], -1, COPY_BACK)
 
