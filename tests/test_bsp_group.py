@@ -202,3 +202,54 @@ def test_action_lists_move_their_share_of_request_work_to_the_coordinator(share)
     assert parallel_fraction(trace, 2, 0.0, end) == pytest.approx(
         (1.0 - share) * 400.0 / (share * 800.0 + (1.0 - share) * 400.0)
     )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    senders=st.integers(1, 50),
+    processes=st.integers(1, 6),
+    pages_per_client=st.sampled_from([0.0, 4.0, 2.5]),
+)
+def test_process_shares_are_the_bincounts_of_the_frames_packets_replies_and_entities(
+    seed, senders, processes, pages_per_client
+):
+    """Each process's totals (compiled, one pass) equal numpy's bincount of its packets,
+    replies and entities bit for bit, with repeated clients and a subset of them replied."""
+    from simsrv.strategies.bsp_group import _shares
+
+    rng = np.random.default_rng(seed)
+    players = 60
+    nb = neighbour_lists(rng.uniform(0, 1500, (players, 3)), rng.uniform(0, 1500, (3, 3)), 256.0)
+    clients = rng.integers(0, players, senders)
+    messages = np.zeros(senders, dtype=MESSAGE_DTYPE)
+    messages["client"] = clients
+    messages["commands"] = rng.integers(1, 4, senders)
+    messages["range_count"] = nb.counts[clients]
+    unique = np.unique(clients)
+    replied = np.sort(rng.choice(unique, rng.integers(0, len(unique) + 1), replace=False))
+    visible = rng.integers(0, 40, len(replied)).astype(np.int32)
+    rooms = rng.integers(0, 9, len(replied)).astype(np.int32)
+    frame = FrameWorkload(0, 0.0, messages, replied, visible, rooms, 0, False, players, 0, 0, 0, 0)
+    groups = frame_groups(clients, np.zeros(senders, dtype=np.int64), lambda t: nb)
+    assignment = rng.integers(0, processes, groups.count)
+    share = _shares(frame, groups, assignment, processes, pages_per_client, 3)
+
+    def count(index, values=None):
+        return np.bincount(index, values, minlength=processes).astype(float)
+
+    on_message = assignment[groups.message_group]
+    on_reply = assignment[groups.entity_group[np.searchsorted(groups.entities, replied)]]
+    _, first = np.unique(clients, return_index=True)
+    expected = [
+        count(on_message),
+        count(on_message, messages["commands"]),
+        count(on_message, messages["range_count"]),
+        count(on_reply),
+        count(on_reply, visible),
+        count(on_reply, rooms),
+        count(assignment[groups.entity_group]),
+        count(on_message[first]) * pages_per_client + 3,
+    ]
+    for got, want in zip(share, expected, strict=True):
+        assert got.tolist() == want.tolist()

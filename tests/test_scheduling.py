@@ -170,3 +170,63 @@ def test_graph_partition_splits_equal_halves_and_gives_the_heaviest_part_the_idl
     # the coordinator (processor 0) starts loaded: the heavier part goes to processor 1
     assert graph_partition(np.array([2.0, 9.0]), [1.0, 0.0]).tolist() == [0, 1]
     assert "graph-partition" in BALANCERS.names()
+
+
+def _heap_greedy(order, weights, initial):
+    """Greedy placement with a heap of (load, processor): the least load, ties to the lowest
+    processor (the reference the compiled placement must match exactly)."""
+    import heapq
+
+    heap = [(float(load), p) for p, load in enumerate(initial)]
+    heapq.heapify(heap)
+    out = [0] * len(weights)
+    for job in order:
+        load, p = heapq.heappop(heap)
+        out[job] = p
+        heapq.heappush(heap, (load + float(weights[job]), p))
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    weights=st.lists(
+        st.one_of(st.integers(1, 6).map(float), st.floats(0.1, 9.0)), min_size=0, max_size=30
+    ),
+    initial=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 0.1]), min_size=1, max_size=6),
+)
+def test_greedy_balancers_and_makespan_match_their_plain_definitions(weights, initial):
+    """lpt and list place exactly as a heap of (load, processor) does (many equal loads), and
+    makespan is the largest load after adding the weights in job order (np.add.at)."""
+    w = np.array(weights, dtype=float)
+    order = np.argsort(-w, kind="stable").tolist()
+    assert lpt(w, initial).tolist() == _heap_greedy(order, w, initial)
+    listed = BALANCERS.get("list", "balancer")(w, initial)
+    assert listed.tolist() == _heap_greedy(range(len(w)), w, initial)
+    loads = np.array(initial, dtype=float)
+    np.add.at(loads, listed, w)
+    assert makespan(w, listed, initial) == float(loads.max())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    players=st.integers(1, 80),
+    senders=st.integers(1, 40),
+    ticks=st.integers(1, 20),
+)
+def test_groups_edges_are_the_senders_action_lists_in_packet_order(seed, players, senders, ticks):
+    """The graph's edges as positions in ``entities``: the senders' self loops in packet
+    order, then each tick's (ascending) packets' lists ``L_a`` in packet order."""
+    lists, clients, sent = _random_frame(seed, players, 2, senders, ticks)
+    groups = frame_groups(clients, sent, lists.__getitem__)
+    source, target = [*clients.tolist()], [*clients.tolist()]
+    for t in sorted(set(sent.tolist())):
+        for c in clients[sent == t].tolist():
+            indptr, indices = lists[t]
+            row = indices[indptr[c] : indptr[c + 1]].tolist()
+            source += [c] * len(row)
+            target += row
+    assert groups.entities[groups.source].tolist() == source
+    assert groups.entities[groups.target].tolist() == target
+    assert groups.edges == len(source) - len(clients)
+    assert groups.entities.tolist() == sorted(set(source + target))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from simsrv.interconnect import Delivery, InterconnectProfile, Network
 from simsrv.machine.plan import Compute, FramePlan
+from simsrv.machine.plan_arrays import PlanArrays
 
 KINDS = ("mirror", "handoff", "action", "action_reply")
 """Message kinds (``action``: a cross-border action's request, ``action_reply``: its answer);
@@ -95,9 +96,12 @@ class Exchange:
         due[activity] = due.get(activity, 0.0) + cost_us
 
 
-def with_ops(plan: FramePlan, ops: tuple[Compute, ...]) -> FramePlan:
-    """``plan`` with ``ops`` run first by its coordinator (thread 0); the same plan if none."""
+def with_ops(plan: FramePlan | PlanArrays, ops: tuple[Compute, ...]) -> FramePlan | PlanArrays:
+    """``plan`` with ``ops`` run first by its coordinator (thread 0); the same plan if none
+    (a plan as arrays with ops becomes the same plan as objects, the ops prepended)."""
     if not ops:
         return plan
+    if type(plan) is PlanArrays:
+        plan = plan.to_plan()
     main = plan.threads[0]
     return plan._replace(threads=(main._replace(ops=ops + main.ops), *plan.threads[1:]))

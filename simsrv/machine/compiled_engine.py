@@ -8,7 +8,8 @@ time and critical sections.  It is a transcription of that engine for the case i
 * the machine is idle when the frame starts (no thread of an earlier frame alive, no event
   pending), computations run at full speed (no SMT slowdown, no background load) and the run
   shortcut is on;
-* every thread is on its own CPU (so no thread ever queues for a CPU) and none is spawned.
+* every thread is on its own CPU (so no thread ever queues for a CPU), none is spawned and no
+  operation spawns, joins or lets a thread run first.
 
 Inside it, the three paths of the object engine, chosen by the same rules: a plan of one
 thread of computations is a straight sum; a barrier-phased plan without contention is the
@@ -71,6 +72,8 @@ def execute_arrays(
     offsets = np.searchsorted(thread, np.arange(threads + 1))
     charged = 0.0
     for i in range(n):
+        if kind[i] > RELEASE:
+            return REFUSED  # a spawn, join or run-first: the object engine runs it
         if kind[i] == COMPUTE and cost[i] > 0:
             charged += cost[i]
     out[1] = charged

@@ -252,7 +252,7 @@ class Machine:
         give the same result."""
         start_us = start_s * US_PER_S
         if type(plan) is PlanArrays:
-            if self._compiled and not self._live_threads and not self._heap:
+            if self._compiled and not self._live_threads and not self._heap and not plan.spawns():
                 end_us = self._execute_arrays(plan, frame, start_us)
                 if end_us is not None:
                     return end_us / US_PER_S

@@ -1,31 +1,45 @@
 """Frame plans as arrays: the schema a strategy fills with numpy or numba, without one Python
 object per operation.
 
-A :class:`PlanArrays` is the same thing as a :class:`~simsrv.machine.plan.FramePlan` whose
-operations are computations, barrier waits, lock acquisitions and releases (no spawned
-threads): the machine executes either (:meth:`simsrv.machine.executor.Machine.execute`) and
-gives the same timeline and trace for both; :meth:`PlanArrays.to_plan` and :func:`from_plan`
-convert one into the other (the reference engine and the fallback run the converted plan).
+A :class:`PlanArrays` is the same thing as a :class:`~simsrv.machine.plan.FramePlan`, with
+every kind of operation: computations, barrier waits, lock acquisitions and releases, spawns,
+joins and run-first waits: the machine executes either
+(:meth:`simsrv.machine.executor.Machine.execute`) and gives the same timeline and trace for
+both; :meth:`PlanArrays.to_plan` and :func:`from_plan` convert one into the other (the
+reference engine and the fallback run the converted plan).
 
 Schema (one row per operation; ``n`` rows)
 ------------------------------------------
 =================  ========  ===============================================================
 ``thread``         int64     the thread (index into ``thread_names``); rows are grouped by
                              thread in ascending order, each thread's rows in execution order
-``kind``           int8      :data:`COMPUTE`, :data:`BARRIER`, :data:`ACQUIRE`, :data:`RELEASE`
-``cost``           float64   a computation's cost, us of CPU time (0 for the other kinds)
-``arg``            int64     the lock id (``ACQUIRE``/``RELEASE``: index into ``locks``) or the
-                             barrier id (``BARRIER``: index into ``barrier_names``); -1 else
+``kind``           int8      :data:`COMPUTE`, :data:`BARRIER`, :data:`ACQUIRE`, :data:`RELEASE`,
+                             :data:`SPAWN`, :data:`JOIN`, :data:`RUN_FIRST`
+``cost``           float64   a computation's cost, us of CPU time; ``RUN_FIRST``: the parent's
+                             ``migrate_after_us``; 0 for the other kinds
+``arg``            int64     the lock id (``ACQUIRE``/``RELEASE``: index into ``locks``), the
+                             barrier id (``BARRIER``: index into ``barrier_names``) or the
+                             thread spawned, joined or let run first (``SPAWN``, ``JOIN``,
+                             ``RUN_FIRST``: index into ``thread_names``); -1 else
 ``activity``       int64     the activity (index into ``activities``) of a computation, or the
                              wait activity recorded for a barrier (a name ending in ``_wait``);
-                             -1 for locks (their wait is ``lock_wait``)
+                             -1 for the other kinds (their waits are ``lock_wait``,
+                             ``join_wait`` and ``runqueue_wait``)
 =================  ========  ===============================================================
 
-Per plan: ``thread_cpu`` (int64, one per thread: its CPU, 0-based), ``thread_names``,
-``activities`` (names), ``barrier_names`` with ``barrier_parties`` (int64), and ``locks``: a
-sequence that maps a lock id to the lock's name (any hashable, the same name as the
-:class:`~simsrv.machine.plan.Acquire` of the object plan, so that locks persist across frames
-whichever form a frame's plan takes).  Thread 0 is the coordinator.
+The kinds are the operations of :mod:`simsrv.machine.plan`: ``SPAWN`` is
+:class:`~simsrv.machine.plan.Spawn`, ``JOIN`` :class:`~simsrv.machine.plan.Join`,
+``RUN_FIRST`` :class:`~simsrv.machine.plan.RunFirst` (a forked child runs first on its parent's
+CPU; the waiting parent migrates to an idle CPU after ``cost`` us).
+
+Per plan: ``thread_cpu`` (int64, one per thread: its CPU, 0-based, or
+:data:`~simsrv.machine.plan.SPAWNER_CPU` (-1) for a spawned thread that starts on its
+spawner's CPU), ``thread_names``, ``activities`` (names), ``barrier_names`` with
+``barrier_parties`` (int64), ``locks``: a sequence that maps a lock id to the lock's name (any
+hashable, the same name as the :class:`~simsrv.machine.plan.Acquire` of the object plan, so
+that locks persist across frames whichever form a frame's plan takes), and
+``thread_spawned`` (bool, one per thread: started by a ``SPAWN`` rather than with the frame;
+None when no thread is spawned).  Thread 0 is the coordinator.
 """
 
 from __future__ import annotations
@@ -36,9 +50,20 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.compiled import borrowing, compiled
-from simsrv.machine.plan import Acquire, BarrierWait, Compute, FramePlan, Release, Thread
+from simsrv.machine.plan import (
+    Acquire,
+    BarrierWait,
+    Compute,
+    FramePlan,
+    Join,
+    Op,
+    Release,
+    RunFirst,
+    Spawn,
+    Thread,
+)
 
-COMPUTE, BARRIER, ACQUIRE, RELEASE = 0, 1, 2, 3
+COMPUTE, BARRIER, ACQUIRE, RELEASE, SPAWN, JOIN, RUN_FIRST = 0, 1, 2, 3, 4, 5, 6
 """Operation kinds (the ``kind`` column)."""
 
 
@@ -66,32 +91,50 @@ class PlanArrays(NamedTuple):
     barrier_names: Sequence[str]
     barrier_parties: np.ndarray
     locks: Sequence[Hashable]
+    thread_spawned: np.ndarray | None = None
+
+    def spawns(self) -> bool:
+        """True when a thread of the plan is spawned (so it has spawns, and maybe joins)."""
+        return self.thread_spawned is not None and bool(self.thread_spawned.any())
 
     def to_plan(self) -> FramePlan:
         """The same plan as operation objects."""
-        acts, locks, names = self.activities, self.locks, self.barrier_names
-        ops: list[list] = [[] for _ in self.thread_names]
-        for t, kind, cost, arg, act in zip(
-            self.thread.tolist(),
-            self.kind.tolist(),
-            self.cost.tolist(),
-            self.arg.tolist(),
-            self.activity.tolist(),
-            strict=True,
-        ):
-            if kind == COMPUTE:
-                ops[t].append(Compute(acts[act], cost))
-            elif kind == BARRIER:
-                ops[t].append(BarrierWait(names[arg], acts[act]))
-            elif kind == ACQUIRE:
-                ops[t].append(Acquire(locks[arg]))
-            else:
-                ops[t].append(Release(locks[arg]))
-        threads = tuple(
-            Thread(name, int(cpu), tuple(o))
-            for name, cpu, o in zip(self.thread_names, self.thread_cpu.tolist(), ops, strict=True)
+        acts, names = self.activities, self.thread_names
+        other = self._other_op
+        ops = [
+            Compute(acts[a], c) if k == COMPUTE else other(k, c, g, a)
+            for k, c, g, a in zip(
+                self.kind.tolist(),
+                self.cost.tolist(),
+                self.arg.tolist(),
+                self.activity.tolist(),
+                strict=True,
+            )
+        ]
+        bounds = np.searchsorted(self.thread, np.arange(len(names) + 1)).tolist()
+        spawned = (
+            [False] * len(names) if self.thread_spawned is None else self.thread_spawned.tolist()
         )
-        return FramePlan(threads, dict(zip(names, self.barrier_parties.tolist(), strict=True)))
+        threads = tuple(
+            Thread(name, cpu, tuple(ops[bounds[t] : bounds[t + 1]]), spawned[t])
+            for t, (name, cpu) in enumerate(zip(names, self.thread_cpu.tolist(), strict=True))
+        )
+        barriers = self.barrier_names
+        return FramePlan(threads, dict(zip(barriers, self.barrier_parties.tolist(), strict=True)))
+
+    def _other_op(self, kind: int, cost: float, arg: int, activity: int) -> Op:
+        """The operation of a row that is not a computation."""
+        if kind == BARRIER:
+            return BarrierWait(self.barrier_names[arg], self.activities[activity])
+        if kind == ACQUIRE:
+            return Acquire(self.locks[arg])
+        if kind == RELEASE:
+            return Release(self.locks[arg])
+        if kind == SPAWN:
+            return Spawn(self.thread_names[arg])
+        if kind == JOIN:
+            return Join(self.thread_names[arg])
+        return RunFirst(self.thread_names[arg], cost)
 
 
 @compiled
@@ -122,14 +165,13 @@ def filling_columns(count) -> tuple[np.ndarray, ...]:
 
 
 def from_plan(plan: FramePlan) -> PlanArrays:
-    """``plan`` as arrays; it must have no spawned thread and only the four kinds above."""
+    """``plan`` as arrays (``thread_spawned`` None when no thread is spawned)."""
     activities: dict[str, int] = {}
     locks: dict[Hashable, int] = {}
     barriers = {name: i for i, name in enumerate(plan.barriers)}
+    index = {thread.name: t for t, thread in enumerate(plan.threads)}
     rows = []
     for t, thread in enumerate(plan.threads):
-        if thread.spawned:
-            raise ValueError(f"thread {thread.name!r} is spawned: not in the array schema")
         for op in thread.ops:
             kind = type(op)
             if kind is Compute:
@@ -141,6 +183,10 @@ def from_plan(plan: FramePlan) -> PlanArrays:
             elif kind is Acquire or kind is Release:
                 lock = locks.setdefault(op.lock, len(locks))
                 rows.append((t, ACQUIRE if kind is Acquire else RELEASE, 0.0, lock, -1))
+            elif kind is Spawn or kind is Join:
+                rows.append((t, SPAWN if kind is Spawn else JOIN, 0.0, index[op.thread], -1))
+            elif kind is RunFirst:
+                rows.append((t, RUN_FIRST, op.migrate_after_us, index[op.thread], -1))
             else:
                 raise ValueError(f"{kind.__name__} is not in the array schema")
     columns = list(zip(*rows, strict=True)) if rows else [(), (), (), (), ()]
@@ -156,4 +202,9 @@ def from_plan(plan: FramePlan) -> PlanArrays:
         barrier_names=tuple(barriers),
         barrier_parties=np.array(list(plan.barriers.values()), dtype=np.int64),
         locks=tuple(locks),
+        thread_spawned=(
+            np.array([t.spawned for t in plan.threads], dtype=np.bool_)
+            if any(t.spawned for t in plan.threads)
+            else None
+        ),
     )

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from simsrv.compiled import compiled
 from simsrv.registry import Registry
 
 Balancer = Callable[..., np.ndarray]
@@ -42,13 +43,26 @@ BALANCERS: Registry[Balancer] = Registry("balancer")
 
 
 def _greedy(order: np.ndarray, weights: np.ndarray, initial_loads: Sequence[float]) -> np.ndarray:
-    heap = [(float(load), p) for p, load in enumerate(initial_loads)]
-    heapq.heapify(heap)
-    assignment = np.empty(len(weights), dtype=np.int64)
-    for job in order.tolist():
-        load, p = heapq.heappop(heap)
-        assignment[job] = p
-        heapq.heappush(heap, (load + float(weights[job]), p))
+    """Jobs in ``order``, each to the least-loaded processor (ties: the lowest-numbered)."""
+    loads = np.array(initial_loads, dtype=np.float64)
+    if len(loads) == 0 and len(order):
+        raise ValueError("no processor to place jobs on")
+    return _greedy_kernel(
+        np.asarray(order, dtype=np.int64), np.asarray(weights, dtype=np.float64), loads
+    )
+
+
+@compiled
+def _greedy_kernel(order, weights, loads):
+    """:func:`_greedy` compiled; ``loads`` (the initial loads) is updated in place."""
+    assignment = np.empty(len(weights), np.int64)
+    for job in order:
+        best = 0
+        for p in range(1, len(loads)):
+            if loads[p] < loads[best]:
+                best = p
+        assignment[job] = best
+        loads[best] = loads[best] + weights[job]
     return assignment
 
 
@@ -120,9 +134,20 @@ def largest_differencing(
 
 def makespan(weights: np.ndarray, assignment: np.ndarray, initial_loads: Sequence[float]) -> float:
     """Largest processor load after the assignment."""
-    loads = np.asarray(initial_loads, dtype=float).copy()
-    np.add.at(loads, assignment, weights)
-    return float(loads.max()) if len(loads) else 0.0
+    loads = np.array(initial_loads, dtype=np.float64)
+    if len(loads) == 0:
+        return 0.0
+    return _makespan_kernel(
+        np.asarray(weights, dtype=np.float64), np.asarray(assignment, dtype=np.int64), loads
+    )
+
+
+@compiled
+def _makespan_kernel(weights, assignment, loads):
+    """:func:`makespan`: the weights added to ``loads`` in job order (as ``np.add.at``)."""
+    for job in range(len(assignment)):
+        loads[assignment[job]] += weights[job]
+    return loads.max()
 
 
 BALANCERS.register("lpt", lpt)

@@ -8,10 +8,12 @@ one group; its weight is its number of entities.
 
 Groups are numbered by their smallest entity id, so the numbering is deterministic.
 
-Components are found by hooking and pointer jumping in numpy (:func:`component_roots`): a
-frame's graph has tens to thousands of vertices, where scipy's ``connected_components`` spent
-~5x longer building and checking sparse matrices than finding the components (the result is
-the same partition; tests check it against networkx).
+The vertices are numbered densely and the components found in one compiled call
+(:func:`components`: union-find whose root is always the smallest vertex): a frame's graph has
+tens to thousands of vertices, where numpy's hooking and pointer jumping paid ~15 array
+operations a frame and scipy's ``connected_components`` spent ~5x longer building and checking
+sparse matrices than finding the components (the result is the same partition; tests check it
+against networkx).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.ragged import select_rows
+from simsrv.compiled import compiled
 from simsrv.world.proximity import Neighbours
 
 
@@ -69,73 +71,129 @@ def frame_groups(
     if len(clients) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return FrameGroups(empty, empty, empty, empty, 0)
-    sources, targets = [clients.astype(np.int64)], [clients.astype(np.int64)]  # self loops
-    for tick in _distinct(ticks):
-        senders = clients[ticks == tick]
+    clients = clients.astype(np.int64)
+    ticks = ticks.astype(np.int64)
+    sources, targets = [], []
+    for tick in _distinct(ticks).tolist():
         indptr, indices = neighbours_at(tick)
-        which, in_range = select_rows(indptr, indices, senders)  # every L_a, sender by sender
-        if len(which):
-            sources.append(senders[which].astype(np.int64))
-            targets.append(in_range.astype(np.int64))
-    source, target = np.concatenate(sources), np.concatenate(targets)
-    edges = len(source) - len(clients)
-    entities, compact = _compact(np.concatenate([source, target]))
-    roots = component_roots(compact[: len(source)], compact[len(source) :], len(entities))
-    # roots are the smallest vertex of their component and entities ascend: rank the roots
-    leaders = np.flatnonzero(roots == np.arange(len(roots)))
-    entity_group = np.searchsorted(leaders, roots)
-    sizes = np.bincount(entity_group, minlength=len(leaders))
-    message_group = entity_group[compact[: len(clients)]]  # the self loops come first
+        source, target = action_lists(clients, ticks, tick, indptr, indices)
+        if len(source):
+            sources.append(source)
+            targets.append(target)
+    if len(sources) == 1:
+        source, target = sources[0], targets[0]
+    elif sources:
+        source, target = np.concatenate(sources), np.concatenate(targets)
+    else:
+        source = target = np.zeros(0, dtype=np.int64)
+    entities, entity_group, message_group, sizes, source, target = components(
+        clients, source, target
+    )
     return FrameGroups(
-        entities,
-        entity_group,
-        message_group,
-        sizes,
-        edges,
-        compact[: len(source)],
-        compact[len(source) :],
+        entities, entity_group, message_group, sizes, len(target) - len(clients), source, target
     )
 
 
-def _distinct(ticks: np.ndarray) -> list[int]:
+@compiled
+def _distinct(ticks):
     """The distinct ticks, ascending: a frame's packets were sent over a few consecutive client
-    ticks, so the range between the first and the last is cheaper than a sort."""
-    first, last = int(ticks.min()), int(ticks.max())
+    ticks, so a mask over the range between the first and the last is cheaper than a sort."""
+    first, last = ticks.min(), ticks.max()
     if last - first > 16:
-        return np.unique(ticks).tolist()
-    present = np.zeros(last - first + 1, dtype=bool)
-    present[ticks - first] = True
-    return (np.flatnonzero(present) + first).tolist()
+        return np.unique(ticks)
+    present = np.zeros(last - first + 1, np.bool_)
+    for tick in ticks:
+        present[tick - first] = True
+    return np.flatnonzero(present) + first
 
 
-def _compact(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)`` for non-negative ids, by a presence mask
-    over ``0 .. max(ids)`` (entity ids are dense: ~4x faster than sorting at a frame's sizes)."""
-    present = np.zeros(int(ids.max()) + 1, dtype=bool)
-    present[ids] = True
-    index = np.cumsum(present) - 1
-    return np.flatnonzero(present), index[ids]
+@compiled
+def action_lists(clients, ticks, tick, indptr, indices):
+    """The edges ``a - b`` for each ``b`` in ``L_a`` of the packets sent at ``tick`` (``a``:
+    their clients, in packet order; ``L_a``: row ``a`` of the CSR lists ``indptr``,
+    ``indices``): ``(source, target)``, int64."""
+    edges = 0
+    for i in range(len(clients)):
+        if ticks[i] == tick:
+            edges += indptr[clients[i] + 1] - indptr[clients[i]]
+    source = np.empty(edges, np.int64)
+    target = np.empty(edges, np.int64)
+    at = 0
+    for i in range(len(clients)):
+        if ticks[i] == tick:
+            a = clients[i]
+            for j in range(indptr[a], indptr[a + 1]):
+                source[at] = a
+                target[at] = indices[j]
+                at += 1
+    return source, target
 
 
-def component_roots(source: np.ndarray, target: np.ndarray, vertices: int) -> np.ndarray:
-    """The smallest vertex of each vertex's connected component, (vertices,) int.
+@compiled
+def components(clients, source, target):
+    """The connected components of the graph of self loops ``clients[i] - clients[i]`` and
+    edges ``source[i] - target[i]`` (entity ids >= 0, int64): ``(entities, entity_group,
+    message_group, sizes, source, target)`` as :class:`FrameGroups` holds them (the edges as
+    positions in ``entities``, the self loops first).
 
-    Undirected edges ``source[i] - target[i]`` over vertices ``0 .. vertices - 1``.  Every
-    vertex points to a smaller or equal one (so there are no cycles); each round hooks the
-    larger root of every edge whose ends have different roots onto the smaller one, then
-    jumps pointers until every vertex points at a root.  Rounds shrink the number of
-    components spanning an unresolved edge; the paper and scale scenarios need 2-4 (measured).
-    """
+    Entity ids are dense: a presence mask over ``0 .. max id`` numbers the vertices in id
+    order.  Union-find hooks the larger of two roots onto the smaller, so every root is its
+    component's smallest vertex, and groups are numbered in the order of their roots."""
+    loops, edges = len(clients), len(source)
+    largest = clients.max()
+    if edges:
+        largest = max(largest, source.max(), target.max())
+    number = np.full(largest + 1, -1, np.int64)  # -1: not a vertex
+    for i in range(loops):
+        number[clients[i]] = 0
+    for i in range(edges):
+        number[source[i]] = 0
+        number[target[i]] = 0
+    vertices = 0
+    for entity in range(largest + 1):
+        if number[entity] == 0:
+            number[entity] = vertices
+            vertices += 1
+    entities = np.empty(vertices, np.int64)
+    for entity in range(largest + 1):
+        if number[entity] >= 0:
+            entities[number[entity]] = entity
+    ends_a = np.empty(loops + edges, np.int64)
+    ends_b = np.empty(loops + edges, np.int64)
+    for i in range(loops):
+        ends_a[i] = ends_b[i] = number[clients[i]]
+    for i in range(edges):
+        ends_a[loops + i] = number[source[i]]
+        ends_b[loops + i] = number[target[i]]
     parent = np.arange(vertices)
-    while True:
-        a, b = parent[source], parent[target]
-        differ = a != b
-        if not differ.any():
-            return parent
-        a, b = a[differ], b[differ]
-        np.minimum.at(parent, np.maximum(a, b), np.minimum(a, b))
-        while True:
-            jumped = parent[parent]
-            if np.array_equal(jumped, parent):
-                break
-            parent = jumped
+    for i in range(loops, loops + edges):
+        a, b = _root(parent, ends_a[i]), _root(parent, ends_b[i])
+        if a < b:
+            parent[b] = a
+        elif b < a:
+            parent[a] = b
+    entity_group = np.empty(vertices, np.int64)
+    groups = 0
+    for v in range(vertices):  # a root precedes the rest of its component
+        root = _root(parent, v)
+        if root == v:
+            entity_group[v] = groups
+            groups += 1
+        else:
+            entity_group[v] = entity_group[root]
+    sizes = np.zeros(groups, np.int64)
+    for v in range(vertices):
+        sizes[entity_group[v]] += 1
+    message_group = np.empty(loops, np.int64)
+    for i in range(loops):
+        message_group[i] = entity_group[ends_a[i]]
+    return entities, entity_group, message_group, sizes, ends_a, ends_b
+
+
+@compiled
+def _root(parent, v):
+    """The root of ``v``, halving the path on the way."""
+    while parent[v] != v:
+        parent[v] = parent[parent[v]]
+        v = parent[v]
+    return v

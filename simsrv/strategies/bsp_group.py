@@ -45,7 +45,8 @@ The operating-system process model is three options (see ``docs/strategies.md``)
     coordinator on CPU 0) with ``sched_setaffinity`` and continued with ``SIGCONT``
     (``setaffinity`` cost).  ``os-default``: Linux 2.6's default placement: the child starts on
     the parent's CPU and runs first; the waiting parent is pulled to an idle CPU only if the
-    child still runs after the platform's ``migration_delay_us`` (:class:`RunFirst`).
+    child still runs after the platform's ``migration_delay_us`` (a ``RUN_FIRST`` row:
+    :class:`~simsrv.machine.plan.RunFirst`).
 ``reap``
     ``wait``: the coordinator blocks in ``wait()`` until each worker has exited, including its
     teardown (``exit_teardown``, on the worker's CPU), then pays ``wait`` per worker.
@@ -55,6 +56,8 @@ The operating-system process model is three options (see ``docs/strategies.md``)
 
 The coordinator starts every frame on CPU 0.  Trace thread names: ``coordinator``,
 ``worker<i>`` and ``worker<i>.exit`` (the teardown, spawned by the worker when it posts).
+The plan is built as arrays (:mod:`simsrv.machine.plan_arrays`) in one compiled call,
+:func:`_build_plan`.
 """
 
 from __future__ import annotations
@@ -64,15 +67,25 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field, field_validator
 
+from simsrv.compiled import compiled
 from simsrv.invariants import check_partition
-from simsrv.machine.plan import SPAWNER_CPU, Compute, FramePlan, Join, RunFirst, Spawn, Thread
-from simsrv.platforms.profile import Costs
+from simsrv.machine.plan import SPAWNER_CPU
+from simsrv.machine.plan_arrays import (
+    COMPUTE,
+    JOIN,
+    RUN_FIRST,
+    SPAWN,
+    PlanArrays,
+    counting_columns,
+    emit,
+    filling_columns,
+)
 from simsrv.scenario.validation import StrictModel
 from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import input_phase, reply_info_phase, request_reply_phase
+from simsrv.strategies.phases import input_costs, request_reply_costs
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
@@ -156,10 +169,11 @@ class BspGroup(Strategy):
         cap = options.max_workers or context.cpus - 1
         self.max_workers = 0 if options.spawn == "none" else min(cap, context.cpus - 1)
         self._record: dict[str, Any] = {}
+        self._thread_tables: dict[int, tuple] = {}
 
     # -- planning ---------------------------------------------------------------------------
 
-    def plan(self, frame: FrameWorkload) -> FramePlan:
+    def plan(self, frame: FrameWorkload) -> PlanArrays:
         k, o = self.costs, self.options
         messages = frame.messages
         groups = frame_groups(messages["client"], messages["tick"], self.context.world.neighbours)
@@ -193,63 +207,85 @@ class BspGroup(Strategy):
         self._remember(groups, weights, assignment, initial, workers)
 
         m = len(messages)
-        lists = o.action_list_share * c.request_us(k, m, frame.commands, frame.range_entities)
-        coordinator = [
-            *input_phase(k, frame),
-            *([Compute("action_lists", lists)] if o.action_list_share else []),
-            Compute("grouping", k.grouping_per_message * m + k.grouping_per_edge * groups.edges),
-            Compute("schedule", k.schedule_per_group * groups.count),
-            reply_info_phase(k, self.connected_clients),
-        ]
-        threads: list[Thread] = []
-        for w in range(1, processes):
-            name = f"worker{w}"
-            coordinator += self._start_worker(name)
-            threads += self._worker_threads(name, w, share, frame)
-        coordinator += _group_work(k, share, 0, o.action_list_share)
-        coordinator += self._synchronise(processes, share)
-        return FramePlan(threads=(Thread(COORDINATOR, 0, tuple(coordinator)), *threads))
-
-    def _start_worker(self, name: str) -> list:
-        k, o = self.costs, self.options
-        if o.spawn == "pool":
-            return [Compute("spawn", k.context_switch), Spawn(name)]
-        create = Compute("spawn", k.fork if o.spawn == "fork" else k.clone)
-        if o.affinity == "pinned":
-            return [create, Compute("spawn", k.setaffinity), Spawn(name)]
-        return [create, Spawn(name), RunFirst(name, self.context.platform.migration_delay_us)]
-
-    def _worker_threads(
-        self, name: str, index: int, share: ProcessShares, frame: FrameWorkload
-    ) -> list[Thread]:
-        k, o = self.costs, self.options
-        cpu = index % self.context.cpus if o.affinity == "pinned" or o.spawn == "pool" else None
-        ops: list = []
-        if o.spawn == "pool":
-            ops.append(Compute("copy_in", k.copy_per_entity * frame.entities))
+        pool = o.spawn == "pool"
+        # the processes' group work: request (less its action lists), reply, send
+        request, reply, net_send = request_reply_costs(
+            k,
+            share.messages,
+            share.commands,
+            share.ranges,
+            share.replies,
+            share.visible,
+            share.pvs_rooms,
+            request_share=1.0 - o.action_list_share,
+        )
+        if pool:
+            first = np.full(processes, k.copy_per_entity * frame.entities)
+            create = k.context_switch
         else:
-            ops.append(Compute("copy_on_write", k.cow_per_page * share.pages[index]))
-        ops += _group_work(k, share, index, o.action_list_share)
-        ops.append(Compute("copy_out", k.copy_per_entity * share.entities[index]))
-        threads = []
-        if o.spawn != "pool":
-            ops.append(Spawn(f"{name}.exit"))
-            threads.append(
-                Thread(f"{name}.exit", SPAWNER_CPU, (Compute("teardown", k.exit_teardown),), True)
-            )
-        start_cpu = SPAWNER_CPU if cpu is None else cpu
-        return [Thread(name, start_cpu, tuple(ops), spawned=True), *threads]
+            first = k.cow_per_page * share.pages
+            create = k.fork if o.spawn == "fork" else k.clone
+        head = np.array(
+            [
+                *input_costs(k, frame),
+                o.action_list_share * c.request_us(k, m, frame.commands, frame.range_entities),
+                k.grouping_per_message * m + k.grouping_per_edge * groups.edges,
+                k.schedule_per_group * groups.count,
+                c.reply_info_us(k, self.connected_clients),
+                create,
+                k.setaffinity,
+                platform.migration_delay_us,
+                k.barrier if pool else k.wait,
+                k.copy_per_entity * float(share.entities[1:].sum()),
+                k.exit_teardown,
+            ],
+            dtype=np.float64,
+        )
+        flags = np.array(
+            [
+                workers,
+                pool,
+                o.affinity == "pinned",
+                o.reap == "wait" and not pool,
+                o.action_list_share != 0,
+            ],
+            dtype=np.int64,
+        )
+        work = np.stack((first, request, reply, net_send, k.copy_per_entity * share.entities))
+        columns = _build_plan(flags, head, work)
+        names, cpus, spawned = self._threads(workers)
+        return PlanArrays(
+            *columns,
+            thread_cpu=cpus,
+            thread_names=names,
+            activities=ACTIVITIES,
+            barrier_names=(),
+            barrier_parties=NO_BARRIERS,
+            locks=(),
+            thread_spawned=spawned,
+        )
 
-    def _synchronise(self, processes: int, share: ProcessShares) -> list:
-        k, o = self.costs, self.options
-        ops: list = []
-        waits_exit = o.reap == "wait" and o.spawn != "pool"
-        for w in range(1, processes):
-            ops.append(Join(f"worker{w}.exit" if waits_exit else f"worker{w}"))
-            ops.append(Compute("wait", k.barrier if o.spawn == "pool" else k.wait))
-        moved = float(share.entities[1:].sum())
-        ops.append(Compute("copy_back", k.copy_per_entity * moved))
-        return ops
+    def _threads(self, workers: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray | None]:
+        """The names, CPUs and spawned flags of a plan's threads with ``workers`` workers (in
+        the order of :func:`_build_plan`), made once per worker count."""
+        threads = self._thread_tables.get(workers)
+        if threads is None:
+            o, cpus = self.options, self.context.cpus
+            pool = o.spawn == "pool"
+            names, cpu = [COORDINATOR], [0]
+            for w in range(1, workers + 1):
+                names.append(f"worker{w}")
+                cpu.append(w % cpus if o.affinity == "pinned" or pool else SPAWNER_CPU)
+                if not pool:
+                    names.append(f"worker{w}.exit")
+                    cpu.append(SPAWNER_CPU)
+            spawned = np.arange(len(names)) > 0 if workers else None
+            threads = self._thread_tables[workers] = (
+                tuple(names),
+                np.array(cpu, dtype=np.int64),
+                spawned,
+            )
+        return threads
 
     # -- per-frame record -------------------------------------------------------------------
 
@@ -261,13 +297,15 @@ class BspGroup(Strategy):
         initial: list[float],
         workers: int,
     ) -> None:
-        total = float(weights.sum())
-        lower = max(float(weights.max()), (total + sum(initial)) / len(initial)) if total else 0.0
+        sizes = groups.sizes.tolist()  # the weights as ints: their sums are exact
+        total = float(sum(sizes))
+        largest = max(sizes) if sizes else 0
+        lower = max(float(largest), (total + sum(initial)) / len(initial)) if total else 0.0
         self._record = {
             "groups": groups.count,
             "group_entities": int(total),
-            "largest_group": int(weights.max()) if groups.count else 0,
-            "group_sizes": tuple(sorted(weights.astype(int).tolist(), reverse=True)),
+            "largest_group": largest,
+            "group_sizes": tuple(sorted(sizes, reverse=True)),
             "workers": workers,
             "balance_makespan": makespan(weights, assignment, initial) if groups.count else 0.0,
             "balance_lower_bound": lower,
@@ -290,42 +328,131 @@ def _shares(
     if groups.count == 0:
         zeros = np.zeros(processes)
         return ProcessShares(*[zeros] * 7, zeros + base_pages)
-    proc_of_message = assignment[groups.message_group]
-    reply_group = groups.entity_group[np.searchsorted(groups.entities, frame.reply_clients)]
-    proc_of_reply = assignment[reply_group]
-    proc_of_entity = assignment[groups.entity_group]
-    # a client's packets all belong to its group, so to one process: count each client once
-    _, first = np.unique(messages["client"], return_index=True)
-    proc_of_client = proc_of_message[first]
-
-    def per_process(index: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
-        return np.bincount(index, values, minlength=processes).astype(float)
-
-    return ProcessShares(
-        messages=per_process(proc_of_message),
-        commands=per_process(proc_of_message, messages["commands"]),
-        ranges=per_process(proc_of_message, messages["range_count"]),
-        replies=per_process(proc_of_reply),
-        visible=per_process(proc_of_reply, frame.reply_visible),
-        pvs_rooms=per_process(proc_of_reply, frame.reply_pvs_rooms),
-        entities=per_process(proc_of_entity),
-        pages=per_process(proc_of_client) * pages_per_client + base_pages,
+    totals = _per_process(
+        assignment,
+        groups.message_group,
+        groups.source[: len(messages)],  # each packet's client as a vertex (self loops first)
+        groups.entity_group,
+        groups.entities,
+        frame.reply_clients,
+        messages["commands"],
+        messages["range_count"],
+        frame.reply_visible,
+        frame.reply_pvs_rooms,
+        processes,
     )
+    return ProcessShares(*totals[:7], totals[7] * pages_per_client + base_pages)
 
 
-def _group_work(k: Costs, share: ProcessShares, p: int, lists_share: float) -> list[Compute]:
-    """Request (less its action lists, built by the coordinator), reply and send work of
-    process ``p``'s groups."""
-    return request_reply_phase(
-        k,
-        share.messages[p],
-        share.commands[p],
-        share.ranges[p],
-        share.replies[p],
-        share.visible[p],
-        share.pvs_rooms[p],
-        request_share=1.0 - lists_share,
-    )
+@compiled
+def _per_process(
+    assignment, message_group, message_vertex, entity_group, entities, reply_clients, commands,
+    range_count, reply_visible, reply_pvs_rooms, processes,
+):  # fmt: skip
+    """The totals of :class:`ProcessShares` per process, (8, processes) float: packets,
+    commands, ``|L_a|``, replies, visible entities, PVS rooms, entities, then distinct
+    clients whose packets the process executes (a client's packets all belong to its group,
+    so to one process).  Sums in packet, reply and entity order, as ``np.bincount``."""
+    totals = np.zeros((8, processes))
+    seen = np.zeros(len(entities), np.bool_)
+    for i in range(len(message_group)):
+        p = assignment[message_group[i]]
+        totals[0, p] += 1.0
+        totals[1, p] += commands[i]
+        totals[2, p] += range_count[i]
+        if not seen[message_vertex[i]]:
+            seen[message_vertex[i]] = True
+            totals[7, p] += 1.0
+    vertex = np.searchsorted(entities, reply_clients)
+    for r in range(len(reply_clients)):
+        p = assignment[entity_group[vertex[r]]]
+        totals[3, p] += 1.0
+        totals[4, p] += reply_visible[r]
+        totals[5, p] += reply_pvs_rooms[r]
+    for v in range(len(entity_group)):
+        totals[6, assignment[entity_group[v]]] += 1.0
+    return totals
+
+
+ACTIVITIES = (
+    "frame",
+    "world",
+    "net_recv",
+    "action_lists",
+    "grouping",
+    "schedule",
+    "reply_info",
+    "spawn",
+    "request",
+    "reply",
+    "net_send",
+    "wait",
+    "copy_back",
+    "copy_in",
+    "copy_on_write",
+    "copy_out",
+    "teardown",
+)
+"""The activities of bsp-group's plans (codes: their positions)."""
+FRAME, WORLD, NET_RECV, ACTION_LISTS, GROUPING, SCHEDULE, REPLY_INFO = range(7)
+SPAWN_WORK, REQUEST, REPLY, NET_SEND, WAIT, COPY_BACK = range(7, 13)
+COPY_IN, COPY_ON_WRITE, COPY_OUT, TEARDOWN = range(13, 17)
+NO_BARRIERS = np.zeros(0, dtype=np.int64)
+
+
+@compiled
+def _build_plan(flags, head, work):
+    """The frame's plan columns (thread, kind, cost, arg, activity).  ``flags``: workers,
+    pool, pinned, reap waits for the teardown, action lists charged; ``head``: the costs of
+    frame, world, net_recv, action_lists, grouping, schedule, reply_info, creating a worker
+    (fork, clone or a pool's context switch), setaffinity, the run-first migration delay, the
+    coordinator's wait per worker, copy_back and teardown, us; ``work``, (5, processes): per
+    process (0 = coordinator) its first work (copy-on-write faults or a pool's copy-in),
+    request, reply, net_send and copy_out costs, us.  A first pass counts each thread's operations,
+    the second writes them."""
+    threads = 1 + flags[0] * (1 if flags[1] else 2)
+    count, thread, kind, cost, arg, activity = counting_columns(threads)
+    _ops(False, count, thread, kind, cost, arg, activity, flags, head, work)
+    at, thread, kind, cost, arg, activity = filling_columns(count)
+    _ops(True, at, thread, kind, cost, arg, activity, flags, head, work)
+    return thread, kind, cost, arg, activity
+
+
+@compiled
+def _ops(fill, at, thread, kind, cost, arg, activity, flags, head, work):
+    """The operations of the module docstring's frame, as rows (see :func:`_build_plan`):
+    the coordinator's sequential and scheduling work, a worker's creation (pool: a context
+    switch; pinned: fork or clone, ``setaffinity``, the spawn; else the spawn and the child
+    running first), its own group work, then per worker a join (of the teardown when the reap
+    waits for it) and ``wait``, then ``copy_back``.  Worker ``w`` is thread ``w`` (pool) or
+    ``2w - 1``, its teardown ``2w``."""
+    workers, pool, pinned, waits_exit, lists = flags[0], flags[1], flags[2], flags[3], flags[4]
+    out = (fill, at, thread, kind, cost, arg, activity)
+    for j in range(REPLY_INFO + 1):  # head[j] is activity j's cost, FRAME .. REPLY_INFO
+        if j != ACTION_LISTS or lists:
+            emit(*out, 0, COMPUTE, head[j], -1, j)
+    acts = np.array((COPY_IN if pool else COPY_ON_WRITE, REQUEST, REPLY, NET_SEND, COPY_OUT))
+    step = 1 if pool else 2
+    for w in range(1, workers + 1):
+        t = step * w - step + 1
+        emit(*out, 0, COMPUTE, head[7], -1, SPAWN_WORK)
+        if pinned and not pool:
+            emit(*out, 0, COMPUTE, head[8], -1, SPAWN_WORK)
+        emit(*out, 0, SPAWN, 0.0, t, -1)
+        if not pinned and not pool:
+            emit(*out, 0, RUN_FIRST, head[9], t, -1)
+        for j in range(len(acts)):
+            emit(*out, t, COMPUTE, work[j, w], -1, acts[j])
+        if not pool:
+            emit(*out, t, SPAWN, 0.0, t + 1, -1)
+            emit(*out, t + 1, COMPUTE, head[12], -1, TEARDOWN)
+    for j in range(1, 4):  # the coordinator's own request, reply and net_send
+        emit(*out, 0, COMPUTE, work[j, 0], -1, acts[j])
+    joined = 1 if waits_exit else 0  # join the teardown (thread t + 1) or the worker
+    for w in range(1, workers + 1):
+        emit(*out, 0, JOIN, 0.0, step * w - step + 1 + joined, -1)
+        emit(*out, 0, COMPUTE, head[10], -1, WAIT)
+    emit(*out, 0, COMPUTE, head[11], -1, COPY_BACK)
 
 
 STRATEGIES.register("bsp-group", StrategyKind("bsp-group", BspGroupOptions, BspGroup))
