@@ -188,7 +188,7 @@ class BspGroup(Strategy):
         )
         check_partition(
             frame.index,
-            messages["client"],
+            np.ascontiguousarray(messages["client"]),  # one compiled signature
             groups.entities,
             groups.entity_group,
             groups.sizes,
@@ -335,8 +335,8 @@ def _shares(
         groups.entity_group,
         groups.entities,
         frame.reply_clients,
-        messages["commands"],
-        messages["range_count"],
+        np.ascontiguousarray(messages["commands"]),  # contiguous: one compiled signature
+        np.ascontiguousarray(messages["range_count"]),
         frame.reply_visible,
         frame.reply_pvs_rooms,
         processes,

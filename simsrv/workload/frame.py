@@ -102,9 +102,10 @@ class FrameBuilder:
         physics = start_s - self.last_physics_s >= self.server.sv_mintic_s
         if physics:
             self.last_physics_s = start_s
-        if unique:
-            clients, visible = messages["client"], messages["visible_count"]
-            pvs = messages["pvs_rooms"]
+        if unique:  # contiguous copies, not field views: compiled callees see one layout
+            clients = np.ascontiguousarray(messages["client"])
+            visible = np.ascontiguousarray(messages["visible_count"])
+            pvs = np.ascontiguousarray(messages["pvs_rooms"])
         else:
             clients, visible, pvs = _reply_targets(messages)
         choked = 0

@@ -45,13 +45,10 @@ def sort_by_arrival(messages: np.ndarray) -> np.ndarray:
 
 def merge_by_arrival(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """Two message arrays, each in arrival order (ties by client, tick), merged into one."""
+    columns = ("arrival_s", "client", "tick")  # contiguous: one compiled signature
     order = merged_order(
-        first["arrival_s"],
-        first["client"],
-        first["tick"],
-        second["arrival_s"],
-        second["client"],
-        second["tick"],
+        *(np.ascontiguousarray(first[c]) for c in columns),
+        *(np.ascontiguousarray(second[c]) for c in columns),
     )
     return np.take(np.concatenate([first, second]), order)
 

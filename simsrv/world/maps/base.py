@@ -95,8 +95,8 @@ class GameMap:
             PLAYER_MAXS,
             np.asarray(self.extent_min, dtype=np.float64),
             np.asarray(self.extent_max, dtype=np.float64),
-            self.solid_min,
-            self.solid_max,
+            np.ascontiguousarray(self.solid_min),  # one compiled signature for every map
+            np.ascontiguousarray(self.solid_max),
             *self.solid_index.grid,
         )
 
@@ -116,8 +116,8 @@ class GameMap:
             PLAYER_MINS,
             PLAYER_MAXS,
             STEP_HEIGHT,
-            self.solid_min,
-            self.solid_max,
+            np.ascontiguousarray(self.solid_min),  # one compiled signature for every map
+            np.ascontiguousarray(self.solid_max),
             *self.solid_index.grid,
         )
 
@@ -186,8 +186,8 @@ class GameMap:
         """Index of the first room containing each point, -1 where none does. (N,) int."""
         return _room_of(
             np.ascontiguousarray(points, dtype=np.float64),
-            self.room_min,
-            self.room_max,
+            np.ascontiguousarray(self.room_min),
+            np.ascontiguousarray(self.room_max),
             *self.room_index.grid,
         )
 
