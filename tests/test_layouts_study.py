@@ -28,6 +28,20 @@ def test_spread_separates_between_layout_and_within_layout_variance():
     assert (row["layout_min"], row["layout_max"]) == (105.0, 310.0)
 
 
+def test_published_values_are_the_reference_rows_of_each_run():
+    paper = layouts.published(("groups-only", "fork-wait"))
+    assert paper == {
+        ("groups-only", "frames_per_s"): 420.0,
+        ("groups-only", "messages_per_frame"): 10.0,
+        ("groups-only", "groups_per_frame"): 4.0,
+        ("groups-only", "entities_per_group"): 7.0,
+        ("fork-wait", "frames_per_s"): 95.0,
+        ("fork-wait", "messages_per_frame"): 33.0,
+        ("fork-wait", "groups_per_frame"): 9.0,
+        ("fork-wait", "entities_per_group"): 8.0,
+    }
+
+
 def test_merged_concentration_areas_slow_the_groups_only_server_down():
     """Layout 1's two areas overlap (219 units apart, radius 320): one crowd and a saturated
     loop; layout 2's are 950 units apart.  Same players' seed, 3 measured s."""
@@ -36,5 +50,5 @@ def test_merged_concentration_areas_slow_the_groups_only_server_down():
     merged, apart = table.set_index("layout").loc[[1, 2]].itertuples()
     assert merged.frames_per_s * 2 < apart.frames_per_s
     assert merged.messages_per_frame > 5 * apart.messages_per_frame  # the closed loop
-    figure = layouts_figure(table)
+    figure = layouts_figure(table, layouts.published(("groups-only",)))
     assert len(figure.axes) == 4

@@ -35,6 +35,7 @@ from simsrv.seeding import run_streams  # noqa: E402
 from simsrv.simulation import build_map  # noqa: E402
 from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
 from simsrv.validation.quantities import QUANTITIES  # noqa: E402
+from simsrv.validation.reference import load_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ("groups-only", "fork-wait")
@@ -46,6 +47,21 @@ METRICS = {
 }
 """Column of the study table -> the validation quantity it is (:mod:`simsrv.validation.quantities`:
 the same numbers ``simsrv validate`` compares with the papers)."""
+
+
+def published(runs: tuple[str, ...]) -> dict[tuple[str, str], float]:
+    """(run, column) -> the paper's value: the mean rows of the reference table
+    (``simsrv/validation/reference.toml``) on each run's scenario, for :data:`METRICS`."""
+    columns = {quantity: column for column, quantity in METRICS.items()}
+    return {
+        (run, columns[row.quantity]): row.value
+        for run in runs
+        for row in load_reference().row
+        if row.scenario == f"cordeiro2007/{run}.toml"
+        and row.quantity in columns
+        and row.statistic == "mean"
+        and not row.set
+    }
 
 
 def hotspot_distance(layout: int) -> float:
@@ -121,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--runs: unknown runs {unknown}; allowed: names in scenarios/cordeiro2007")
     table = measure(args.layouts, args.seeds, args.duration, runs)
     table.to_csv(f"{args.out}.csv", index=False, float_format="%.6g")
-    layouts_figure(table).savefig(f"{args.out}.png", dpi=120)
+    layouts_figure(table, published(runs)).savefig(f"{args.out}.png", dpi=120)
     print(spread(table).round(1).to_string(index=False))
     return 0
 
