@@ -177,9 +177,7 @@ def check_locks(holds: LockHolds | Sequence[tuple]) -> None:
     codes, start, end = ints[:, 0], times[:, 0], times[:, 1]
     pair = _first_overlap(np.lexsort((end, start, codes)), codes, start, end)
     if pair is not None:
-        (lock, frame, thread, _, until), (_, second_frame, other, since, _) = (
-            holds._decode(ints[[i]], times[[i]])[0] for i in pair
-        )
+        (lock, frame, thread, _, until), (_, second_frame, other, since, _) = map(holds.row, pair)
         raise InvariantViolation(
             "lock_exclusive",
             second_frame,

@@ -127,6 +127,11 @@ class Columns:
     def __iter__(self) -> Iterator[tuple]:
         return iter(self.rows)
 
+    def row(self, index: int) -> tuple:
+        """Stored row ``index`` as a tuple (pending ones flushed first)."""
+        ints, times = self.columns()
+        return self._decode(ints[index : index + 1], times[index : index + 1])[0]
+
     @property
     def rows(self) -> list[tuple]:
         """Every row as a tuple (a copy; for tests and small traces)."""
