@@ -7,9 +7,12 @@ same seed are paired (common random numbers).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from simsrv.scenario.schema import RunSection
 
 STREAMS = ("map", "players", "clients", "strategy", "machine", "combat")
 """Names of the streams, in spawn order (never reorder: it would change every result; new
@@ -27,6 +30,6 @@ def spawn_streams(seed: int, map_seed: int | None = None) -> dict[str, np.random
     return streams
 
 
-def run_streams(run: Any) -> dict[str, np.random.Generator]:
+def run_streams(run: RunSection) -> dict[str, np.random.Generator]:
     """The streams of a scenario's ``[run]`` section (its ``seed`` and ``map_seed``)."""
     return spawn_streams(run.seed, run.map_seed)
