@@ -43,6 +43,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from core_speed import WARM_CHILD  # the fresh-process run (benchmarks/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ("sequential", "bsp-group", "abdelkhalek", "area-quadrant")
@@ -65,29 +66,6 @@ CASES = {
 """name -> (scenario, overrides, speed target x real time, memory target MB or None)."""
 THREAD_CASES = ("a-abdelkhalek", "a-area-quadrant")
 """Cases that must also run at >= 0.8x ``a-sequential``'s speed in the same invocation."""
-
-CHILD = r"""
-import json, resource, sys, time
-from simsrv import load_scenario
-from simsrv.simulation import simulate
-scenario = load_scenario(sys.argv[1] if sys.argv[1] != "-" else None, sys.argv[2:])
-simulated = scenario.run.warmup_s + scenario.run.duration_s
-start = time.perf_counter()
-out = simulate(scenario)
-wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-frames = len(out.frames)
-del out
-start = time.perf_counter()
-simulate(scenario)
-warm = time.perf_counter() - start
-print(json.dumps({
-    "wall_s": wall, "simulated_s": simulated, "speed": simulated / wall,
-    "warm_wall_s": warm, "warm_speed": simulated / warm, "frames": frames, "peak_rss_mb": peak,
-}))
-"""
-"""One fresh process: the scenario (argv[1]; "-" for the built-in default) with overrides
-(argv[2:]) simulated twice; prints the first (fresh) and second (warm) speeds as JSON."""
 
 GROWTH_CHILD = r"""
 import json, sys, time
@@ -136,7 +114,7 @@ def speed_case(name: str, runs: int, duration: float | None) -> dict:
     scenario, overrides, target, memory_mb = CASES[name]
     if duration is not None:
         overrides = [*overrides, f"run.duration_s={duration}"]
-    results = [child(CHILD, scenario, overrides) for _ in range(runs)]
+    results = [child(WARM_CHILD, scenario, overrides) for _ in range(runs)]
     speeds = [r["speed"] for r in results]
     median = statistics.median(speeds)
     warm = statistics.median(r["warm_speed"] for r in results)
