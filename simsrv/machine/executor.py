@@ -244,6 +244,52 @@ class Machine:
         """True when no thread of any earlier frame is still running."""
         return self._live_threads == 0
 
+    # -- the state the compiled frame loop (simsrv.compiled_loop) runs on ----------------------
+
+    @property
+    def runs_arrays_compiled(self) -> bool:
+        """Whether plans as arrays may run in the compiled engine (full speed, run shortcut)."""
+        return self._compiled
+
+    @property
+    def idle_for_arrays(self) -> bool:
+        """True when the compiled engine may run the next plan: no thread alive, no event."""
+        return self._live_threads == 0 and not self._heap
+
+    def array_tables(self, plan: PlanArrays) -> tuple:
+        """The tables of ``plan``'s names (:meth:`_plan_tables`): which activities are waits,
+        and the trace and lock-hold codes of its threads, activities and locks."""
+        return self._plan_tables(plan)
+
+    def scratch_rows(self, ops: int) -> tuple[np.ndarray, np.ndarray]:
+        """The engine's scratch rows, grown to at least ``ops`` operations."""
+        if ops > self._scratch[0].shape[1]:
+            self._scratch = (np.empty((4, ops), np.int64), np.empty((4, ops)))
+        return self._scratch
+
+    @property
+    def engine_out(self) -> np.ndarray:
+        """The compiled engine's result array (4,)."""
+        return self._out
+
+    @property
+    def phased_backoff(self) -> tuple[int, int]:
+        """The phased shortcut's back-off: frames left that skip it, refusals in a row."""
+        return self._phased_skip, self._phased_refusals
+
+    @phased_backoff.setter
+    def phased_backoff(self, value: tuple[int, int]) -> None:
+        self._phased_skip, self._phased_refusals = value
+
+    @property
+    def position(self) -> tuple[float, int, int]:
+        """How far the processing of simultaneous events has got: (time us, frame, key)."""
+        return self._position
+
+    @position.setter
+    def position(self, value: tuple[float, int, int]) -> None:
+        self._position = value
+
     def execute(self, plan: FramePlan | PlanArrays, frame: int, start_s: float) -> float:
         """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s.
 

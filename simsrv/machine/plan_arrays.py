@@ -93,6 +93,13 @@ class PlanArrays(NamedTuple):
     locks: Sequence[Hashable]
     thread_spawned: np.ndarray | None = None
 
+    @classmethod
+    def names_only(cls, *names: object) -> PlanArrays:
+        """A plan without operations carrying ``names`` (the fields after the operation
+        columns, in order): what every plan of a strategy shares."""
+        empty = np.zeros(0, np.int64)
+        return cls(empty, empty.astype(np.int8), np.zeros(0), empty, empty, *names)
+
     def spawns(self) -> bool:
         """True when a thread of the plan is spawned (so it has spawns, and maybe joins)."""
         return self.thread_spawned is not None and bool(self.thread_spawned.any())

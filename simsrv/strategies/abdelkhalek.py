@@ -70,6 +70,8 @@ import numpy as np
 from pydantic import Field
 
 from simsrv.compiled import borrowing, compiled
+from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
+from simsrv.compiled_loop.state import PHYSICS, REASON, REPLIES, RING, ROW
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -80,7 +82,13 @@ from simsrv.machine.plan_arrays import (
 from simsrv.machine.plan_arrays import emit as _emit
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
-from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
+from simsrv.strategies.base import (
+    STRATEGIES,
+    FrameKernel,
+    Strategy,
+    StrategyContext,
+    StrategyKind,
+)
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
 from simsrv.strategies.region_locks import LockScope, path_locks, walked_nodes
 from simsrv.strategies.threads import place_threads, resume_costs, thread_memory_bytes
@@ -144,6 +152,7 @@ class Abdelkhalek(Strategy):
     """Static threads with per-thread sockets, phase barriers and areanode region locks."""
 
     options: AbdelkhalekOptions
+    has_frame_kernel = True
 
     def __init__(self, options: AbdelkhalekOptions, context: StrategyContext) -> None:
         super().__init__(options, context)
@@ -235,13 +244,25 @@ class Abdelkhalek(Strategy):
             if complete:
                 break
             ring.load(messages["tick"])  # a packet's tick is not in the ring yet
-        self._record = {
-            "threads": self.threads,
-            "master_thread": master,
-            "memory_bytes": self.memory_bytes,
-            "memory_reserved_bytes": self.memory_reserved_bytes,
-        }
+        values = (self.threads, master, self.memory_bytes, self.memory_reserved_bytes)
+        self._record = dict(zip(RECORD_NAMES, values, strict=True))
         return PlanArrays(*columns, *self.plan_names)
+
+    def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
+        if self.connected is not None:  # a cluster node: its connected clients vary
+            return None
+        ring = self.player_locks
+        if ring is not None and len(ticks):
+            ring.load(ticks)
+        self.head[REPLY_INFO_US] = c.reply_info_us(self.costs, self.connected_clients)
+        ring_ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
+        world_us = c.world_us(self.costs, self.context.world.entity_count)
+        constants = np.array(
+            [self.threads, self.memory_bytes, self.memory_reserved_bytes], np.int64
+        )
+        args = (self.flags, self.head, self.resume_us, world_us, constants, ring_ticks, *tables)
+        names = PlanArrays.names_only(*self.plan_names)
+        return FrameKernel(_frames, args, names, RECORD_NAMES)
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick, (N,) int64 each: where its lock walk starts and the
@@ -271,6 +292,8 @@ class Abdelkhalek(Strategy):
         return self._record
 
 
+RECORD_NAMES = ("threads", "master_thread", "memory_bytes", "memory_reserved_bytes")
+"""The frame record's columns (:meth:`Abdelkhalek.frame_record`)."""
 _NO_RING = (np.full(1, -1, np.int64), tuple(np.zeros((1, 1), np.int64) for _ in range(6)))
 """The ring arguments of a plan without locks (never read)."""
 # ``head``: costs of a frame, us (the two marked per frame are set by ``plan``)
@@ -361,6 +384,35 @@ def _plan(
          net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
          clients)  # fmt: skip
     return thread, kind, cost, arg, activity, master, True
+
+
+@compiled
+def _frames(
+    loop, flags, head, resume, world_us, constants, ring_ticks, ring_start, ring_scope,
+    ring_walked, ring_own_start, ring_own, ring_own_walked, records,
+):  # fmt: skip
+    """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
+    :meth:`Abdelkhalek.plan` plans them, until a step stops; the reason.  ``world_us``: world
+    physics of a frame that runs it; ``constants``: threads, memory_bytes,
+    memory_reserved_bytes (the frame record's constant columns)."""
+    ints = loop.ints
+    while next_frame(loop):
+        head[WORLD_US] = world_us if ints[PHYSICS] else 0.0
+        replies = ints[REPLIES]
+        thread, kind, cost, arg, activity, master, complete = _plan(
+            flags, head, resume, ring_ticks, ring_start, ring_scope, ring_walked,
+            ring_own_start, ring_own, ring_own_walked, frame_messages(loop),
+            loop.reply_clients[:replies], loop.reply_visible[:replies],
+            loop.reply_pvs[:replies],
+        )  # fmt: skip
+        if not complete:
+            return RING
+        if not finish_frame(loop, thread, kind, cost, arg, activity):
+            break
+        row = ints[ROW] - 1
+        records[row, 0], records[row, 1] = constants[0], master
+        records[row, 2], records[row, 3] = constants[1], constants[2]
+    return ints[REASON]
 
 
 @borrowing

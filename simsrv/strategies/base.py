@@ -12,18 +12,23 @@ Override points of :class:`Strategy`
                          planned; they are appended to the run's per-frame records.
 ``check_invariants()``   optional: raise :class:`~simsrv.invariants.InvariantViolation` if the
                          frames planned broke an invariant (called once, at the end of a run).
+``frame_kernel(ticks)``  optional, with ``has_frame_kernel = True``: the strategy's compiled
+                         frame loop (:class:`FrameKernel`), which runs many frames per call with
+                         the same compiled planning function as ``plan`` (one implementation;
+                         :mod:`simsrv.compiled_loop`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
 
 from simsrv.machine.plan import FramePlan
+from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.platforms.profile import Platform
 from simsrv.registry import Registry
 from simsrv.scenario.schema import Scenario
@@ -42,8 +47,28 @@ class StrategyContext:
     rng: np.random.Generator
 
 
+class FrameKernel(NamedTuple):
+    """A strategy's compiled frame loop, ready for one call.
+
+    ``run(loop, *args, records)`` runs frames with the steps of
+    :mod:`simsrv.compiled_loop.kernels` and the strategy's compiled planning function, writes
+    each frame's :meth:`Strategy.frame_record` values (integers, in ``record_names`` order) at
+    its row of ``records`` (frames, len(record_names)) int64, and returns the reason it stopped
+    (:mod:`simsrv.compiled_loop.state`).  ``plan_names`` is an empty plan carrying the names
+    every plan of the strategy has (threads, activities, barriers, locks).
+    """
+
+    run: Callable[..., int]
+    args: tuple
+    plan_names: PlanArrays
+    record_names: tuple[str, ...]
+
+
 class Strategy:
     """Base class of server strategies (see the module docstring for override points)."""
+
+    has_frame_kernel = False
+    """Whether :meth:`frame_kernel` may give a compiled frame loop."""
 
     connected: int | None = None
     """Clients whose scores and broadcasts the frame's stage 3 covers, if not every player
@@ -70,6 +95,11 @@ class Strategy:
 
     def check_invariants(self) -> None:
         """The strategy's own invariants over the run (e.g. ``entity_partition``)."""
+
+    def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
+        """The compiled frame loop for frames whose packets carry ``ticks`` (client ticks: the
+        strategy loads what it needs per tick), or None (the Python loop runs the frames)."""
+        return None
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,15 @@ class ClientStream:
             self._generate_chunk()
         return self._take(t_s)
 
+    def first_block(self) -> tuple[np.ndarray, np.ndarray, int, bool]:
+        """The backlog's first block (packets in arrival order), their arrival times (s), the
+        first one not released, and whether more blocks follow (for the compiled loop)."""
+        return self._buffer, self._arrivals, self._head, bool(self._later)
+
+    def release_to(self, head: int) -> None:
+        """Mark the first block's packets before ``head`` released (by the compiled loop)."""
+        self._head = head
+
     def _take(self, t_s: float) -> np.ndarray:
         head = self._head
         cut = head + int(np.searchsorted(self._arrivals[head:], t_s, side="right"))

@@ -64,6 +64,13 @@ class SocketQueue:
         self._chunks.append(messages)
         self._length += len(messages)
 
+    def hold(self, packets: np.ndarray) -> None:
+        """Make ``packets`` (in arrival order) the queue's content, when it is empty: the
+        packets the compiled loop released and did not read."""
+        assert self._length == 0, "the socket must be empty"
+        self._chunks.append(packets)
+        self._length = len(packets)
+
     def deliver_and_read(self, messages: np.ndarray, limit: int) -> np.ndarray:
         """:meth:`deliver` then :meth:`read`, without copying when nothing else is queued."""
         if (

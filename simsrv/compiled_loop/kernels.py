@@ -1,0 +1,311 @@
+"""The frame loop's steps compiled: release and read packets, build the frame, execute and
+record its plan.
+
+A strategy's compiled loop (e.g. :func:`simsrv.strategies.abdelkhalek._frames`) is::
+
+    while next_frame(loop):
+        ... plan the frame from frame_messages(loop) and the reply arrays ...
+        if not finish_frame(loop, thread, kind, cost, arg, activity):
+            break
+        ... write the frame's strategy columns at row loop.ints[ROW] - 1 ...
+    return loop.ints[REASON]
+
+Each step is a transcription of its Python twin in :func:`simsrv.simulation.simulate`,
+:class:`~simsrv.workload.clients.ClientStream`, :class:`~simsrv.workload.socket.SocketQueue`,
+:class:`~simsrv.workload.frame.FrameBuilder` and :meth:`Machine._execute_arrays
+<simsrv.machine.executor.Machine._execute_arrays>`, for the case the compiled loop covers: an
+unbounded socket, no bandwidth control, plans the compiled engine runs.  A frame is a
+transaction: :func:`next_frame` changes nothing but the loop's clock when no packet is queued
+(and scratch arrays); :func:`finish_frame` commits everything once the plan has run.  A step
+that meets what it does not cover returns False with the reason in ``ints[REASON]`` *before*
+changing any state, so the Python loop runs that frame as it always did and the results are
+the same bit for bit.  ``tests/test_compiled_loop.py`` checks that on every strategy with a
+compiled loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsrv.compiled import compiled
+from simsrv.compiled_loop.state import (
+    B_FROM,
+    B_TO,
+    COMMANDS,
+    CPP,
+    CPUS,
+    CUT,
+    F_CHOKED,
+    F_COMMANDS,
+    F_MESSAGES,
+    F_PHYSICS,
+    F_QUEUED,
+    F_REPLIES,
+    FRAME,
+    GAPLESS,
+    HEAD,
+    HOLDS_SIZE,
+    HORIZON,
+    LAST_PHYSICS,
+    LATER,
+    LIMIT,
+    LOCK_WAIT,
+    MACHINE_NOW_US,
+    MINTIC,
+    N_LOCKS,
+    NEW_CHUNK,
+    NEXT_BLOCK,
+    NO_ARRIVAL,
+    NOW,
+    PHYSICS,
+    POS_FRAME,
+    POS_THREADS,
+    POS_US,
+    PROCESSED,
+    PVS,
+    RANGE,
+    READ,
+    REASON,
+    REFUSALS,
+    REFUSED,
+    REPLIES,
+    ROOM,
+    ROW,
+    SKIP,
+    STAMP,
+    STOP,
+    STOPPED,
+    TRACE_SIZE,
+    UNIQUE,
+    VISIBLE,
+)
+from simsrv.machine.array_path import execute_and_record
+from simsrv.machine.compiled_engine import EVENTS, PHASED, SERIAL
+
+US_PER_S = 1e6
+
+
+@compiled
+def stop(loop, reason):
+    """Return False with ``reason`` (the call's result) in ``ints[REASON]``."""
+    loop.ints[REASON] = reason
+    return False
+
+
+@compiled
+def _released(arrivals, head, now):
+    """The first index at or after ``head`` whose arrival is after ``now`` (``searchsorted``
+    side right)."""
+    lo, hi = head, len(arrivals)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arrivals[mid] <= now:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@compiled
+def next_frame(loop):
+    """Release the packets arrived by the clock, read the frame's packets and build the frame
+    (``CUT`` ... ``PVS``); True when a frame is ready.  With nothing queued the clock jumps to
+    the next arrival, as the Python loop does."""
+    ints, floats, arrivals = loop.ints, loop.floats, loop.arrivals
+    n = len(arrivals)
+    while True:
+        now = floats[NOW]
+        if now >= floats[STOP]:
+            return stop(loop, STOPPED)
+        if now >= floats[HORIZON]:
+            return stop(loop, NEW_CHUNK)
+        head, read = ints[HEAD], ints[READ]
+        cut = _released(arrivals, head, now)
+        if cut == n and ints[LATER]:
+            return stop(loop, NEXT_BLOCK)
+        if cut == head and read == head:  # nothing queued, nothing arrived
+            if head < n and arrivals[head] < floats[HORIZON]:
+                floats[NOW] = arrivals[head]
+                continue
+            return stop(loop, NO_ARRIVAL)
+        break
+    taken = min(ints[LIMIT], cut - read)
+    ints[CUT], ints[B_FROM], ints[B_TO] = cut, read, read + taken
+    _build(loop, read, read + taken, now)
+    return True
+
+
+@compiled
+def frame_messages(loop):
+    """The packets of the frame being built (a view of the backlog block)."""
+    return loop.buffer[loop.ints[B_FROM] : loop.ints[B_TO]]
+
+
+@compiled
+def _build(loop, first, end, now):
+    """:meth:`FrameBuilder.build` without its commits (``last_tick``, ``last_physics_s``:
+    :func:`finish_frame` makes them): commands, physics and the replied clients of packets
+    ``buffer[first:end]``."""
+    ints, floats, buffer = loop.ints, loop.floats, loop.buffer
+    clients, seen = buffer["client"], loop.seen
+    stamp = ints[STAMP] + 1
+    ints[STAMP] = stamp
+    unique = True
+    for i in range(first, end):
+        c = clients[i]
+        if seen[c] == stamp:
+            unique = False
+            break
+        seen[c] = stamp
+    ints[UNIQUE] = unique
+    if not ints[GAPLESS]:
+        _count_commands(loop, first, end, unique)
+    ints[PHYSICS] = now - floats[LAST_PHYSICS] >= floats[MINTIC]
+    counts, ranges = buffer["commands"], buffer["range_count"]
+    commands = end - first if ints[GAPLESS] else 0
+    ranged = 0
+    for i in range(first, end):
+        if not ints[GAPLESS]:
+            commands += counts[i]
+        ranged += ranges[i]
+    ints[COMMANDS], ints[RANGE] = commands, ranged
+    out_c, out_v, out_p = loop.reply_clients, loop.reply_visible, loop.reply_pvs
+    visible_counts, pvs_rooms = buffer["visible_count"], buffer["pvs_rooms"]
+    if unique:  # every sender once: in read order
+        replies = end - first
+        for j in range(replies):
+            out_c[j] = clients[first + j]
+            out_v[j] = visible_counts[first + j]
+            out_p[j] = pvs_rooms[first + j]
+    else:  # each sender once, by client id, with its newest packet's counts
+        stamp += 1
+        ints[STAMP] = stamp
+        latest = loop.latest
+        replies = 0
+        for i in range(first, end):
+            c = clients[i]
+            if seen[c] != stamp:
+                seen[c] = stamp
+                out_c[replies] = c
+                replies += 1
+            latest[c] = i
+        out_c[:replies].sort()
+        for j in range(replies):
+            i = latest[out_c[j]]
+            out_v[j] = visible_counts[i]
+            out_p[j] = pvs_rooms[i]
+    visible, pvs = 0, 0
+    for j in range(replies):
+        visible += out_v[j]
+        pvs += out_p[j]
+    ints[REPLIES], ints[VISIBLE], ints[PVS] = replies, visible, pvs
+
+
+@compiled
+def _count_commands(loop, first, end, unique):
+    """:meth:`FrameBuilder._fill_commands`: each packet's commands, the ticks since its
+    client's previously processed packet (at most ``CPP``), written into the packets (the same
+    value every time the frame is built: ``last_tick`` is committed by :func:`finish_frame`)."""
+    buffer, last_tick, cpp = loop.buffer, loop.last_tick, loop.ints[CPP]
+    clients, ticks, commands = buffer["client"], buffer["tick"], buffer["commands"]
+    if unique:
+        for i in range(first, end):
+            gap = ticks[i] - last_tick[clients[i]]
+            commands[i] = min(max(gap, 1), cpp)
+        return
+    m = end - first
+    key = np.empty(m, np.int64)
+    for j in range(m):
+        key[j] = (np.int64(clients[first + j]) << 40) | ticks[first + j]
+    order = np.argsort(key)
+    for r in range(m):
+        i = first + order[r]
+        if r > 0 and clients[first + order[r - 1]] == clients[i]:
+            previous = ticks[first + order[r - 1]]
+        else:
+            previous = last_tick[clients[i]]
+        commands[i] = min(max(ticks[i] - previous, 1), cpp)
+
+
+@compiled
+def finish_frame(loop, thread, kind, cost, arg, activity):
+    """Execute the frame's plan (its operation columns, the strategy's names as the loop's
+    tables) and, when the engine takes it, commit the frame: the machine's state and stores,
+    the builder's memory, the stream and socket pointers, the frame's columns.  False (nothing
+    committed) when a store lacks room or the engine refuses the plan."""
+    ints, floats = loop.ints, loop.floats
+    n, row = len(kind), ints[ROW]
+    scratch_ints = loop.scratch_ints
+    if (
+        n > scratch_ints.shape[1]
+        or ints[TRACE_SIZE] + n > len(loop.trace_times)
+        or ints[HOLDS_SIZE] + n > len(loop.holds_times)
+        or row >= len(loop.charged_us)
+    ):
+        return stop(loop, ROOM)
+    now, frame, out = floats[NOW], ints[FRAME], loop.out
+    try_phased = ints[SKIP] == 0
+    status = execute_and_record(
+        thread, kind, cost, arg, activity, loop.thread_cpu, loop.barrier_parties,
+        loop.is_wait, ints[N_LOCKS], ints[LOCK_WAIT], ints[CPUS], now * US_PER_S,
+        floats[MACHINE_NOW_US], try_phased, scratch_ints, loop.scratch_times, frame,
+        loop.thread_codes, loop.activity_codes, loop.lock_codes, loop.trace_ints,
+        loop.trace_times, ints[TRACE_SIZE], loop.holds_ints, loop.holds_times,
+        ints[HOLDS_SIZE], out,
+    )  # fmt: skip
+    if status < 0:
+        return stop(loop, REFUSED)
+    # the machine (Machine._execute_arrays)
+    if status == PHASED:
+        ints[REFUSALS] = 0
+    elif status == EVENTS:
+        if try_phased:
+            ints[REFUSALS] = min(ints[REFUSALS] + 1, 7)
+            ints[SKIP] = 2 ** (ints[REFUSALS] - 1) - 1
+        else:
+            ints[SKIP] -= 1
+    end_us = out[0]
+    loop.charged_us[row] = out[1]
+    ints[TRACE_SIZE] += int(out[2])
+    ints[HOLDS_SIZE] += int(out[3])
+    if status != SERIAL:
+        floats[MACHINE_NOW_US] = end_us
+        threads = len(loop.thread_cpu)
+        if (end_us, frame, threads) > (floats[POS_US], ints[POS_FRAME], ints[POS_THREADS]):
+            floats[POS_US], ints[POS_FRAME], ints[POS_THREADS] = end_us, frame, threads
+    end = end_us / US_PER_S
+    # the builder, the stream and the socket
+    first, last = ints[B_FROM], ints[B_TO]
+    if not ints[GAPLESS]:
+        _commit_ticks(loop, first, last)
+    if ints[PHYSICS]:
+        floats[LAST_PHYSICS] = now
+    ints[HEAD], ints[READ] = ints[CUT], last
+    # the frame's row
+    loop.frame_times[row, 0], loop.frame_times[row, 1] = now, end
+    f = loop.frame_ints
+    f[row, F_MESSAGES], f[row, F_COMMANDS] = last - first, ints[COMMANDS]
+    f[row, F_REPLIES], f[row, F_CHOKED] = ints[REPLIES], 0
+    f[row, F_PHYSICS], f[row, F_QUEUED] = ints[PHYSICS], ints[CUT] - last
+    ints[PROCESSED] += last - first
+    ints[FRAME] += 1
+    ints[ROW] += 1
+    floats[NOW] = end
+    return True
+
+
+@compiled
+def _commit_ticks(loop, first, end):
+    """The builder's ``last_tick`` after packets ``buffer[first:end]`` (as
+    ``FrameBuilder._fill_commands``): each sender's tick when they are all different, else the
+    largest of a sender's ticks and its previous one."""
+    buffer, last_tick = loop.buffer, loop.last_tick
+    clients, ticks = buffer["client"], buffer["tick"]
+    if loop.ints[UNIQUE]:
+        for i in range(first, end):
+            last_tick[clients[i]] = ticks[i]
+        return
+    for i in range(first, end):
+        c = clients[i]
+        if ticks[i] > last_tick[c]:
+            last_tick[c] = ticks[i]

@@ -1,0 +1,192 @@
+"""Running frames in compiled calls, between the frames the Python loop runs.
+
+:func:`simsrv.simulation.simulate` asks :class:`CompiledLoop` to run frames whenever it can:
+the socket is empty and the machine idle.  One call of the strategy's compiled loop
+(:class:`~simsrv.strategies.base.FrameKernel`) then runs frames until the run ends or until a
+frame needs something only Python does (the stream generating ticks, the next backlog block, a
+per-tick table not loaded, a plan the compiled engine refuses, a store to grow: the reasons of
+:mod:`simsrv.compiled_loop.state`); the Python loop runs that one frame and calls again.
+Either way every frame is the same, bit for bit: the compiled steps are transcriptions of the
+Python ones, applied to the same state (:mod:`simsrv.compiled_loop.kernels`).
+
+A call costs a few tens of microseconds of Python around it (the registers in and out, the
+frame rows appended); the stream needs Python about three times per simulated second, so a
+call runs hundreds of frames.  A call that runs no frame (a strategy whose plans the engine
+refuses, say) doubles the number of Python frames before the next try, up to 1,024.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsrv.compiled_loop import state as s
+from simsrv.compiled_loop.state import LoopState
+from simsrv.machine.executor import Machine
+from simsrv.scenario.schema import Scenario
+from simsrv.strategies.base import Strategy
+from simsrv.workload.clients import ClientStream
+from simsrv.workload.frame import FrameBuilder
+from simsrv.workload.socket import SocketQueue
+
+FRAMES_PER_CALL = 4096
+"""Frames one call writes at most (its frame columns' rows)."""
+STORE_ROOM = 1 << 15
+"""Rows of trace and lock holds reserved before each call (a call stops when they are full)."""
+MAX_BACKOFF = 1024
+"""Python frames at most between two tries after calls that ran no frame."""
+
+
+class CompiledLoop:
+    """The compiled frame loop of one run (see the module docstring)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        stream: ClientStream,
+        socket: SocketQueue,
+        builder: FrameBuilder,
+        machine: Machine,
+        strategy: Strategy,
+    ) -> None:
+        self.stream, self.socket, self.builder = stream, socket, builder
+        self.machine, self.strategy = machine, strategy
+        players = scenario.players.count
+        self.ints = np.zeros(s.INT_REGISTERS, np.int64)
+        self.floats = np.zeros(s.FLOAT_REGISTERS)
+        ints, floats = self.ints, self.floats
+        ints[s.LIMIT] = scenario.max_messages_per_frame
+        ints[s.CPP] = scenario.clients.commands_per_packet
+        ints[s.GAPLESS] = builder.gapless
+        ints[s.CPUS] = machine.cpus
+        floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
+        floats[s.MINTIC] = scenario.server.sv_mintic_s
+        self.seen = np.zeros(players, np.int64)
+        self.latest = np.zeros(players, np.int64)
+        self.replies = tuple(np.zeros(players, np.int32) for _ in range(3))
+        self.frame_times = np.zeros((FRAMES_PER_CALL, 2))
+        self.frame_ints = np.zeros((FRAMES_PER_CALL, 6), np.int64)
+        self.charged_us = np.zeros(FRAMES_PER_CALL)
+        self.tables: tuple | None = None
+        self.records: np.ndarray | None = None
+        self.backoff = 0
+        self.skip = 0
+        self.calls: dict[str, int] = dict.fromkeys(s.REASONS, 0)
+        """Calls that returned for each reason (a diagnostic)."""
+
+    @classmethod
+    def create(
+        cls,
+        scenario: Scenario,
+        stream: ClientStream,
+        socket: SocketQueue,
+        builder: FrameBuilder,
+        machine: Machine,
+        strategy: Strategy,
+    ) -> CompiledLoop | None:
+        """The run's compiled loop, or None when the run is outside what it covers: a
+        strategy without one, a bounded socket, bandwidth control, or a machine whose
+        computations run at a speed (SMT, background load)."""
+        if (
+            not strategy.has_frame_kernel
+            or socket.capacity
+            or builder.bandwidth is not None
+            or not machine.runs_arrays_compiled
+        ):
+            return None
+        return cls(scenario, stream, socket, builder, machine, strategy)
+
+    def run(self, now: float, rows: list[tuple], extra_rows: list[dict]) -> tuple[float, int]:
+        """Run frames from ``now`` (s) when the loop can start (else none); append their rows
+        to ``rows`` and ``extra_rows`` (as the Python loop does); return the clock and the
+        packets the frames read."""
+        if self.skip:
+            self.skip -= 1
+            return now, 0
+        if len(self.socket) or not self.machine.idle_for_arrays:
+            return now, 0
+        stream, machine, ints, floats = self.stream, self.machine, self.ints, self.floats
+        buffer, arrivals, head, later = stream.first_block()
+        kernel = self.strategy.frame_kernel(buffer["tick"][head:])
+        if kernel is None:
+            return now, 0
+        if self.tables is None:
+            self.tables = machine.array_tables(kernel.plan_names)
+            self.records = np.zeros((FRAMES_PER_CALL, len(kernel.record_names)), np.int64)
+        waits, threads, activities, locks = self.tables
+        trace, holds = machine.trace, machine.lock_holds
+        trace.flush()
+        holds.flush()
+        trace.reserve(STORE_ROOM)
+        holds.reserve(STORE_ROOM)
+        scratch_ints, scratch_times = machine.scratch_rows(64)
+        plan = kernel.plan_names
+        frame0 = len(rows)
+        ints[s.HEAD] = ints[s.READ] = head
+        ints[s.LATER] = later
+        ints[s.FRAME] = frame0
+        ints[s.ROW] = ints[s.PROCESSED] = 0
+        ints[s.SKIP], ints[s.REFUSALS] = machine.phased_backoff
+        ints[s.TRACE_SIZE], ints[s.HOLDS_SIZE] = trace.size, holds.size
+        pos_us, ints[s.POS_FRAME], ints[s.POS_THREADS] = machine.position
+        ints[s.N_LOCKS], ints[s.LOCK_WAIT] = len(plan.locks), len(plan.activities)
+        floats[s.NOW], floats[s.HORIZON] = now, stream.horizon_s
+        floats[s.LAST_PHYSICS] = self.builder.last_physics_s
+        floats[s.MACHINE_NOW_US], floats[s.POS_US] = machine.now_us, pos_us
+        loop = LoopState(
+            buffer, arrivals, ints, floats, self.builder.last_tick, self.seen, self.latest,
+            *self.replies, plan.thread_cpu, plan.barrier_parties, waits, threads, activities,
+            locks, scratch_ints, scratch_times, machine.engine_out, trace.ints, trace.times,
+            holds.ints, holds.times, self.frame_times, self.frame_ints, self.charged_us,
+        )  # fmt: skip
+        reason = int(kernel.run(loop, *kernel.args, self.records))
+        self.calls[s.REASONS[reason]] += 1
+        done = int(ints[s.ROW])
+        # the state back into its owners
+        stream.release_to(int(ints[s.HEAD]))
+        if ints[s.READ] < ints[s.HEAD]:
+            self.socket.hold(buffer[ints[s.READ] : ints[s.HEAD]])
+        self.builder.last_physics_s = float(floats[s.LAST_PHYSICS])
+        machine.phased_backoff = (int(ints[s.SKIP]), int(ints[s.REFUSALS]))
+        position = float(floats[s.POS_US]), int(ints[s.POS_FRAME]), int(ints[s.POS_THREADS])
+        machine.position = position
+        machine.now_us = float(floats[s.MACHINE_NOW_US])
+        trace.size, holds.size = int(ints[s.TRACE_SIZE]), int(ints[s.HOLDS_SIZE])
+        if done:
+            self.backoff = 0
+            self._append_rows(frame0, done, rows, extra_rows, kernel.record_names)
+        elif reason != s.STOPPED:
+            self.backoff = min(2 * self.backoff + 1, MAX_BACKOFF)
+            self.skip = self.backoff
+        return float(floats[s.NOW]), int(ints[s.PROCESSED])
+
+    def _append_rows(
+        self,
+        frame0: int,
+        done: int,
+        rows: list[tuple],
+        extra_rows: list[dict],
+        record_names: tuple[str, ...],
+    ) -> None:
+        """The call's frames as the Python loop writes them: a tuple per frame (values of the
+        same Python types) and the strategy's dict; the CPU time charged per frame."""
+        times, ints = self.frame_times[:done], self.frame_ints[:done]
+        start, end = times[:, 0], times[:, 1]
+        rows.extend(
+            zip(
+                range(frame0, frame0 + done),
+                start.tolist(),
+                end.tolist(),
+                (end - start).tolist(),
+                *(ints[:, c].tolist() for c in (s.F_MESSAGES, s.F_COMMANDS, s.F_REPLIES)),
+                ints[:, s.F_CHOKED].tolist(),
+                ints[:, s.F_PHYSICS].astype(bool).tolist(),
+                ints[:, s.F_QUEUED].tolist(),
+                strict=True,
+            )
+        )
+        if record_names:
+            extra_rows.extend(
+                dict(zip(record_names, values, strict=True))
+                for values in self.records[:done].tolist()
+            )
+        self.machine.charged_us.extend(self.charged_us[:done].tolist())

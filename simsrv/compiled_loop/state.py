@@ -1,0 +1,156 @@
+"""The state the compiled frame loop reads and writes, as one named tuple of arrays.
+
+The compiled loop (:mod:`simsrv.compiled_loop.kernels`) runs the same frames as the Python
+loop of :func:`simsrv.simulation.simulate`, on the same state: the stream's first backlog
+block, the socket, the frame builder's memory, the machine's clocks and column stores.  The
+Python objects keep owning that state; :class:`~simsrv.compiled_loop.runner.CompiledLoop`
+copies the few scalars into :attr:`LoopState.ints` and :attr:`LoopState.floats` (the
+*registers* below) when a compiled call starts, passes the arrays themselves (so writes land in
+place), and copies the scalars back when it returns.
+
+Registers of ``ints`` (int64) and ``floats`` (float64) are named by the constants of this
+module; times are seconds unless the name says ``_US`` (microseconds).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+# -- ints registers -------------------------------------------------------------------------
+HEAD = 0
+"""Stream: first packet of ``buffer`` not released yet."""
+READ = 1
+"""Socket: first packet of ``buffer`` released and not read (the socket holds
+``buffer[READ:HEAD]``)."""
+LATER = 2
+"""Stream: 1 when more backlog blocks follow ``buffer`` (the loop stops at its end)."""
+FRAME = 3
+"""Index of the next frame."""
+ROW = 4
+"""Frames written to the frame columns by this call."""
+PROCESSED = 5
+"""Packets read by this call's frames."""
+SKIP, REFUSALS = 6, 7
+"""Machine: the phased shortcut's back-off (frames left that skip it, refusals in a row)."""
+TRACE_SIZE, HOLDS_SIZE = 8, 9
+"""Machine: rows stored in the trace and the lock holds."""
+POS_FRAME, POS_THREADS = 10, 11
+"""Machine: the frame and thread count of its processing position (with ``POS_US``)."""
+STAMP = 12
+"""Builder: the last stamp written in ``seen`` (one per frame: duplicate senders)."""
+LIMIT, CPP, GAPLESS, CPUS, N_LOCKS, LOCK_WAIT = 13, 14, 15, 16, 17, 18
+"""Constants: packets read per frame at most, commands per packet at most, 1 when no packet
+can go missing (commands are not counted), CPUs, plan locks, the lock-wait activity code."""
+REASON = 19
+"""Why the call returned (:data:`STOPPED` ... :data:`ROOM`)."""
+# the frame being built (written by ``next_frame``, read by the strategy and ``finish_frame``)
+CUT, B_FROM, B_TO, UNIQUE, PHYSICS, COMMANDS, RANGE, REPLIES, VISIBLE, PVS = range(20, 30)
+"""The stream's release cut, the packets read ``buffer[B_FROM:B_TO]``, whether their senders
+are all different, whether physics runs, user commands, action-range entities, replies, their
+visible entities and PVS rooms."""
+INT_REGISTERS = 30
+
+# -- floats registers -----------------------------------------------------------------------
+NOW = 0
+"""The loop's clock: when the next frame may start, s."""
+HORIZON = 1
+"""Stream: every packet arriving before it has been generated, s."""
+STOP = 2
+"""The run's end (warm-up + duration), s."""
+LAST_PHYSICS = 3
+"""Builder: when world physics last ran, s."""
+MINTIC = 4
+"""``sv_mintic``, s."""
+MACHINE_NOW_US = 5
+"""Machine: its clock, us."""
+POS_US = 6
+"""Machine: the time of its processing position, us."""
+FLOAT_REGISTERS = 7
+
+# -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
+STOPPED = 0
+"""The run's end is reached."""
+NEW_CHUNK = 1
+"""The stream must generate more ticks (the world advances)."""
+NEXT_BLOCK = 2
+"""The release reaches the end of ``buffer`` while more blocks follow."""
+NO_ARRIVAL = 3
+"""Nothing is queued and the next arrival is beyond ``buffer`` or the horizon."""
+RING = 4
+"""A packet's tick is not in the strategy's per-tick tables."""
+ROOM = 5
+"""A column store (trace, lock holds, scratch rows, frame rows) needs more room."""
+REFUSED = 6
+"""The compiled engine refused the plan: the machine runs it as objects."""
+VIOLATION = 7
+"""The strategy's invariant kernel found a violation: Python raises it."""
+REASONS = (
+    "stopped",
+    "new_chunk",
+    "next_block",
+    "no_arrival",
+    "ring",
+    "room",
+    "refused",
+    "violation",
+)
+
+# -- frame columns ----------------------------------------------------------------------------
+F_MESSAGES, F_COMMANDS, F_REPLIES, F_CHOKED, F_PHYSICS, F_QUEUED = range(6)
+"""Columns of ``frame_ints`` (the integer columns of :data:`simsrv.simulation.FRAME_COLUMNS`)."""
+
+
+class LoopState(NamedTuple):
+    """Everything one compiled call reads and writes (see the module docstring).
+
+    Attributes
+    ----------
+    buffer, arrivals:
+        The stream's first backlog block (packets in arrival order) and their arrival times, s.
+    ints, floats:
+        The registers.
+    last_tick, seen, latest:
+        Per client: the tick of its last processed packet (the builder's own array), a stamp
+        (duplicate senders in a frame) and the index of its newest packet in the frame.
+    reply_clients, reply_visible, reply_pvs:
+        The frame's replied clients, their visible entities and PVS rooms (the first
+        ``ints[REPLIES]``).
+    thread_cpu, barrier_parties, is_wait, thread_codes, activity_codes, lock_codes:
+        The strategy's plan names as the machine's tables (:meth:`Machine.array_tables`).
+    scratch_ints, scratch_times, out:
+        The engine's scratch rows and its four results.
+    trace_ints, trace_times, holds_ints, holds_times:
+        The machine's column stores (room reserved by the caller).
+    frame_times, frame_ints, charged_us:
+        Per frame of this call: start and end (s); the integer columns ``F_*``; CPU time its
+        plan charged, us.
+    """
+
+    buffer: np.ndarray
+    arrivals: np.ndarray
+    ints: np.ndarray
+    floats: np.ndarray
+    last_tick: np.ndarray
+    seen: np.ndarray
+    latest: np.ndarray
+    reply_clients: np.ndarray
+    reply_visible: np.ndarray
+    reply_pvs: np.ndarray
+    thread_cpu: np.ndarray
+    barrier_parties: np.ndarray
+    is_wait: np.ndarray
+    thread_codes: np.ndarray
+    activity_codes: np.ndarray
+    lock_codes: np.ndarray
+    scratch_ints: np.ndarray
+    scratch_times: np.ndarray
+    out: np.ndarray
+    trace_ints: np.ndarray
+    trace_times: np.ndarray
+    holds_ints: np.ndarray
+    holds_times: np.ndarray
+    frame_times: np.ndarray
+    frame_ints: np.ndarray
+    charged_us: np.ndarray
