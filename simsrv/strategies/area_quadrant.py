@@ -66,6 +66,21 @@ import numpy as np
 from pydantic import Field
 
 from simsrv.compiled import borrowing, compiled
+from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
+from simsrv.compiled_loop.state import (
+    B_FROM,
+    B_TO,
+    COMMANDS,
+    PHYSICS,
+    PVS,
+    RANGE,
+    REASON,
+    REPLIES,
+    RING,
+    ROW,
+    VIOLATION,
+    VISIBLE,
+)
 from simsrv.invariant_kernels import packet_workers_kernel
 from simsrv.invariants import report_partition
 from simsrv.machine.plan_arrays import (
@@ -80,7 +95,13 @@ from simsrv.machine.plan_arrays import (
 )
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
-from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
+from simsrv.strategies.base import (
+    STRATEGIES,
+    FrameKernel,
+    Strategy,
+    StrategyContext,
+    StrategyKind,
+)
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
 from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
@@ -144,6 +165,7 @@ class AreaQuadrant(Strategy):
     """Area-based request processing, cyclic (or active-client) replies, barriers between."""
 
     options: AreaQuadrantOptions
+    has_frame_kernel = True
 
     def __init__(self, options: AreaQuadrantOptions, context: StrategyContext) -> None:
         super().__init__(options, context)
@@ -211,25 +233,37 @@ class AreaQuadrant(Strategy):
         self.head = np.array([k.frame_overhead, 0, 0, 0, 0, k.barrier, 0, 0, 0], np.float64)
         """Frame, world, receiving, the serial stage 2, sorting, barrier, reply-info,
         serial replies and sends, us (``plan`` sets the per-frame ones)."""
+        self.unit_us = np.array(
+            [
+                c.world_us(k, context.world.entity_count),
+                k.net_recv_per_message,
+                k.request_per_message,
+                k.request_per_command,
+                k.request_per_range_entity,
+                k.queue_per_message + k.lock_per_node * self.depth,
+                k.reply_per_client,
+                k.reply_per_visible_entity,
+                k.reply_per_pvs_room,
+                k.net_send_per_reply,
+            ],
+            np.float64,
+        )
+        """The per-frame costs' units (:func:`_frame_head`), us: world physics of a frame
+        that runs it, then per packet received, per packet, command and range entity
+        executed, per packet sorted, per reply, visible entity, PVS room and send."""
         self._record: dict[str, Any] = {}
 
     # -- planning ---------------------------------------------------------------------------
 
     def plan(self, frame: FrameWorkload) -> PlanArrays:
-        k = self.costs
         messages = frame.messages
-        m = len(messages)
         head = self.head
-        head[1] = c.world_us(k, frame.entities) if frame.physics else 0.0
-        head[2] = c.net_recv_us(k, m)
-        if self.stage2 == "sequential":
-            head[3] = c.request_us(k, m, frame.commands, frame.range_entities)
-        head[4] = (k.queue_per_message + k.lock_per_node * self.depth) * m
-        head[6] = c.reply_info_us(k, self.connected_clients)
-        if self.stage3 == "sequential":
-            clients = len(frame.reply_clients)
-            head[7] = c.reply_us(k, clients, frame.visible_entities, frame.pvs_rooms)
-            head[8] = c.net_send_us(k, clients)
+        head[6] = c.reply_info_us(self.costs, self.connected_clients)
+        _frame_head(
+            self.flags, head, self.unit_us, frame.physics, len(messages), frame.commands,
+            frame.range_entities, len(frame.reply_clients), frame.visible_entities,
+            frame.pvs_rooms,
+        )  # fmt: skip
         ring = self.player_areas
         if ring is not None and not ring.tables:
             ring.load(messages["tick"])
@@ -243,12 +277,28 @@ class AreaQuadrant(Strategy):
                 break
             ring.load(messages["tick"])  # a packet's tick is not in the ring yet
         report_partition(frame.index, code, a, b, d)
-        self._record = {
-            "threads": self.threads,
-            "boundary_messages": boundary,
-            "reply_spread": spread,
-        }
+        self._record = dict(zip(RECORD_NAMES, (self.threads, boundary, spread), strict=True))
         return PlanArrays(*columns, *self.plan_names)
+
+    def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
+        if self.connected is not None:  # a cluster node: its connected clients vary
+            return None
+        ring = self.player_areas
+        if ring is not None and len(ticks):
+            ring.load(ticks)
+        self.head[6] = c.reply_info_us(self.costs, self.connected_clients)
+        ring_ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
+        args = (
+            self.flags,
+            self.head,
+            self.rates,
+            self.resume_us,
+            self.unit_us,
+            ring_ticks,
+            *tables,
+        )
+        names = PlanArrays.names_only(*self.plan_names)
+        return FrameKernel(_frames, args, names, RECORD_NAMES)
 
     def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick: the step and the thread of its packets (the
@@ -270,6 +320,8 @@ class AreaQuadrant(Strategy):
         return self._record
 
 
+RECORD_NAMES = ("threads", "boundary_messages", "reply_spread")
+"""The frame record's columns (:meth:`AreaQuadrant.frame_record`)."""
 ACTIVITIES = (
     "frame",
     "world",
@@ -334,6 +386,55 @@ def _plan(
         messages["range_count"], clients, reply_visible, reply_pvs,
     )  # fmt: skip
     return thread, kind, cost, arg, activity, boundary, spread, True, code, a, b, c
+
+
+@compiled
+def _frame_head(
+    flags, head, unit, physics, messages, commands, range_entities, replies, visible, pvs
+):  # fmt: skip
+    """Set the frame's entries of ``head`` from its counts and the ``unit`` costs (us): world
+    physics (when it runs), receiving, the serial stage 2 (when stage 2 is serial), sorting,
+    the serial replies and sends (when stage 3 is serial); the formulas of :mod:`costs
+    <simsrv.strategies.costs>`."""
+    head[1] = unit[0] if physics else 0.0
+    head[2] = unit[1] * messages
+    if not flags[1]:
+        head[3] = unit[2] * messages + unit[3] * commands + unit[4] * range_entities
+    head[4] = unit[5] * messages
+    if not flags[2]:
+        head[7] = unit[6] * replies + unit[7] * visible + unit[8] * pvs
+        head[8] = unit[9] * replies
+
+
+@compiled
+def _frames(
+    loop, flags, head, rates, resume, unit, ring_ticks, ring_step, ring_thread, ring_packed,
+    ring_held, records,
+):  # fmt: skip
+    """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
+    :meth:`AreaQuadrant.plan` plans them, until a step stops (a partition violation stops it
+    too: the Python frame reports it); the reason."""
+    ints = loop.ints
+    while next_frame(loop):
+        replies = ints[REPLIES]
+        _frame_head(
+            flags, head, unit, ints[PHYSICS], ints[B_TO] - ints[B_FROM], ints[COMMANDS],
+            ints[RANGE], replies, ints[VISIBLE], ints[PVS],
+        )  # fmt: skip
+        thread, kind, cost, arg, activity, boundary, spread, complete, code, a, b, d = _plan(
+            flags, head, rates, resume, ring_ticks, ring_step, ring_thread, ring_packed,
+            ring_held, frame_messages(loop), loop.reply_clients[:replies],
+            loop.reply_visible[:replies], loop.reply_pvs[:replies],
+        )  # fmt: skip
+        if not complete:
+            return RING
+        if code:
+            return VIOLATION
+        if not finish_frame(loop, thread, kind, cost, arg, activity):
+            break
+        row = ints[ROW] - 1
+        records[row, 0], records[row, 1], records[row, 2] = flags[0], boundary, spread
+    return ints[REASON]
 
 
 def _barrier_names(stage2: str, stage3: str, steps: int) -> tuple[str, ...]:
