@@ -53,6 +53,7 @@ from simsrv.compiled_loop.state import (
     MACHINE_NOW_US,
     MINTIC,
     N_LOCKS,
+    NEED,
     NEW_CHUNK,
     NEXT_BLOCK,
     NO_ARRIVAL,
@@ -242,6 +243,7 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
         or ints[HOLDS_SIZE] + n > len(loop.holds_times)
         or row >= len(loop.charged_us)
     ):
+        ints[NEED] = n
         return stop(loop, ROOM)
     now, frame, out = floats[NOW], ints[FRAME], loop.out
     try_phased = ints[SKIP] == 0

@@ -1,7 +1,8 @@
 """Running frames in compiled calls, between the frames the Python loop runs.
 
 :func:`simsrv.simulation.simulate` asks :class:`CompiledLoop` to run frames whenever it can:
-the socket is empty and the machine idle.  One call of the strategy's compiled loop
+the machine is idle and the socket holds nothing but packets of the stream's current
+backlog block.  One call of the strategy's compiled loop
 (:class:`~simsrv.strategies.base.FrameKernel`) then runs frames until the run ends or until a
 frame needs something only Python does (the stream generating ticks, the next backlog block, a
 per-tick table not loaded, a plan the compiled engine refuses, a store to grow: the reasons of
@@ -11,8 +12,9 @@ Python ones, applied to the same state (:mod:`simsrv.compiled_loop.kernels`).
 
 A call costs a few tens of microseconds of Python around it (the registers in and out, the
 frame rows appended); the stream needs Python about three times per simulated second, so a
-call runs hundreds of frames.  A call that runs no frame (a strategy whose plans the engine
-refuses, say) doubles the number of Python frames before the next try, up to 1,024.
+call runs hundreds of frames.  A call whose first plan the engine refuses (a strategy
+whose plans it never takes, say) doubles the number of Python frames before the next try, up
+to 1,024.
 """
 
 from __future__ import annotations
@@ -70,6 +72,11 @@ class CompiledLoop:
         self.records: np.ndarray | None = None
         self.backoff = 0
         self.skip = 0
+        self.room = 64
+        """Operations a frame may have (scratch rows; trace and lock-hold rows beyond
+        :data:`STORE_ROOM`): doubled past the largest frame that lacked room."""
+        self.frames = 0
+        """Frames the compiled calls ran (a diagnostic)."""
         self.calls: dict[str, int] = dict.fromkeys(s.REASONS, 0)
         """Calls that returned for each reason (a diagnostic)."""
 
@@ -98,17 +105,37 @@ class CompiledLoop:
     def run(self, now: float, rows: list[tuple], extra_rows: list[dict]) -> tuple[float, int]:
         """Run frames from ``now`` (s) when the loop can start (else none); append their rows
         to ``rows`` and ``extra_rows`` (as the Python loop does); return the clock and the
-        packets the frames read."""
+        packets the frames read.  Calls again, with more room, when a store is full."""
         if self.skip:
             self.skip -= 1
             return now, 0
-        if len(self.socket) or not self.machine.idle_for_arrays:
-            return now, 0
+        processed = 0
+        while True:
+            reason, done, now, read = self._call(now, rows, extra_rows)
+            processed += read
+            if reason != s.ROOM:
+                break
+            self.room = max(self.room, 2 * int(self.ints[s.NEED]))
+        if reason == s.REFUSED and not done:
+            self.backoff = min(2 * self.backoff + 1, MAX_BACKOFF)
+            self.skip = self.backoff
+        elif done:
+            self.backoff = 0
+        return now, processed
+
+    def _call(self, now: float, rows: list[tuple], extra_rows: list[dict]) -> tuple:
+        """One compiled call from ``now``: its reason (-1: it could not start), the frames it
+        ran, the clock after them and the packets they read."""
+        if not self.machine.idle_for_arrays:
+            return -1, 0, now, 0
         stream, machine, ints, floats = self.stream, self.machine, self.ints, self.floats
         buffer, arrivals, head, later = stream.first_block()
-        kernel = self.strategy.frame_kernel(buffer["tick"][head:])
+        read = self.socket.start_in(buffer, head)
+        if read is None:  # the socket holds packets from elsewhere (an earlier block)
+            return -1, 0, now, 0
+        kernel = self.strategy.frame_kernel(buffer["tick"][read:])
         if kernel is None:
-            return now, 0
+            return -1, 0, now, 0
         if self.tables is None:
             self.tables = machine.array_tables(kernel.plan_names)
             self.records = np.zeros((FRAMES_PER_CALL, len(kernel.record_names)), np.int64)
@@ -116,12 +143,12 @@ class CompiledLoop:
         trace, holds = machine.trace, machine.lock_holds
         trace.flush()
         holds.flush()
-        trace.reserve(STORE_ROOM)
-        holds.reserve(STORE_ROOM)
-        scratch_ints, scratch_times = machine.scratch_rows(64)
+        trace.reserve(STORE_ROOM + self.room)
+        holds.reserve(STORE_ROOM + self.room)
+        scratch_ints, scratch_times = machine.scratch_rows(self.room)
         plan = kernel.plan_names
         frame0 = len(rows)
-        ints[s.HEAD] = ints[s.READ] = head
+        ints[s.HEAD], ints[s.READ] = head, read
         ints[s.LATER] = later
         ints[s.FRAME] = frame0
         ints[s.ROW] = ints[s.PROCESSED] = 0
@@ -141,10 +168,10 @@ class CompiledLoop:
         reason = int(kernel.run(loop, *kernel.args, self.records))
         self.calls[s.REASONS[reason]] += 1
         done = int(ints[s.ROW])
+        self.frames += done
         # the state back into its owners
         stream.release_to(int(ints[s.HEAD]))
-        if ints[s.READ] < ints[s.HEAD]:
-            self.socket.hold(buffer[ints[s.READ] : ints[s.HEAD]])
+        self.socket.hold(buffer[ints[s.READ] : ints[s.HEAD]])
         self.builder.last_physics_s = float(floats[s.LAST_PHYSICS])
         machine.phased_backoff = (int(ints[s.SKIP]), int(ints[s.REFUSALS]))
         position = float(floats[s.POS_US]), int(ints[s.POS_FRAME]), int(ints[s.POS_THREADS])
@@ -152,12 +179,8 @@ class CompiledLoop:
         machine.now_us = float(floats[s.MACHINE_NOW_US])
         trace.size, holds.size = int(ints[s.TRACE_SIZE]), int(ints[s.HOLDS_SIZE])
         if done:
-            self.backoff = 0
             self._append_rows(frame0, done, rows, extra_rows, kernel.record_names)
-        elif reason != s.STOPPED:
-            self.backoff = min(2 * self.backoff + 1, MAX_BACKOFF)
-            self.skip = self.backoff
-        return float(floats[s.NOW]), int(ints[s.PROCESSED])
+        return reason, done, float(floats[s.NOW]), int(ints[s.PROCESSED])
 
     def _append_rows(
         self,

@@ -50,7 +50,9 @@ CUT, B_FROM, B_TO, UNIQUE, PHYSICS, COMMANDS, RANGE, REPLIES, VISIBLE, PVS = ran
 """The stream's release cut, the packets read ``buffer[B_FROM:B_TO]``, whether their senders
 are all different, whether physics runs, user commands, action-range entities, replies, their
 visible entities and PVS rooms."""
-INT_REGISTERS = 30
+NEED = 30
+"""Operations of the frame that found a store without room (:data:`ROOM`)."""
+INT_REGISTERS = 31
 
 # -- floats registers -----------------------------------------------------------------------
 NOW = 0

@@ -64,11 +64,30 @@ class SocketQueue:
         self._chunks.append(messages)
         self._length += len(messages)
 
+    def start_in(self, block: np.ndarray, end: int) -> int | None:
+        """Where the queue's packets start in ``block`` when they are exactly ``block[start:
+        end]`` (the same memory: packets released from that block and not read), else None;
+        ``end`` when the queue is empty."""
+        if not self._chunks:
+            return end
+        if len(self._chunks) > 1:
+            return None
+        chunk = self._chunks[0]
+        size = block.itemsize
+        if chunk.dtype != block.dtype or chunk.strides != (size,) or block.strides != (size,):
+            return None
+        offset = chunk.__array_interface__["data"][0] - block.__array_interface__["data"][0]
+        start = offset // size
+        if offset % size or start < 0 or start + len(chunk) != end:
+            return None
+        return start
+
     def hold(self, packets: np.ndarray) -> None:
-        """Make ``packets`` (in arrival order) the queue's content, when it is empty: the
-        packets the compiled loop released and did not read."""
-        assert self._length == 0, "the socket must be empty"
-        self._chunks.append(packets)
+        """Make ``packets`` (in arrival order) the queue's content: the packets the compiled
+        loop released and did not read (they include those queued before it ran)."""
+        self._chunks.clear()
+        if len(packets):
+            self._chunks.append(packets)
         self._length = len(packets)
 
     def deliver_and_read(self, messages: np.ndarray, limit: int) -> np.ndarray:

@@ -1,0 +1,137 @@
+"""The compiled frame loop (simsrv.compiled_loop) runs the same frames as the Python loop, bit
+for bit: every frame row, every trace row, the message accounting and the run's end, on each
+strategy that has one, across the options and workloads that take its different branches
+(lost packets and their commands, a read limit that leaves packets queued, senders with
+several packets in a frame, plans the compiled engine refuses)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import simsrv.simulation as simulation
+from simsrv.compiled_loop.runner import CompiledLoop
+from simsrv.scenario.load import load_scenario
+
+SHORT = ["run.duration_s=1.0", "run.warmup_s=0.2"]
+
+
+def _runs(overrides: list[str], monkeypatch) -> tuple:
+    """The run of ``overrides`` with the compiled loop and without it, and the loop."""
+    scenario = load_scenario(None, [*SHORT, *overrides])
+    loops: list[CompiledLoop | None] = []
+    create = CompiledLoop.create.__func__
+
+    def recording(cls, *args):
+        loops.append(create(cls, *args))
+        return loops[-1]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(CompiledLoop, "create", classmethod(recording))
+        fast = simulation.simulate(scenario)
+    with monkeypatch.context() as patch:
+        patch.setattr(CompiledLoop, "create", classmethod(lambda cls, *args: None))
+        slow = simulation.simulate(scenario)
+    return fast, slow, loops[0]
+
+
+def _assert_same(fast, slow) -> None:
+    pd.testing.assert_frame_equal(fast.frames, slow.frames, check_exact=True)
+    pd.testing.assert_frame_equal(fast.trace, slow.trace, check_exact=True)
+    assert fast.accounting == slow.accounting
+    assert (fast.arrived, fast.dropped, fast.end_s) == (slow.arrived, slow.dropped, slow.end_s)
+
+
+CASES = {
+    "abdelkhalek": ["server.strategy=abdelkhalek"],
+    "abdelkhalek-unlocked": ["server.strategy=abdelkhalek", "server.options.locking=none"],
+    "abdelkhalek-optimized-two-nodes": [
+        "server.strategy=abdelkhalek",
+        "server.options.locking=region-optimized",
+        "server.options.lock_scope=two-nodes",
+        "server.options.client_locks=false",
+        "server.options.gamestate_share=0",
+    ],
+    "abdelkhalek-4-cpus": ["server.strategy=abdelkhalek", "machine.cpus=4"],
+    "area-quadrant": ["server.strategy=area-quadrant"],
+    "area-quadrant-4": ["server.strategy=area-quadrant", "machine.cpus=4"],
+    "area-quadrant-serial-stage2": [
+        "server.strategy=area-quadrant",
+        "server.options.stage2=sequential",
+        "server.options.stage3=active",
+    ],
+    "area-quadrant-serial-stage3": [
+        "server.strategy=area-quadrant",
+        "server.options.stage3=sequential",
+    ],
+    "lost-packets": [
+        "server.strategy=abdelkhalek",
+        "clients.packet_loss=0.2",
+        "clients.commands_per_packet=3",
+    ],
+    "read-limit": ["server.strategy=area-quadrant", "server.max_messages_per_frame=3"],
+    "slow-frames": [  # frames longer than a client period: senders with several packets
+        "server.strategy=abdelkhalek",
+        "machine.costs.request_per_message=350",
+        "clients.packet_loss=0.1",
+        "clients.commands_per_packet=3",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_compiled_loop_runs_the_python_loops_frames(case, monkeypatch):
+    fast, slow, loop = _runs(CASES[case], monkeypatch)
+    _assert_same(fast, slow)
+    assert loop is not None
+    assert loop.frames > len(fast.frames) / 2  # most frames ran compiled
+    if case == "slow-frames":  # the case it is there for happened
+        assert (fast.frames["replies"] < fast.frames["messages"]).any()
+    if case == "read-limit":
+        assert (fast.frames["queued"] > 0).any()
+
+
+def test_plans_the_engine_refuses_run_in_python_with_the_same_results(monkeypatch):
+    """Three threads on two CPUs: the compiled engine refuses every plan (a CPU would hold two
+    threads), so the loop backs off and the Python loop runs every frame."""
+    overrides = ["server.strategy=abdelkhalek", "server.options.threads=3"]
+    fast, slow, loop = _runs(overrides, monkeypatch)
+    _assert_same(fast, slow)
+    assert loop.frames == 0
+    assert loop.calls["refused"] > 0
+    assert loop.calls["refused"] < len(fast.frames) / 20  # backed off
+
+
+def test_strategies_without_a_compiled_loop_or_outside_it_get_none(monkeypatch):
+    for overrides in (
+        ["server.strategy=sequential"],
+        ["server.strategy=abdelkhalek", "clients.socket_buffer_messages=8"],
+        ["server.strategy=abdelkhalek", "clients.bandwidth_control=true"],
+    ):
+        fast, slow, loop = _runs(overrides, monkeypatch)
+        assert loop is None
+        _assert_same(fast, slow)
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    strategy=st.sampled_from(["abdelkhalek", "area-quadrant"]),
+    seed=st.integers(0, 2**20),
+    players=st.integers(2, 80),
+    loss=st.sampled_from([0.0, 0.05, 0.3]),
+    limit=st.sampled_from([0, 1, 4]),
+)
+def test_any_seed_and_workload_give_the_same_frames(strategy, seed, players, loss, limit):
+    overrides = [
+        f"server.strategy={strategy}",
+        f"run.seed={seed}",
+        f"players.count={players}",
+        f"clients.packet_loss={loss}",
+        f"server.max_messages_per_frame={limit}",
+        "run.duration_s=0.4",
+    ]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fast, slow, _ = _runs(overrides, monkeypatch)
+    _assert_same(fast, slow)
