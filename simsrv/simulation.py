@@ -14,12 +14,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simsrv.compiled_loop.runner import CompiledLoop
+from simsrv.frame_table import FrameTable, frame_row
 from simsrv.invariants import (
     CHECKS,
     InvariantViolation,
@@ -35,44 +35,12 @@ from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
-from simsrv.workload.frame import FrameBuilder, FrameWorkload
+from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
 from simsrv.world.combat import Combat
 from simsrv.world.maps import MAP_KINDS, GameMap
 from simsrv.world.mobility import MOBILITY_MODELS
 from simsrv.world.world import World
-
-FRAME_COLUMNS = (
-    "frame",
-    "start_s",
-    "end_s",
-    "duration_s",
-    "messages",
-    "commands",
-    "replies",
-    "choked",
-    "physics",
-    "queued",
-)
-"""Per-frame columns every strategy reports (see :class:`SimulationOutput`)."""
-
-
-def frame_row(frame: FrameWorkload, end_s: float, messages: int, queued: int) -> tuple:
-    """One frame's values in :data:`FRAME_COLUMNS` order: ``frame`` ran until ``end_s`` s,
-    read ``messages`` packets and left ``queued`` in its socket."""
-    start_s = frame.start_s
-    return (
-        frame.index,
-        start_s,
-        end_s,
-        end_s - start_s,
-        messages,
-        frame.commands,
-        len(frame.reply_clients),
-        frame.choked,
-        frame.physics,
-        queued,
-    )
 
 
 @dataclass
@@ -136,15 +104,14 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
     limit = scenario.max_messages_per_frame
-    rows: list[tuple] = []
-    extra_rows: list[dict[str, Any]] = []
+    table = FrameTable(strategy.frame_record_names if reports_extra else None)
     processed = 0
     now = 0.0
     trimmed_at = 0  # client ticks generated when the world's history was last trimmed
     fast = CompiledLoop.create(scenario, stream, socket, builder, machine, strategy)
     while now < stop_s:
         if fast is not None:  # frames in compiled calls while it can; this frame in Python
-            now, read = fast.run(now, rows, extra_rows)
+            now, read = fast.run(now, table)
             processed += read
             if now >= stop_s:
                 break
@@ -153,11 +120,10 @@ def simulate(scenario: Scenario) -> SimulationOutput:
             now = stream.next_arrival_s()
             continue
         batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
-        frame = builder.build(len(rows), now, batch)
+        frame = builder.build(len(table), now, batch)
         end = machine.execute(strategy.plan(frame), frame.index, now)
-        rows.append(frame_row(frame, end, len(batch), len(socket)))
-        if reports_extra:
-            extra_rows.append(strategy.frame_record())
+        extra = strategy.frame_record() if reports_extra else None
+        table.append(frame_row(frame, end, len(batch), len(socket)), extra)
         processed += len(batch)
         now = end
         if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
@@ -176,9 +142,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         "processed": processed,
         "queued": len(socket),
     }
-    frames = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
-    if extra_rows:
-        frames = pd.concat([frames, pd.DataFrame(extra_rows)], axis=1)
+    frames = table.to_frame()
     trace = machine.trace.to_frame()
     with gc_paused():  # the checks allocate briefly; a full collection would cost more
         try:

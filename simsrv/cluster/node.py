@@ -21,7 +21,7 @@ from simsrv.world.world import World
 @dataclass
 class Node:
     """A node's server state and its records (``rows``: the frame columns of
-    :data:`simsrv.simulation.FRAME_COLUMNS`; ``mirrored_out``: entity states it sent per
+    :data:`simsrv.frame_table.FRAME_COLUMNS`; ``mirrored_out``: entity states it sent per
     frame; ``exchanged``: interconnect messages it paid CPU for per frame)."""
 
     index: int

@@ -31,18 +31,17 @@ from simsrv.cluster.node import Node, build_node
 from simsrv.cluster.router import Handoff, Router
 from simsrv.cluster.zones import Rebalance, ZonedWorld
 from simsrv.cluster.zoning import ZONINGS
+from simsrv.frame_table import FRAME_COLUMNS, frame_row
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
 from simsrv.simulation import (
-    FRAME_COLUMNS,
     SimulationOutput,
     accounting_time_s,
     build_world,
     check_machine,
-    frame_row,
     gc_paused,
 )
 from simsrv.workload.clients import CHUNK_TICKS, ClientStream

@@ -23,6 +23,7 @@ import numpy as np
 
 from simsrv.compiled_loop import state as s
 from simsrv.compiled_loop.state import LoopState
+from simsrv.frame_table import FrameTable
 from simsrv.machine.executor import Machine
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies.base import Strategy
@@ -65,11 +66,8 @@ class CompiledLoop:
         self.seen = np.zeros(players, np.int64)
         self.latest = np.zeros(players, np.int64)
         self.replies = tuple(np.zeros(players, np.int32) for _ in range(3))
-        self.frame_times = np.zeros((FRAMES_PER_CALL, 2))
-        self.frame_ints = np.zeros((FRAMES_PER_CALL, 6), np.int64)
         self.charged_us = np.zeros(FRAMES_PER_CALL)
         self.tables: tuple | None = None
-        self.records: np.ndarray | None = None
         self.backoff = 0
         self.skip = 0
         self.room = 64
@@ -102,16 +100,16 @@ class CompiledLoop:
             return None
         return cls(scenario, stream, socket, builder, machine, strategy)
 
-    def run(self, now: float, rows: list[tuple], extra_rows: list[dict]) -> tuple[float, int]:
-        """Run frames from ``now`` (s) when the loop can start (else none); append their rows
-        to ``rows`` and ``extra_rows`` (as the Python loop does); return the clock and the
-        packets the frames read.  Calls again, with more room, when a store is full."""
+    def run(self, now: float, table: FrameTable) -> tuple[float, int]:
+        """Run frames from ``now`` (s) when the loop can start (else none), their records
+        written to ``table``; return the clock and the packets the frames read.  Calls again,
+        with more room, when a store is full."""
         if self.skip:
             self.skip -= 1
             return now, 0
         processed = 0
         while True:
-            reason, done, now, read = self._call(now, rows, extra_rows)
+            reason, done, now, read = self._call(now, table)
             processed += read
             if reason != s.ROOM:
                 break
@@ -123,7 +121,7 @@ class CompiledLoop:
             self.backoff = 0
         return now, processed
 
-    def _call(self, now: float, rows: list[tuple], extra_rows: list[dict]) -> tuple:
+    def _call(self, now: float, table: FrameTable) -> tuple:
         """One compiled call from ``now``: its reason (-1: it could not start), the frames it
         ran, the clock after them and the packets they read."""
         if not self.machine.idle_for_arrays:
@@ -138,7 +136,6 @@ class CompiledLoop:
             return -1, 0, now, 0
         if self.tables is None:
             self.tables = machine.array_tables(kernel.plan_names)
-            self.records = np.zeros((FRAMES_PER_CALL, len(kernel.record_names)), np.int64)
         waits, threads, activities, locks = self.tables
         trace, holds = machine.trace, machine.lock_holds
         trace.flush()
@@ -147,10 +144,10 @@ class CompiledLoop:
         holds.reserve(STORE_ROOM + self.room)
         scratch_ints, scratch_times = machine.scratch_rows(self.room)
         plan = kernel.plan_names
-        frame0 = len(rows)
+        table.reserve(FRAMES_PER_CALL)
         ints[s.HEAD], ints[s.READ] = head, read
         ints[s.LATER] = later
-        ints[s.FRAME] = frame0
+        ints[s.FRAME] = table.size
         ints[s.ROW] = ints[s.PROCESSED] = 0
         ints[s.SKIP], ints[s.REFUSALS] = machine.phased_backoff
         ints[s.TRACE_SIZE], ints[s.HOLDS_SIZE] = trace.size, holds.size
@@ -163,9 +160,9 @@ class CompiledLoop:
             buffer, arrivals, ints, floats, self.builder.last_tick, self.seen, self.latest,
             *self.replies, plan.thread_cpu, plan.barrier_parties, waits, threads, activities,
             locks, scratch_ints, scratch_times, machine.engine_out, trace.ints, trace.times,
-            holds.ints, holds.times, self.frame_times, self.frame_ints, self.charged_us,
+            holds.ints, holds.times, table.times, table.ints, self.charged_us,
         )  # fmt: skip
-        reason = int(kernel.run(loop, *kernel.args, self.records))
+        reason = int(kernel.run(loop, *kernel.args, table.extra))
         self.calls[s.REASONS[reason]] += 1
         done = int(ints[s.ROW])
         self.frames += done
@@ -178,38 +175,6 @@ class CompiledLoop:
         machine.position = position
         machine.now_us = float(floats[s.MACHINE_NOW_US])
         trace.size, holds.size = int(ints[s.TRACE_SIZE]), int(ints[s.HOLDS_SIZE])
-        if done:
-            self._append_rows(frame0, done, rows, extra_rows, kernel.record_names)
+        table.size += done
+        machine.charged_us.extend(self.charged_us[:done].tolist())
         return reason, done, float(floats[s.NOW]), int(ints[s.PROCESSED])
-
-    def _append_rows(
-        self,
-        frame0: int,
-        done: int,
-        rows: list[tuple],
-        extra_rows: list[dict],
-        record_names: tuple[str, ...],
-    ) -> None:
-        """The call's frames as the Python loop writes them: a tuple per frame (values of the
-        same Python types) and the strategy's dict; the CPU time charged per frame."""
-        times, ints = self.frame_times[:done], self.frame_ints[:done]
-        start, end = times[:, 0], times[:, 1]
-        rows.extend(
-            zip(
-                range(frame0, frame0 + done),
-                start.tolist(),
-                end.tolist(),
-                (end - start).tolist(),
-                *(ints[:, c].tolist() for c in (s.F_MESSAGES, s.F_COMMANDS, s.F_REPLIES)),
-                ints[:, s.F_CHOKED].tolist(),
-                ints[:, s.F_PHYSICS].astype(bool).tolist(),
-                ints[:, s.F_QUEUED].tolist(),
-                strict=True,
-            )
-        )
-        if record_names:
-            extra_rows.extend(
-                dict(zip(record_names, values, strict=True))
-                for values in self.records[:done].tolist()
-            )
-        self.machine.charged_us.extend(self.charged_us[:done].tolist())

@@ -101,7 +101,7 @@ REASONS = (
 
 # -- frame columns ----------------------------------------------------------------------------
 F_MESSAGES, F_COMMANDS, F_REPLIES, F_CHOKED, F_PHYSICS, F_QUEUED = range(6)
-"""Columns of ``frame_ints`` (the integer columns of :data:`simsrv.simulation.FRAME_COLUMNS`)."""
+"""Columns of ``frame_ints`` (the integer columns of :data:`simsrv.frame_table.FRAME_COLUMNS`)."""
 
 
 class LoopState(NamedTuple):

@@ -71,7 +71,8 @@ from pydantic import Field
 
 from simsrv.compiled import borrowing, compiled
 from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
-from simsrv.compiled_loop.state import PHYSICS, REASON, REPLIES, RING, ROW
+from simsrv.compiled_loop.state import FRAME as FRAME_INDEX
+from simsrv.compiled_loop.state import PHYSICS, REASON, REPLIES, RING
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -116,6 +117,10 @@ FRAME, WORLD, BARRIER_COST, BARRIER_WAIT, SWITCH, NET_RECV = range(6)
 LOCK, REQUEST, REPLY_INFO, REPLY, NET_SEND = range(6, 11)
 
 
+RECORD_NAMES = ("threads", "master_thread", "memory_bytes", "memory_reserved_bytes")
+"""The frame record's columns (:meth:`Abdelkhalek.frame_record`)."""
+
+
 class AbdelkhalekOptions(StrictModel):
     """Options of ``abdelkhalek`` (``[server.options]``)."""
 
@@ -153,6 +158,7 @@ class Abdelkhalek(Strategy):
 
     options: AbdelkhalekOptions
     has_frame_kernel = True
+    frame_record_names = RECORD_NAMES
 
     def __init__(self, options: AbdelkhalekOptions, context: StrategyContext) -> None:
         super().__init__(options, context)
@@ -262,7 +268,7 @@ class Abdelkhalek(Strategy):
         )
         args = (self.flags, self.head, self.resume_us, world_us, constants, ring_ticks, *tables)
         names = PlanArrays.names_only(*self.plan_names)
-        return FrameKernel(_frames, args, names, RECORD_NAMES)
+        return FrameKernel(_frames, args, names)
 
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick, (N,) int64 each: where its lock walk starts and the
@@ -292,8 +298,6 @@ class Abdelkhalek(Strategy):
         return self._record
 
 
-RECORD_NAMES = ("threads", "master_thread", "memory_bytes", "memory_reserved_bytes")
-"""The frame record's columns (:meth:`Abdelkhalek.frame_record`)."""
 _NO_RING = (np.full(1, -1, np.int64), tuple(np.zeros((1, 1), np.int64) for _ in range(6)))
 """The ring arguments of a plan without locks (never read)."""
 # ``head``: costs of a frame, us (the two marked per frame are set by ``plan``)
@@ -409,7 +413,7 @@ def _frames(
             return RING
         if not finish_frame(loop, thread, kind, cost, arg, activity):
             break
-        row = ints[ROW] - 1
+        row = ints[FRAME_INDEX] - 1  # the frame's row in the run's frame table
         records[row, 0], records[row, 1] = constants[0], master
         records[row, 2], records[row, 3] = constants[1], constants[2]
     return ints[REASON]

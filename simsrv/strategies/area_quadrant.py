@@ -77,10 +77,10 @@ from simsrv.compiled_loop.state import (
     REASON,
     REPLIES,
     RING,
-    ROW,
     VIOLATION,
     VISIBLE,
 )
+from simsrv.compiled_loop.state import FRAME as FRAME_INDEX
 from simsrv.invariant_kernels import packet_workers_kernel
 from simsrv.invariants import report_partition
 from simsrv.machine.plan_arrays import (
@@ -107,6 +107,9 @@ from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS
+
+RECORD_NAMES = ("threads", "boundary_messages", "reply_spread")
+"""The frame record's columns (:meth:`AreaQuadrant.frame_record`)."""
 
 
 class AreaQuadrantOptions(StrictModel):
@@ -166,6 +169,7 @@ class AreaQuadrant(Strategy):
 
     options: AreaQuadrantOptions
     has_frame_kernel = True
+    frame_record_names = RECORD_NAMES
 
     def __init__(self, options: AreaQuadrantOptions, context: StrategyContext) -> None:
         super().__init__(options, context)
@@ -298,7 +302,7 @@ class AreaQuadrant(Strategy):
             *tables,
         )
         names = PlanArrays.names_only(*self.plan_names)
-        return FrameKernel(_frames, args, names, RECORD_NAMES)
+        return FrameKernel(_frames, args, names)
 
     def _player_areas(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick: the step and the thread of its packets (the
@@ -320,8 +324,6 @@ class AreaQuadrant(Strategy):
         return self._record
 
 
-RECORD_NAMES = ("threads", "boundary_messages", "reply_spread")
-"""The frame record's columns (:meth:`AreaQuadrant.frame_record`)."""
 ACTIVITIES = (
     "frame",
     "world",
@@ -432,7 +434,7 @@ def _frames(
             return VIOLATION
         if not finish_frame(loop, thread, kind, cost, arg, activity):
             break
-        row = ints[ROW] - 1
+        row = ints[FRAME_INDEX] - 1  # the frame's row in the run's frame table
         records[row, 0], records[row, 1], records[row, 2] = flags[0], boundary, spread
     return ints[REASON]
 

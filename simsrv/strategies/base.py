@@ -52,16 +52,16 @@ class FrameKernel(NamedTuple):
 
     ``run(loop, *args, records)`` runs frames with the steps of
     :mod:`simsrv.compiled_loop.kernels` and the strategy's compiled planning function, writes
-    each frame's :meth:`Strategy.frame_record` values (integers, in ``record_names`` order) at
-    its row of ``records`` (frames, len(record_names)) int64, and returns the reason it stopped
-    (:mod:`simsrv.compiled_loop.state`).  ``plan_names`` is an empty plan carrying the names
+    each frame's :meth:`Strategy.frame_record` values (in
+    :attr:`Strategy.frame_record_names` order) at the frame's row of ``records`` (the run's
+    :attr:`FrameTable.extra <simsrv.frame_table.FrameTable.extra>`), and returns the reason it
+    stopped (:mod:`simsrv.compiled_loop.state`).  ``plan_names`` is an empty plan carrying the names
     every plan of the strategy has (threads, activities, barriers, locks).
     """
 
     run: Callable[..., int]
     args: tuple
     plan_names: PlanArrays
-    record_names: tuple[str, ...]
 
 
 class Strategy:
@@ -69,6 +69,9 @@ class Strategy:
 
     has_frame_kernel = False
     """Whether :meth:`frame_kernel` may give a compiled frame loop."""
+    frame_record_names: tuple[str, ...] | None = None
+    """The names of :meth:`frame_record`'s values when they are integers named up front (a
+    strategy with a compiled loop, which writes them as integer columns)."""
 
     connected: int | None = None
     """Clients whose scores and broadcasts the frame's stage 3 covers, if not every player
