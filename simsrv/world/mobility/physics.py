@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simsrv.compiled import compiled
 from simsrv.world.maps.base import GameMap
 
 GRAVITY = 800.0
@@ -23,18 +24,61 @@ def fall(
     """
     z = positions[:, 2]
     ground = game_map.ground_z(positions)
-    airborne = (vz != 0.0) | (z > ground)
-    if not airborne.any():
+    airborne, any_airborne, new_z, new_vz, rising = _airborne(z, vz, ground, dt_s, GRAVITY)
+    if not any_airborne:
         return vz, np.maximum(z, ground)
-    new_z = z + vz * dt_s
-    new_vz = np.where(airborne, vz - GRAVITY * dt_s, 0.0)
-    rising = np.flatnonzero(airborne & (vz > 0.0))
     if len(rising):
         moved = positions[rising].copy()
         moved[:, 2] = new_z[rising]
         bumped = rising[game_map.in_solid(moved)]
         new_z[bumped] = z[bumped]
         new_vz[bumped] = 0.0
-    landed = airborne & (new_z <= ground)
-    new_vz[landed] = 0.0
-    return new_vz, np.where(airborne, np.maximum(new_z, ground), np.maximum(z, ground))
+    return new_vz, _land(z, ground, airborne, new_z, new_vz)
+
+
+@compiled
+def _airborne(z, vz, ground, dt_s, gravity):  # pragma: no cover - compiled
+    """Who is airborne (moving up or above its ground) and whether anyone is; where each
+    would be after ``dt_s`` and its speed then (airborne: less gravity; else 0); the rising
+    players (airborne, moving up), in index order."""
+    n = len(z)
+    airborne = np.empty(n, np.bool_)
+    new_z, new_vz = np.empty(n), np.empty(n)
+    rising = np.empty(n, np.int64)
+    pull = gravity * dt_s
+    count, anyone = 0, False
+    for i in range(n):
+        up = vz[i] != 0.0 or z[i] > ground[i]
+        airborne[i] = up
+        anyone = anyone or up
+        new_z[i] = z[i] + vz[i] * dt_s
+        new_vz[i] = vz[i] - pull if up else 0.0
+        if up and vz[i] > 0.0:
+            rising[count] = i
+            count += 1
+    return airborne, anyone, new_z, new_vz, rising[:count]
+
+
+@compiled
+def _land(z, ground, airborne, new_z, new_vz):  # pragma: no cover - compiled
+    """The heights after the tick (never below the ground); an airborne player that reaches
+    its ground lands (its speed becomes 0, in ``new_vz``)."""
+    out = np.empty(len(z))
+    for i in range(len(z)):
+        if airborne[i]:
+            if new_z[i] <= ground[i]:
+                new_vz[i] = 0.0
+            out[i] = _maximum(new_z[i], ground[i])
+        else:
+            out[i] = _maximum(z[i], ground[i])
+    return out
+
+
+@compiled
+def _maximum(a, b):  # pragma: no cover - compiled
+    """``np.maximum`` of two floats (a NaN wins, the first on ties)."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
