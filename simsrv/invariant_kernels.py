@@ -1,4 +1,6 @@
-"""Compiled per-frame kernels of the ``entity_partition`` invariant (:mod:`simsrv.invariants`).
+"""Compiled kernels of the invariants (:mod:`simsrv.invariants`): the per-frame ones of
+``entity_partition``, and the end-of-run interval scan of ``cpu_exclusive`` and
+``lock_exclusive`` (:func:`listed_in_order_without_overlap`).
 
 Compiled with :func:`simsrv.compiled.compiled` (numba, cached on disk): the first process after
 an install compiles them (about a second), later processes load the cache.  Each kernel
@@ -62,3 +64,23 @@ def packet_workers_kernel(worker, workers):
         if worker[p] < 0 or worker[p] >= workers:
             return PACKET_ON_BAD_WORKER, p, worker[p], 0
     return OK, 0, 0, 0
+
+
+@compiled
+def listed_in_order_without_overlap(rows, owner, start, end, owners, by_end):
+    """Whether the intervals ``rows`` (indices into ``owner``, ``start``, ``end``) are listed,
+    per owner (a CPU, a lock; ``owners`` of them), in the order of their start (then of their
+    end, with ``by_end``), and none starts before the previous one of its owner ends.  Then
+    sorting them by owner and start (and end), as the exact check does, keeps each owner's
+    order, and that check finds no overlap either.  False: not known, sort and check (the
+    machine records mostly in time order, so the sort is rarely needed)."""
+    last_start = np.full(owners, -np.inf)
+    last_end = np.full(owners, -np.inf)
+    for r in rows:
+        o, s, e = owner[r], start[r], end[r]
+        if s < last_start[o] or (by_end and s == last_start[o] and e < last_end[o]):
+            return False  # out of order
+        if s < last_end[o]:
+            return False  # an overlap: the exact check reports it
+        last_start[o], last_end[o] = s, e
+    return True

@@ -137,7 +137,15 @@ def check_trace(
     row, times in s; ``thread_of(row)`` names a row's thread; ``charged_s[f]`` is frame
     ``f``'s charged CPU time; ``slowest_speed`` the SMT throughput, 1 without SMT)."""
     b = np.flatnonzero(busy)
-    pair = _first_overlap(b[np.lexsort((start_s[b], cpu[b]))], cpu, start_s, end_s)
+    cpus = int(cpu.max()) + 1 if len(cpu) and cpu.min() >= 0 else 0
+    in_order = cpus > 0 and _kernels().listed_in_order_without_overlap(
+        b, cpu, start_s, end_s, cpus, False
+    )
+    pair = (
+        None
+        if in_order
+        else _first_overlap(b[np.lexsort((start_s[b], cpu[b]))], cpu, start_s, end_s)
+    )
     if pair is not None:
         first, second = pair
         raise InvariantViolation(
@@ -175,6 +183,10 @@ def check_locks(holds: LockHolds | Sequence[tuple]) -> None:
         return
     ints, times = holds.columns()
     codes, start, end = ints[:, 0], times[:, 0], times[:, 1]
+    rows = np.arange(len(codes))
+    locks = int(codes.max()) + 1  # codes are >= 0 (interned names)
+    if _kernels().listed_in_order_without_overlap(rows, codes, start, end, locks, True):
+        return
     pair = _first_overlap(np.lexsort((end, start, codes)), codes, start, end)
     if pair is not None:
         (lock, frame, thread, _, until), (_, second_frame, other, since, _) = map(holds.row, pair)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsrv.cli.main import main
 from simsrv.invariants import (
@@ -223,3 +224,31 @@ def test_random_plans_keep_every_machine_invariant_and_log_every_critical_sectio
     assert {hold[:3] for hold in machine.lock_holds} == taken
     acquires = sum(type(op) is Acquire for plan in frames for t in plan.threads for op in t.ops)
     assert len(machine.lock_holds) <= acquires
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(0, 6)),
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_the_in_order_scan_never_passes_what_the_sorted_check_rejects(intervals, by_end):
+    """The compiled scan of ``cpu_exclusive`` and ``lock_exclusive`` answers True only when the
+    exact check (sort by owner, start (, end), then compare neighbours) finds no overlap; on
+    intervals listed in time order per owner it answers exactly that check."""
+    from simsrv.invariant_kernels import listed_in_order_without_overlap
+    from simsrv.invariants import _first_overlap
+
+    owner = np.array([o for o, _, _ in intervals], np.int64)
+    start = np.array([s for _, s, _ in intervals], np.float64)
+    end = start + np.array([d for _, _, d in intervals], np.float64)
+    rows = np.arange(len(intervals))
+    keys = (end, start, owner) if by_end else (start, owner)
+    exact = _first_overlap(np.lexsort(keys), owner, start, end) is None
+    scan = listed_in_order_without_overlap(rows, owner, start, end, 4, by_end)
+    assert not scan or exact
+    ordered = np.lexsort((rows, *keys))  # the same intervals listed in time order per owner
+    again = listed_in_order_without_overlap(ordered, owner, start, end, 4, by_end)
+    assert again == exact
