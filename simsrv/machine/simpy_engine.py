@@ -99,6 +99,9 @@ class SimpyMachine:
     :class:`simsrv.machine.executor.Machine` (``execute``, ``finish``, ``trace``,
     ``charged_us``, ``lock_holds``)."""
 
+    runs_arrays_compiled = False
+    """The reference engine runs every plan itself (no compiled frame loop)."""
+
     def __init__(
         self,
         cpus: int,
