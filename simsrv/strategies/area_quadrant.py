@@ -239,7 +239,7 @@ class AreaQuadrant(Strategy):
         serial replies and sends, us (``plan`` sets the per-frame ones)."""
         self.unit_us = np.array(
             [
-                c.world_us(k, context.world.entity_count),
+                0.0,  # world physics (set per plan, from the frame's entities)
                 k.net_recv_per_message,
                 k.request_per_message,
                 k.request_per_command,
@@ -263,6 +263,7 @@ class AreaQuadrant(Strategy):
         messages = frame.messages
         head = self.head
         head[6] = c.reply_info_us(self.costs, self.connected_clients)
+        self.unit_us[0] = c.world_us(self.costs, frame.entities)
         _frame_head(
             self.flags, head, self.unit_us, frame.physics, len(messages), frame.commands,
             frame.range_entities, len(frame.reply_clients), frame.visible_entities,
@@ -291,6 +292,7 @@ class AreaQuadrant(Strategy):
         if ring is not None and len(ticks):
             ring.load(ticks)
         self.head[6] = c.reply_info_us(self.costs, self.connected_clients)
+        self.unit_us[0] = c.world_us(self.costs, self.context.world.entity_count)
         ring_ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
         args = (
             self.flags,
