@@ -1,12 +1,13 @@
 """The compiled per-tick tables of the thread strategies equal their numpy reference.
 
 ``abdelkhalek``'s lock facts (:func:`simsrv.strategies.region_locks.lock_tables`) and
-``area-quadrant``'s area facts (:func:`simsrv.strategies.area_tables.area_tables`) are computed
-box by box in compiled code; the numpy composition they replace (``AreanodeTree.link``,
-``covering``, ``overlaps``, :func:`path_locks`, :func:`walked_nodes`, :func:`request_schedule`,
-``np.packbits``) is kept here as the reference, and the two must give the same integers on
-random positions and on positions clustered on the tree's split lines and region borders
-(where ``<`` against ``<=`` decides), for every option that changes the tables.
+``area-quadrant``'s area facts (:func:`simsrv.strategies.quadrant_tables.area_tables`) are
+computed box by box in compiled code; the numpy composition they replace
+(``AreanodeTree.link``, ``covering``, ``overlaps``, :func:`path_locks`, :func:`walked_nodes`,
+:func:`request_schedule`, ``np.packbits``) is kept here as the reference, and the two must
+give the same integers on random positions and on positions clustered on the tree's split
+lines and region borders (where ``<`` against ``<=`` decides), for every option that changes
+the tables.  :class:`PerTick` places ticks in its ring as its Python rule did.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.strategies.area_quadrant import area_depth, request_schedule
-from simsrv.strategies.area_tables import STAGE2_CODES, area_tables
 from simsrv.strategies.positions import PerTick
+from simsrv.strategies.quadrant_tables import STAGE2_CODES, area_tables
 from simsrv.strategies.region_locks import lock_tables, path_locks, walked_nodes
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.areanode_kernels import (

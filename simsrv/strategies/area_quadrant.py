@@ -80,9 +80,9 @@ from simsrv.machine.plan_arrays import (
 )
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
-from simsrv.strategies.area_tables import STAGE2_CODES, area_tables
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
+from simsrv.strategies.quadrant_tables import STAGE2_CODES, area_tables
 from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
@@ -256,7 +256,7 @@ class AreaQuadrant(Strategy):
         :func:`request_schedule` of the node it is linked to), (N,) int each; the areas its
         action range meets, packed bits (N, ceil(areas / 8)) uint8 (area ``j``: bit
         ``7 - j % 8`` of byte ``j // 8``); and how many they are, (N,) int
-        (:func:`~simsrv.strategies.area_tables.area_tables`, one compiled call)."""
+        (:func:`~simsrv.strategies.quadrant_tables.area_tables`, one compiled call)."""
         tree = self.tree
         return area_tables(
             tree.axis, tree.dist, tree.lo, tree.hi, tree.depth, origins, PLAYER_MINS,

@@ -4,8 +4,8 @@ A packet carries the tick of the world state it was sent in; the world keeps the
 recent ticks (:meth:`simsrv.world.world.World.keep_neighbours`).  Positions change only at
 client ticks (31.25 per second) while a server runs thousands of frames per second, so
 per-player spatial facts (the areanode a player is linked to, the locks its moves need) are
-computed once per tick for all players, in one compiled call (:class:`PerTick`), and each frame only
-gathers them for its packets, inside the strategy's compiled planning call
+computed once per tick for all players, in one compiled call (:class:`PerTick`), and each
+frame only gathers them for its packets, inside the strategy's compiled planning call
 (:func:`slot_of`).
 """
 
