@@ -91,7 +91,7 @@ from simsrv.strategies.base import (
     StrategyKind,
 )
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
-from simsrv.strategies.region_locks import LockScope, path_locks, walked_nodes
+from simsrv.strategies.region_locks import LockScope, lock_tables
 from simsrv.strategies.threads import place_threads, resume_costs, thread_memory_bytes
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
@@ -273,26 +273,14 @@ class Abdelkhalek(Strategy):
     def _player_locks(self, origins: np.ndarray) -> tuple[np.ndarray, ...]:
         """For every player at one tick, (N,) int64 each: where its lock walk starts and the
         node covering its action range, the same for its own box (the optimised region), and
-        the nodes the walk visits for each."""
-        box_min, box_max = origins + PLAYER_MINS, origins + PLAYER_MAXS
-        reach = np.array([self.half_range, self.half_range, 0.0])
-        if self.options.lock_scope == "leaf-to-root":
-            start, scope = path_locks(self.tree, origins, origins - reach, origins + reach)
-            own = self.tree.covering(start, box_min, box_max)[0]
-            own_start = start
-        else:
-            own = own_start = self.tree.link(box_min, box_max)
-            start = own
-            scope = self.tree.covering(own, origins - reach, origins + reach)[0]
-        arrays = (
-            start,
-            scope,
-            walked_nodes(start, scope),
-            own_start,
-            own,
-            walked_nodes(own_start, own),
-        )
-        return tuple(np.asarray(a, dtype=np.int64) for a in arrays)
+        the nodes the walk visits for each (:func:`~simsrv.strategies.region_locks.lock_tables`,
+        one compiled call: the integers of :func:`path_locks`, ``AreanodeTree.link`` and
+        ``covering`` and :func:`walked_nodes`)."""
+        tree = self.tree
+        return lock_tables(
+            tree.axis, tree.dist, tree.lo, tree.hi, tree.depth, origins, PLAYER_MINS,
+            PLAYER_MAXS, self.half_range, self.options.lock_scope == "leaf-to-root",
+        )  # fmt: skip
 
     def frame_record(self) -> dict[str, Any]:
         return self._record

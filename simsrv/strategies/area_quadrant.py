@@ -103,6 +103,7 @@ from simsrv.strategies.base import (
     StrategyKind,
 )
 from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
+from simsrv.strategies.quadrant_tables import STAGE2_CODES, area_tables
 from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
@@ -310,17 +311,14 @@ class AreaQuadrant(Strategy):
         """For every player at one tick: the step and the thread of its packets (the
         :func:`request_schedule` of the node it is linked to), (N,) int each; the areas its
         action range meets, packed bits (N, ceil(areas / 8)) uint8 (area ``j``: bit
-        ``7 - j % 8`` of byte ``j // 8``); and how many they are, (N,) int."""
-        own = self.tree.link(origins + PLAYER_MINS, origins + PLAYER_MAXS)
-        schedule = request_schedule(own, self.threads, self.stage2)
-        reach = np.array([self.half_range, self.half_range, 0.0])
-        meets = self.tree.overlaps(self.areas, origins - reach, origins + reach)
-        return (
-            np.asarray(schedule.step, dtype=np.int64),
-            np.asarray(schedule.thread, dtype=np.int64),
-            np.packbits(meets, axis=1),
-            meets.sum(axis=1).astype(np.int64),
-        )
+        ``7 - j % 8`` of byte ``j // 8``); and how many they are, (N,) int
+        (:func:`~simsrv.strategies.quadrant_tables.area_tables`, one compiled call)."""
+        tree = self.tree
+        return area_tables(
+            tree.axis, tree.dist, tree.lo, tree.hi, tree.depth, origins, PLAYER_MINS,
+            PLAYER_MAXS, self.half_range, self.areas, self.threads, STAGE2_CODES[self.stage2],
+            self.depth,
+        )  # fmt: skip
 
     def frame_record(self) -> dict[str, Any]:
         return self._record

@@ -27,7 +27,9 @@ from typing import Literal
 
 import numpy as np
 
+from simsrv.compiled import compiled
 from simsrv.world.areanode import AreanodeTree
+from simsrv.world.areanode_kernels import covering_box, link_box, node_depth
 
 LockScope = Literal["leaf-to-root", "two-nodes"]
 
@@ -57,3 +59,39 @@ def walked_nodes(start: np.ndarray, top: np.ndarray) -> np.ndarray:
     """Nodes the acquiring walk visits: down from the root to ``start``, then up to ``top``."""
     depth = AreanodeTree.node_depth(start)
     return depth + depth - AreanodeTree.node_depth(top)
+
+
+@compiled
+def lock_tables(axis, dist, lo, hi, depth, origins, mins, maxs, half_range, leaf_to_root):
+    """Every player's lock facts at one tick, in one call (the tree's arrays and ``depth``;
+    ``origins`` (N, 3+), units; the player box ``mins``, ``maxs``; ``half_range``: half the
+    action-range edge, units).  Returns six (N,) int64 arrays: where the lock walk of the
+    action range starts, the node covering the range, the nodes the walk visits
+    (:func:`walked_nodes`); the same for the player's own box (the region of a packet that
+    can only modify its mover).
+
+    ``leaf_to_root``: the walks start at the leaf holding the origin (:func:`path_locks`);
+    both regions' walks start there.  Otherwise (``two-nodes``) both start at the node the
+    player's box is linked to, which is its own box's covering node.  The integers are those
+    of the numpy methods of :class:`AreanodeTree`."""
+    n = len(origins)
+    start, scope, walked = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    own_start, own, own_walked = (
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+    )
+    for i in range(n):
+        x, y = origins[i, 0], origins[i, 1]
+        bx0, by0, bx1, by1 = x + mins[0], y + mins[1], x + maxs[0], y + maxs[1]
+        rx0, ry0, rx1, ry1 = x - half_range, y - half_range, x + half_range, y + half_range
+        if leaf_to_root:
+            first = link_box(axis, dist, depth, x, y, x, y)
+            mine = covering_box(lo, hi, depth, first, bx0, by0, bx1, by1)[0]
+        else:
+            first = mine = link_box(axis, dist, depth, bx0, by0, bx1, by1)
+        top = covering_box(lo, hi, depth, first, rx0, ry0, rx1, ry1)[0]
+        below = node_depth(first)
+        start[i], scope[i], walked[i] = first, top, below + below - node_depth(top)
+        own_start[i], own[i], own_walked[i] = first, mine, below + below - node_depth(mine)
+    return start, scope, walked, own_start, own, own_walked

@@ -10,7 +10,9 @@ the near side when entirely below, and stops at a node whose split plane the box
 Nodes are numbered breadth first (heap order): node ``i`` has children ``2i + 1`` (the part
 above the split, QuakeWorld's ``children[0]``) and ``2i + 2`` (below), parent ``(i - 1) // 2``,
 depth ``floor(log2(i + 1))``.  Relinking as entities move is :meth:`AreanodeTree.link` on the
-new boxes (vectorised; cheap enough to redo every frame).
+new boxes (vectorised; cheap enough to redo every frame).  :mod:`simsrv.world.areanode_kernels`
+walks the same tree one box at a time for compiled loops (the same integers; these numpy
+methods are its reference in the tests).
 """
 
 from __future__ import annotations
