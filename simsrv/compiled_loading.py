@@ -1,0 +1,159 @@
+"""Loading simsrv's compiled functions from numba's on-disk cache at a lower one-off cost.
+
+A fresh process pays numba, for its first cached function, to *refresh its target context*
+(~0.13 s: importing ~60 of numba's modules and registering every typing and lowering
+template), and, for every cached function, to *parse the LLVM bitcode of its linkable
+module* and list that module's symbols (~3 ms each; 9-17 functions per run).  Neither is
+needed to run machine code that is already compiled:
+
+* the templates serve the compiler; a compilation (a cache miss, or any new function)
+  refreshes the context itself first (``numba.core.compiler.compile_extra``);
+* the linkable module serves a *later* compilation that calls the function (numba links its
+  code into the caller's); the machine code itself comes from the cached object file.
+
+:class:`FastLoadingCache` is numba's per-function cache with both deferred: a load
+initialises only numba's runtime (its allocation functions, which the cached code calls)
+and builds a :class:`LazyLinkingLibrary`, whose linkable module is parsed the first time a
+compilation asks for it (or a symbol other than the function's own entry point is looked
+up).  The machine code and its environments are numba's own, loaded the same way, so the
+results are identical.  Anything unexpected (a numba whose cache payload or libraries differ
+from the ones this was written against) makes the load fall back to numba's own path.
+
+:func:`install` swaps a dispatcher's cache for this one; ``simsrv.compiled`` does it for every
+simsrv function.  Measured on ``cube-160`` with ``bsp-group`` (17 functions loaded): the
+first ``simulate`` of a process ~0.37 s before, see docs/performance.md for after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba.core import caching, codegen, compiler
+from numba.core.runtime import rtsys
+
+_OBJECT = "object"
+"""numba's kind of a library cached as an object file plus the bitcode to link it."""
+
+
+class LazyLinkingLibrary(codegen.JITCodeLibrary):
+    """A JIT library rebuilt from a cached object file whose linkable module (LLVM bitcode)
+    is parsed only when needed: to link it into a new compilation, or to look up a symbol
+    other than the entry point it was loaded for."""
+
+    _pending_bitcode: bytes | None = None
+    _entry_point_name: str | None = None
+
+    def _parse_linkable_module(self) -> None:
+        if self._pending_bitcode is None:
+            return
+        import llvmlite.binding as ll
+
+        self._shared_module = ll.parse_bitcode(self._pending_bitcode)
+        self._pending_bitcode = None
+        self._codegen._engine._load_defined_symbols(self._shared_module)
+
+    def _get_module_for_linking(self) -> Any:
+        self._parse_linkable_module()
+        return super()._get_module_for_linking()
+
+    def get_pointer_to_function(self, name: str) -> int:
+        if name == self._entry_point_name:
+            # Defined by the cached object file, which the engine loaded on finalising.
+            self._ensure_finalized()
+            return self._codegen._engine.get_function_address(name)
+        self._parse_linkable_module()
+        return super().get_pointer_to_function(name)
+
+    def serialize_using_object_code(self) -> tuple[str, str, Any]:
+        self._parse_linkable_module()
+        return super().serialize_using_object_code()
+
+
+def _library(target_context: Any, libdata: Any, entry_point_name: str) -> Any:
+    """The cached library ``libdata`` (numba's ``(name, kind, data)``), its linkable module
+    left unparsed when it is an object file."""
+    name, kind, data = libdata
+    codegen_ = target_context.codegen()
+    if (
+        kind != _OBJECT
+        or not isinstance(codegen_, codegen.JITCPUCodegen)
+        or not (isinstance(data, tuple) and len(data) == 2)
+    ):
+        return codegen_.unserialize_library(libdata)
+    object_code, linkable_bitcode = data
+    library = LazyLinkingLibrary(codegen_, name)
+    library._pending_bitcode = linkable_bitcode
+    library._entry_point_name = entry_point_name
+    library.enable_object_caching()
+    library._set_compiled_object(object_code)
+    library._finalize_final_module()
+    return library
+
+
+def _rebuild(target_context: Any, payload: tuple[Any, ...]) -> compiler.CompileResult:
+    """numba's ``CompileResult._rebuild`` with the library from :func:`_library`."""
+    (libdata, fndesc, env, signature, objectmode, lifted, typeann, reload_init,
+     referenced_envs) = payload  # fmt: skip
+    for function in reload_init or ():
+        function()
+    library = _library(target_context, libdata, fndesc.llvm_cpython_wrapper_name)
+    cfunc = target_context.get_executable(library, fndesc, env)
+    result = compiler.CompileResult(
+        target_context=target_context,
+        typing_context=target_context.typing_context,
+        library=library,
+        environment=env,
+        entry_point=cfunc,
+        fndesc=fndesc,
+        type_annotation=typeann,
+        signature=signature,
+        objectmode=objectmode,
+        lifted=lifted,
+        typing_error=None,
+        call_helper=None,
+        metadata=None,
+        reload_init=reload_init,
+        referenced_envs=referenced_envs,
+    )
+    for referenced in referenced_envs:
+        library.codegen.set_env(referenced.env_name, referenced)
+    return result
+
+
+class FastLoadingCache(caching.FunctionCache):
+    """numba's cache of a function's compiled overloads, loading them without refreshing the
+    target context and with their linkable modules parsed lazily (see the module's doc)."""
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        if not self._enabled:
+            return None
+        with self._guard_against_spurious_io_errors():
+            key = self._index_key(sig, target_context.codegen())
+            payload = self._cache_file.load(key)
+        if payload is None:
+            return None  # a miss: the dispatcher compiles (which refreshes the context)
+        if not _known_payload(payload):  # a numba this was not written against
+            return super().load_overload(sig, target_context)
+        rtsys.initialize(target_context)  # numba's allocator, which the cached code calls
+        return _rebuild(target_context, payload)
+
+
+def _known_payload(payload: Any) -> bool:
+    """Whether ``payload`` has the layout of numba's ``CompileResult._reduce`` that
+    :func:`_rebuild` reads: 9 fields, the first a ``(name, kind, data)`` library."""
+    return (
+        isinstance(payload, tuple)
+        and len(payload) == 9
+        and isinstance(payload[0], tuple)
+        and len(payload[0]) == 3
+        and hasattr(payload[1], "llvm_cpython_wrapper_name")
+    )
+
+
+def install(dispatcher: Any) -> Any:
+    """``dispatcher`` (a numba ``Dispatcher`` with ``cache=True``) loading its cached code
+    through :class:`FastLoadingCache`; unchanged if its cache is not numba's function cache."""
+    cache = getattr(dispatcher, "_cache", None)
+    if type(cache) is caching.FunctionCache:
+        cache.__class__ = FastLoadingCache
+    return dispatcher
