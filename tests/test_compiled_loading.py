@@ -1,13 +1,8 @@
 """Compiled functions loaded from numba's cache the cheap way (``simsrv.compiled_loading``)
-compute what they computed when compiled, stay linkable into new compilations, and a fresh
-process loads simsrv's functions without a cache miss or a refresh of numba's context."""
+compute what they computed when compiled and stay linkable into new compilations (a fresh
+process's loads: tests/test_fresh_process.py)."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
-import textwrap
 
 import numba
 import numpy as np
@@ -124,47 +119,3 @@ def test_install_leaves_a_dispatcher_without_numbas_cache_alone():
     cache = function._cache
     assert compiled_loading.install(function) is function
     assert function._cache is cache and not isinstance(cache, FastLoadingCache)
-
-
-PROBE = textwrap.dedent(
-    """
-    import hashlib, json, sys
-    from numba.core import base, dispatcher
-    from simsrv import load_scenario
-    from simsrv.simulation import simulate
-
-    refreshes = []
-    refresh = base.BaseContext.refresh
-    def counted(self):
-        refreshes.append(type(self).__name__)
-        return refresh(self)
-    base.BaseContext.refresh = counted
-    loads = []
-    compile_ = dispatcher.Dispatcher.compile
-    def recorded(self, sig):
-        known = len(self.overloads)
-        entry = compile_(self, sig)
-        if len(self.overloads) > known:
-            loads.append([self.py_func.__module__, type(self._cache).__name__])
-        return entry
-    dispatcher.Dispatcher.compile = recorded
-    scenario = load_scenario(None, sys.argv[1:])
-    out = simulate(scenario)
-    print(json.dumps({
-        "frames": hashlib.sha256(out.frames.to_csv().encode()).hexdigest(),
-        "loads": loads, "refreshes": refreshes,
-    }))
-    """
-)
-
-
-def test_a_second_fresh_process_loads_every_function_from_the_cache_without_a_refresh():
-    """The first process may compile (an empty cache); the second loads every compiled
-    function simsrv calls from the cache (a compilation would refresh numba's context)."""
-    argv = [sys.executable, "-c", PROBE, "run.duration_s=0.2", "run.warmup_s=0.1"]
-    runs = [json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)]
-    runs.append(json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout))
-    assert runs[1]["frames"] == runs[0]["frames"]
-    assert len(runs[1]["loads"]) >= 5  # the world's and the client stream's functions
-    assert {cache for _, cache in runs[1]["loads"]} == {"FastLoadingCache"}
-    assert runs[1]["refreshes"] == []
