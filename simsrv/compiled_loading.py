@@ -26,9 +26,13 @@ first ``simulate`` of a process ~0.37 s before, see docs/performance.md for afte
 
 from __future__ import annotations
 
+import gc
+import io
+import pickle
+import sys
 from typing import Any
 
-from numba.core import caching, codegen, compiler
+from numba.core import caching, codegen, compiler, environment
 from numba.core.runtime import rtsys
 
 _OBJECT = "object"
@@ -129,13 +133,77 @@ class FastLoadingCache(caching.FunctionCache):
             return None
         with self._guard_against_spurious_io_errors():
             key = self._index_key(sig, target_context.codegen())
-            payload = self._cache_file.load(key)
+            payload = _load(self._cache_file, key)
         if payload is None:
             return None  # a miss: the dispatcher compiles (which refreshes the context)
         if not _known_payload(payload):  # a numba this was not written against
             return super().load_overload(sig, target_context)
         rtsys.initialize(target_context)  # numba's allocator, which the cached code calls
-        return _rebuild(target_context, payload)
+        result = _rebuild(target_context, payload)
+        _freeze_once()
+        return result
+
+
+def _load(cache_file: Any, key: Any) -> Any:
+    """numba's ``IndexDataCacheFile.load(key)`` (the payload cached for ``key``, or None)
+    unpickled by :class:`_Unpickler`."""
+    if not (hasattr(cache_file, "_load_index") and hasattr(cache_file, "_data_path")):
+        return cache_file.load(key)
+    name = cache_file._load_index().get(key)
+    if name is None:
+        return None
+    try:
+        with open(cache_file._data_path(name), "rb") as file:
+            data = file.read()
+    except OSError:  # removed while the index still names it (as numba)
+        return None
+    return _Unpickler(io.BytesIO(data)).load()
+
+
+class _Unpickler(pickle.Unpickler):
+    """``pickle``'s unpickler with numba's environments rebuilt by :func:`_environment`."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "numba.core.environment" and name == "_rebuild_env":
+            return _environment
+        return super().find_class(module, name)
+
+
+def _environment(module: str, consts: list, env_name: str) -> environment.Environment:
+    """numba's ``_rebuild_env``, without importing one of numba's own modules.
+
+    Every compiled function has an environment: its module's globals (read by object-mode
+    code only) and its constants (read by nopython code to box values).  The functions numba
+    links in to implement numpy (``numba.np.arrayobj``, ``numba.np.arraymath``, ...) carry
+    theirs; rebuilding them imports those modules (~0.16 s in all, ``numba.np.arraymath``
+    importing ``scipy.linalg`` to look for BLAS), which only a compilation needs.  Their
+    compiled code, nopython, reads only the constants, which are restored; the globals are a
+    stand-in holding the module's name (what numba needs to cache the environment again).
+    """
+    if module in sys.modules or not module.startswith("numba."):
+        return environment._rebuild_env(module, consts, env_name)
+    env = environment.lookup_environment(env_name)
+    if env is None:
+        env = environment.Environment({"__name__": module})
+        env.consts[:] = consts
+        env.env_name = env_name
+        environment.Environment._memo[env_name] = env
+    return env
+
+
+_frozen = False
+
+
+def _freeze_once() -> None:
+    """Move the objects alive at the process's first load out of the garbage collector's reach
+    (:func:`gc.freeze`), once.  They are the modules imported since ``simsrv.compiled`` froze
+    numba's (pandas, pyarrow, pydantic, simsrv: ~40,000 objects, alive as long as the process)
+    and the types and environments of the loaded code.  Otherwise the first full collection,
+    which a fresh process reaches during its first run, traverses them all (~15-25 ms)."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
 
 
 def _known_payload(payload: Any) -> bool:

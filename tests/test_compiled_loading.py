@@ -4,6 +4,12 @@ process's loads: tests/test_fresh_process.py)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numba
 import numpy as np
 import pytest
@@ -119,3 +125,64 @@ def test_install_leaves_a_dispatcher_without_numbas_cache_alone():
     cache = function._cache
     assert compiled_loading.install(function) is function
     assert function._cache is cache and not isinstance(cache, FastLoadingCache)
+
+
+KERNELS = '''
+import numpy as np
+from simsrv.compiled import compiled
+
+
+@compiled
+def peak_and_sums(values):
+    """numpy's max and cumsum: numba implements them in numba.np.arraymath."""
+    return values.max(), np.cumsum(values)
+'''
+
+CALLER = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    from kernels import peak_and_sums
+
+    peak, sums = peak_and_sums(np.array([3.0, -1.0, 7.5, 2.0]))
+    try:
+        peak_and_sums(np.zeros(0))
+        error = None
+    except ValueError as raised:  # raised by numba's implementation of max
+        error = str(raised)
+    print(json.dumps({
+        "peak": peak, "sums": sums.tolist(), "error": error,
+        "hits": sum(peak_and_sums.stats.cache_hits.values()),
+        "imported": sorted(m for m in ("numba.np.arraymath", "scipy.linalg") if m in sys.modules),
+    }))
+    """
+)
+
+
+def test_a_fresh_process_runs_numbas_numpy_code_without_importing_its_modules(tmp_path):
+    """The environments of numba's numpy implementations are rebuilt without their modules:
+    results and the errors those implementations raise are the same as when compiled."""
+    (tmp_path / "kernels.py").write_text(KERNELS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", CALLER],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        for _ in range(2)
+    ]
+    compiled_run, loaded_run = runs
+    assert compiled_run["hits"] == 0 and compiled_run["imported"] == [
+        "numba.np.arraymath",
+        "scipy.linalg",
+    ]
+    assert loaded_run["hits"] == 1 and loaded_run["imported"] == []
+    assert loaded_run["peak"] == compiled_run["peak"] == 7.5
+    assert loaded_run["sums"] == compiled_run["sums"] == [3.0, 2.0, 9.5, 11.5]
+    assert loaded_run["error"] == compiled_run["error"] and "zero-size" in loaded_run["error"]

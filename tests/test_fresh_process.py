@@ -1,7 +1,8 @@
 """What a fresh process pays for its first simulation: simsrv's compiled functions come from
-numba's cache without a compilation or a refresh of numba's context
-(``simsrv.compiled_loading``), and a run on a map without BSP geometry or a visibility distance
-does not import scipy's spatial or sparse modules (~0.2 s of imports)."""
+numba's cache without a compilation, a refresh of numba's context or an import of numba's
+implementation of numpy (``simsrv.compiled_loading``), and a run on a map without BSP
+geometry or a visibility distance does not import scipy's spatial or sparse modules (~0.2 s
+of imports)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ PROBE = textwrap.dedent(
         "frames": hashlib.sha256(out.frames.to_csv().encode()).hexdigest(),
         "loads": loads, "refreshes": refreshes,
         "scipy": sorted(m for m in sys.modules if m.startswith(("scipy.spatial", "scipy.sparse"))),
+        "numpy_in_numba": [m for m in ("numba.np.arrayobj", "scipy.linalg") if m in sys.modules],
     }))
     """
 )
@@ -62,6 +64,8 @@ def test_a_second_fresh_process_loads_every_function_from_the_cache_without_a_re
     assert len(runs[1]["loads"]) >= 5  # the world's and the client stream's functions
     assert {cache for _, cache in runs[1]["loads"]} == {"FastLoadingCache"}
     assert runs[1]["refreshes"] == []
+    # nor imports numba's implementation of numpy (nor scipy.linalg, which it imports)
+    assert runs[1]["numpy_in_numba"] == []
 
 
 def test_a_run_on_the_cube_map_imports_neither_scipy_spatial_nor_sparse(runs):
