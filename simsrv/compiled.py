@@ -7,7 +7,7 @@ directory (``NUMBA_CACHE_DIR`` overrides it); later processes load it.  When no 
 is writable, numba refuses ``cache=True``; the function is then compiled without a cache, in
 every process (correct, only slower to start).  Cached code is loaded through
 :mod:`simsrv.compiled_loading`, which skips the parts of numba's loading that only a compiler
-needs (~0.1 s of a process's first run).
+needs (~0.15-0.2 s CPU of a process's first run).
 
 Importing numba creates ~100,000 Python objects (its type system, LLVM bindings) that every
 full garbage collection of the run would traverse again: a run allocates millions of small

@@ -1,27 +1,35 @@
 """Loading simsrv's compiled functions from numba's on-disk cache at a lower one-off cost.
 
 A fresh process pays numba, for its first cached function, to *refresh its target context*
-(~0.13 s: importing ~60 of numba's modules and registering every typing and lowering
-template), and, for every cached function, to *parse the LLVM bitcode of its linkable
-module* and list that module's symbols (~3 ms each; 9-17 functions per run).  Neither is
-needed to run machine code that is already compiled:
+(~0.13 s CPU: importing ~60 of numba's modules and registering every typing and lowering
+template); for every cached function, to *parse the LLVM bitcode of its linkable module* and
+list that module's symbols (~3 ms each; 9-17 functions per run); and, to rebuild the
+*environments* of the numba functions that implement numpy, to import their modules
+(``numba.np.arrayobj``, ``numba.np.arraymath``, which imports ``scipy.linalg``: ~0.16 s
+CPU when nothing imported scipy before).  None of it is needed to run machine code that is
+already compiled:
 
 * the templates serve the compiler; a compilation (a cache miss, or any new function)
   refreshes the context itself first (``numba.core.compiler.compile_extra``);
 * the linkable module serves a *later* compilation that calls the function (numba links its
-  code into the caller's); the machine code itself comes from the cached object file.
+  code into the caller's); the machine code itself comes from the cached object file;
+* nopython code reads only the constants of an environment, never its module's globals
+  (object mode does; numba's own implementations have none).
 
-:class:`FastLoadingCache` is numba's per-function cache with both deferred: a load
-initialises only numba's runtime (its allocation functions, which the cached code calls)
-and builds a :class:`LazyLinkingLibrary`, whose linkable module is parsed the first time a
-compilation asks for it (or a symbol other than the function's own entry point is looked
-up).  The machine code and its environments are numba's own, loaded the same way, so the
-results are identical.  Anything unexpected (a numba whose cache payload or libraries differ
-from the ones this was written against) makes the load fall back to numba's own path.
+:class:`FastLoadingCache` is numba's per-function cache with all three avoided: a load
+initialises only numba's runtime (its allocation and reference-counting functions, which the
+cached code calls), rebuilds the environments of numba's not yet imported modules with their
+constants and a stand-in for their globals (:func:`_environment`), and builds a
+:class:`LazyLinkingLibrary`, whose linkable module is parsed the first time a compilation
+asks for it (or a symbol other than the function's own entry point is looked up).  The
+machine code is numba's own, loaded the same way, so the results are identical.  A payload of
+another layout than the one this was written against (numba 0.68) is loaded by numba's own
+path.  The first load also freezes the objects alive then (:func:`_freeze_once`).
 
 :func:`install` swaps a dispatcher's cache for this one; ``simsrv.compiled`` does it for every
-simsrv function.  Measured on ``cube-160`` with ``bsp-group`` (17 functions loaded): the
-first ``simulate`` of a process ~0.37 s before, see docs/performance.md for after.
+simsrv function.  Measured (CPU time, ``cube-160``, 2 CPUs, medians of 5 fresh processes):
+the first ``simulate`` of a process paid ~0.19-0.24 s more than a warm one before, ~0.04-0.06 s
+after (``bsp-group`` 27.8x -> 56x real time; ``sequential`` 40x -> 90x).
 """
 
 from __future__ import annotations
