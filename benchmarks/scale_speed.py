@@ -26,7 +26,8 @@ Cases (each run is a fresh process, so its peak resident memory is its own):
 Speed is simulated seconds (warm-up included) per wall second of ``simulate`` (the world
 setup included); medians over ``--runs``.  Each fresh process runs the scenario twice: the
 first ``simulate`` is the *fresh-process* speed (the verdicts use it: it includes loading the
-compiled functions from numba's cache, ~0.2-0.3 s, ~0.15 s of it LLVM's initialisation), the
+compiled functions from numba's cache, ~0.03-0.04 s with ``simsrv.compiled_loading``, half
+of it numba's runtime compiling its reference-counting functions), the
 second the *warm* speed, what every further run of a sweep worker costs.  Peak resident memory
 is taken after the first run.  Results print as a table and go to ``--json``.
 """

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from simsrv.compiled import compiled
 from simsrv.world.maps.base import GameMap
@@ -80,6 +79,8 @@ def _seen_within(
     game_map: GameMap, players: np.ndarray, rooms: np.ndarray, distance: float
 ) -> np.ndarray:
     """Entities in visible rooms within ``distance`` units of each player (k-d tree pairs)."""
+    from scipy.spatial import cKDTree  # here: runs without a visibility distance skip scipy
+
     n = len(players)
     entities = game_map.entities
     points = players if len(entities) == 0 else np.vstack([players, entities])

@@ -41,11 +41,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from pydantic import Field
-from scipy.spatial import cKDTree
 
 from simsrv.errors import InputError
 from simsrv.scenario.validation import StrictModel
@@ -56,6 +55,9 @@ from simsrv.world.bsp.vis import pvs_matrix
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS, STEP_HEIGHT, GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind
+
+if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
 
 PROBE_STEP = 16.0
 """Spacing of the downward ground probes, units (hull 1 solids are >= 56 units thick)."""
@@ -250,6 +252,8 @@ class BspMap(GameMap):
     @cached_property
     def nav_tree(self) -> cKDTree:
         """k-d tree of the free-floor samples in (x, y)."""
+        from scipy.spatial import cKDTree  # here: importing the map kinds skips scipy
+
         return cKDTree(self.nav_points[:, :2])
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 
 @dataclass(frozen=True)
@@ -100,6 +98,9 @@ def grid_layout(
     solid = np.array(solids, dtype=float).reshape(-1, 2, 3)
     pairs = np.array(door_rooms, dtype=np.int64).reshape(-1, 2)
     n = len(room)
+    from scipy.sparse import csr_matrix  # here: importing the map kinds skips scipy
+    from scipy.sparse.csgraph import shortest_path
+
     graph = csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
     hops = shortest_path(graph, directed=False, unweighted=True)
     return GridLayout(
