@@ -21,6 +21,11 @@ import simsrv.compiled_loading as compiled_loading
 from simsrv.compiled import borrowing, compiled
 from simsrv.compiled_loading import FastLoadingCache, LazyLinkingLibrary
 
+pytestmark = pytest.mark.skipif(
+    not compiled_loading._TESTED,
+    reason=f"numba {numba.__version__} is not a release compiled_loading was tested against",
+)
+
 
 def running_sums(values):
     """Allocates its result (numba's runtime) and loops: a typical simsrv kernel."""
@@ -118,6 +123,14 @@ def test_an_unknown_cache_layout_falls_back_to_numbas_own_loading(tmp_path, monk
     assert sum(again.stats.cache_hits.values()) == 1
     library = _library(again)
     assert type(library) is codegen.JITCodeLibrary
+
+
+def test_install_leaves_numbas_loading_with_an_untested_numba(monkeypatch):
+    monkeypatch.setattr(compiled_loading, "_TESTED", False)
+    function = numba.njit(cache=True)(running_sums)
+    cache = function._cache
+    assert compiled_loading.install(function) is function
+    assert type(function._cache) is caching.FunctionCache and function._cache is cache
 
 
 def test_install_leaves_a_dispatcher_without_numbas_cache_alone():
