@@ -46,9 +46,6 @@ _BEGAN, _RUN_START = range(2)
 _HOLDER, _HAS_REL, _REL_RUN, _WHEAD, _WTAIL = range(5)
 # per-lock float state
 _SINCE, _REL_AT = range(2)
-# counters (int) and clocks (float)
-_HEAP, _SEQ, _ROWS, _HOLDS, _POS_R, _ERR = range(6)
-_NOW, _POS_T = range(2)
 
 
 @compiled
@@ -215,7 +212,8 @@ def _events(
     kind, cost, arg, activity, offsets, barrier_parties, is_wait, n_locks, lock_wait,
     start_us, r_thread, r_activity, r_start, r_end, h_lock, h_thread, h_start, h_end, out,
 ):  # fmt: skip
-    """The event engine of :mod:`simsrv.machine.executor` for one thread per CPU."""
+    """The event engine of :mod:`simsrv.machine.executor` for one thread per CPU: allocates
+    its state and runs :func:`_event_loop`."""
     threads = len(offsets) - 1
     n = len(kind)
     cap = 2 * n + 4 * threads + 16
@@ -235,27 +233,204 @@ def _events(
     bars = len(barrier_parties)
     bcount = np.zeros(max(bars, 1), np.int64)
     bwait = np.empty((max(bars, 1), threads), np.int64)
-    ctr = np.zeros(6, np.int64)
-    ctr[_POS_R] = -1
-    clk = np.array([start_us, start_us])
-    st = (kind, cost, arg, activity, offsets, barrier_parties, is_wait, lock_wait,
-          r_thread, r_activity, r_start, r_end, h_lock, h_thread, h_start, h_end,
-          ht, hi, ts, tf, ls, lf, bcount, bwait, ctr, clk)  # fmt: skip
-    for t in range(threads):
-        _advance(st, t)
-        if ctr[_ERR]:
-            return REFUSED
-    while not ts[0, _FIN]:
-        if ctr[_HEAP] == 0:
-            return REFUSED  # deadlock: the object engine raises
-        _step(st)
-        if ctr[_ERR]:
-            return REFUSED
-    while ctr[_HEAP] and ht[0] <= clk[_NOW]:
-        _step(st)
-        if ctr[_ERR]:
-            return REFUSED
-    if ctr[_HEAP]:
+    return _event_loop(
+        kind, cost, arg, activity, offsets, barrier_parties, is_wait, n_locks, lock_wait,
+        start_us, r_thread, r_activity, r_start, r_end, h_lock, h_thread, h_start, h_end, out,
+        ht, hi, ts, tf, ls, lf, bcount, bwait,
+    )  # fmt: skip
+
+
+@borrowing
+def _event_loop(
+    kind, cost, arg, activity, offsets, parties, is_wait, n_locks, lock_wait, start_us,
+    r_thread, r_activity, r_start, r_end, h_lock, h_thread, h_start, h_end, out,
+    ht, hi, ts, tf, ls, lf, bcount, bwait,
+):  # fmt: skip
+    """The event loop, in one body: the object engine's ``_step`` (pop an event, end a run
+    or wake a waiter) and ``_advance`` (a thread's operations from its program counter:
+    begin a run of computations with the releases it defers, arrive at a barrier, acquire
+    or release a lock) inlined, so that an event costs no call with the whole state as
+    arguments.  The heap (``ht``, ``hi``) is keyed (time, thread, sequence); ``ts``/``tf``
+    hold the threads' state, ``ls``/``lf`` the locks', ``bcount``/``bwait`` the barriers'."""
+    threads = len(offsets) - 1
+    cap = len(ht)
+    size = seq = rows = holds = 0
+    pos_t, pos_r = start_us, -1  # the latest (time, thread) an event was taken at
+    now = start_us
+    fresh = 0  # threads not yet advanced once (they start in order, before any event)
+    while True:
+        if fresh < threads:
+            t = fresh
+            fresh += 1
+        else:
+            if ts[0, _FIN]:
+                if size == 0 or ht[0] > now:
+                    break  # nothing else happens at the coordinator's end
+            elif size == 0:
+                return REFUSED  # deadlock: the object engine raises
+            # take the first event
+            time, t, event, token = ht[0], hi[0, 0], hi[0, 2], hi[0, 3]
+            size -= 1
+            if size > 0:
+                _sift_down(ht, hi, size)
+            if time > pos_t or (time == pos_t and t > pos_r):
+                pos_t, pos_r = time, t
+            if event == _RUN_END:
+                if token != ts[t, _TOKEN]:
+                    continue  # superseded (the run was truncated)
+                now = time
+                at = tf[t, _RUN_START]  # the run's rows
+                for i in range(ts[t, _PC], ts[t, _RUN_END_PC]):
+                    if kind[i] == COMPUTE and cost[i] > 0:
+                        end = at + cost[i]
+                        _put(r_thread, r_activity, r_start, r_end, rows, t, activity[i], at, end)
+                        rows += 1
+                        at = end
+                ts[t, _PC], ts[t, _RUN_END_PC] = ts[t, _RUN_END_PC], -1
+            else:
+                now = time
+                if event == _WAKE:
+                    pc = ts[t, _PC]
+                    act = lock_wait if kind[pc] == ACQUIRE else activity[pc]
+                    if time > tf[t, _BEGAN]:
+                        _put(
+                            r_thread, r_activity, r_start, r_end, rows, t, act, tf[t, _BEGAN], time
+                        )
+                        rows += 1
+                    ts[t, _PC] = pc + 1
+        # advance thread t from its program counter until it waits or ends
+        last = offsets[t + 1]
+        pc = ts[t, _PC]
+        waits = False
+        while pc < last:
+            k = kind[pc]
+            if k == COMPUTE and cost[pc] <= 0:
+                pc += 1
+                continue
+            ts[t, _PC] = pc
+            if size and (ht[0] < now or (ht[0] == now and hi[0, 0] < t)):
+                if size >= cap:
+                    return REFUSED
+                seq += 1
+                _sift_up(ht, hi, size, now, t, seq, _RESUME, ts[t, _TOKEN])
+                size += 1  # an earlier thread acts first
+                waits = True
+                break
+            if k == COMPUTE:  # a run: computations and the releases deferred in it
+                tf[t, _BEGAN] = now
+                end = now
+                ts[t, _RUN_ID] += 1
+                run = ts[t, _RUN_ID]
+                while pc < last:
+                    k = kind[pc]
+                    if k == COMPUTE:
+                        if cost[pc] > 0:
+                            end = end + cost[pc]
+                    elif k == RELEASE:
+                        lock = arg[pc]
+                        if ls[lock, _HOLDER] != t or ls[lock, _HAS_REL]:
+                            return REFUSED  # releases a lock it does not hold
+                        if ls[lock, _WHEAD] >= 0:
+                            break  # a waiter: released when the run gets there
+                        ts[t, _HELD] -= 1
+                        ls[lock, _HAS_REL] = 1
+                        lf[lock, _REL_AT] = end
+                        ls[lock, _REL_RUN] = run
+                    else:
+                        break
+                    pc += 1
+                tf[t, _RUN_START], ts[t, _RUN_END_PC] = now, pc
+                if size >= cap:
+                    return REFUSED
+                seq += 1
+                _sift_up(ht, hi, size, end, t, seq, _RUN_END, ts[t, _TOKEN])
+                size += 1
+                waits = True
+                break
+            if k == BARRIER:
+                barrier = arg[pc]
+                if not is_wait[activity[pc]]:
+                    return REFUSED
+                bcount[barrier] += 1
+                arrived = bcount[barrier]
+                if arrived > parties[barrier]:
+                    return REFUSED
+                tf[t, _BEGAN] = now
+                bwait[barrier, arrived - 1] = t
+                if arrived == parties[barrier]:
+                    for i in range(arrived):
+                        if size >= cap:
+                            return REFUSED
+                        seq += 1
+                        w = bwait[barrier, i]
+                        _sift_up(ht, hi, size, now, w, seq, _WAKE, ts[w, _TOKEN])
+                        size += 1
+                waits = True
+                break
+            lock = arg[pc]
+            if k == ACQUIRE:
+                holder = ls[lock, _HOLDER]
+                if holder >= 0 and ls[lock, _HAS_REL]:
+                    at = lf[lock, _REL_AT]
+                    in_run = (
+                        ts[holder, _RUN_END_PC] >= 0 and ts[holder, _RUN_ID] == ls[lock, _REL_RUN]
+                    )
+                    acted = pos_t > at or (pos_t == at and pos_r >= holder)
+                    if at < now or not in_run or acted:  # released already
+                        _put(h_lock, h_thread, h_start, h_end, holds, lock, holder,
+                             lf[lock, _SINCE], at)  # fmt: skip
+                        holds += 1
+                        holder = -1
+                        ls[lock, _HOLDER] = -1
+                        ls[lock, _HAS_REL] = 0
+                    else:  # the holder's run stops at the release: t waits for it
+                        if size >= cap:
+                            return REFUSED
+                        seq += 1
+                        end = _truncate_run(kind, cost, arg, ts, tf, ls, holder, lock)
+                        _sift_up(ht, hi, size, end, holder, seq, _RUN_END, ts[holder, _TOKEN])
+                        size += 1
+                if holder >= 0:  # t queues
+                    tf[t, _BEGAN] = now
+                    ts[t, _WNEXT] = -1
+                    if ls[lock, _WTAIL] >= 0:
+                        ts[ls[lock, _WTAIL], _WNEXT] = t
+                    else:
+                        ls[lock, _WHEAD] = t
+                    ls[lock, _WTAIL] = t
+                    waits = True
+                    break
+                ls[lock, _HOLDER] = t
+                lf[lock, _SINCE] = now
+                ts[t, _HELD] += 1
+            else:  # a release outside a run: the first waiter gets the lock
+                if ls[lock, _HOLDER] != t or ls[lock, _HAS_REL]:
+                    return REFUSED
+                ts[t, _HELD] -= 1
+                _put(h_lock, h_thread, h_start, h_end, holds, lock, t, lf[lock, _SINCE], now)
+                holds += 1
+                lf[lock, _SINCE] = now
+                waiter = ls[lock, _WHEAD]
+                if waiter >= 0:
+                    ls[lock, _WHEAD] = ts[waiter, _WNEXT]
+                    if ls[lock, _WHEAD] < 0:
+                        ls[lock, _WTAIL] = -1
+                    ls[lock, _HOLDER] = waiter
+                    ts[waiter, _HELD] += 1
+                    if size >= cap:
+                        return REFUSED
+                    seq += 1
+                    _sift_up(ht, hi, size, now, waiter, seq, _WAKE, ts[waiter, _TOKEN])
+                    size += 1
+                else:
+                    ls[lock, _HOLDER] = -1
+            pc += 1
+        if not waits:
+            ts[t, _PC] = pc
+            if ts[t, _HELD]:
+                return REFUSED  # ended holding locks
+            ts[t, _FIN] = 1
+    if size:
         return REFUSED  # something happens after the frame: the object engine keeps it
     for t in range(threads):
         if not ts[t, _FIN]:
@@ -263,8 +438,10 @@ def _events(
     for lock in range(n_locks):  # releases inside runs: their sections end at the release
         holder = ls[lock, _HOLDER]
         if holder >= 0 and ls[lock, _HAS_REL]:
-            _log_hold(st, lock, holder, lf[lock, _SINCE], lf[lock, _REL_AT])
-    out[0], out[2], out[3] = clk[_NOW], ctr[_ROWS], ctr[_HOLDS]
+            _put(h_lock, h_thread, h_start, h_end, holds, lock, holder, lf[lock, _SINCE],
+                 lf[lock, _REL_AT])  # fmt: skip
+            holds += 1
+    out[0], out[2], out[3] = now, rows, holds
     return EVENTS
 
 
@@ -274,298 +451,73 @@ def _put(threads, activities, starts, ends, row, thread, activity, start, end):
 
 
 @borrowing
-def _move(ht, hi, dst, src):
-    ht[dst] = ht[src]
-    for j in range(4):
-        hi[dst, j] = hi[src, j]
-
-
-@borrowing
 def _less(t1, r1, s1, t2, r2, s2):
     return t1 < t2 or (t1 == t2 and (r1 < r2 or (r1 == r2 and s1 < s2)))
 
 
 @borrowing
-def _push(st, time, thread, event):
-    ht, hi, ts, ctr = st[16], st[17], st[18], st[24]
-    size = ctr[_HEAP]
-    if size >= len(ht):
-        ctr[_ERR] = 1
-        return
-    ctr[_SEQ] += 1
-    seq = ctr[_SEQ]
-    token = ts[thread, _TOKEN]
+def _sift_up(ht, hi, size, time, thread, seq, event, token):
+    """Put an event at slot ``size`` of the heap and move it up to its place."""
     i = size
     while i > 0:
         parent = (i - 1) // 2
         if _less(time, thread, seq, ht[parent], hi[parent, 0], hi[parent, 1]):
-            _move(ht, hi, i, parent)
+            ht[i] = ht[parent]
+            hi[i, 0], hi[i, 1], hi[i, 2], hi[i, 3] = (
+                hi[parent, 0], hi[parent, 1], hi[parent, 2], hi[parent, 3]
+            )  # fmt: skip
             i = parent
         else:
             break
     ht[i] = time
     hi[i, 0], hi[i, 1], hi[i, 2], hi[i, 3] = thread, seq, event, token
-    ctr[_HEAP] = size + 1
 
 
 @borrowing
-def _pop(st):
-    """Remove the heap's first event; return (time, thread, kind, token)."""
-    ht, hi, ctr = st[16], st[17], st[24]
-    time, thread, event, token = ht[0], hi[0, 0], hi[0, 2], hi[0, 3]
-    size = ctr[_HEAP] - 1
-    ctr[_HEAP] = size
-    if size > 0:
-        lt, l0, l1, l2, l3 = ht[size], hi[size, 0], hi[size, 1], hi[size, 2], hi[size, 3]
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= size:
-                break
-            right = child + 1
-            if right < size and _less(
-                ht[right], hi[right, 0], hi[right, 1], ht[child], hi[child, 0], hi[child, 1]
-            ):
-                child = right
-            if _less(ht[child], hi[child, 0], hi[child, 1], lt, l0, l1):
-                _move(ht, hi, i, child)
-                i = child
-            else:
-                break
-        ht[i] = lt
-        hi[i, 0], hi[i, 1], hi[i, 2], hi[i, 3] = l0, l1, l2, l3
-    return time, thread, event, token
-
-
-@borrowing
-def _row(st, thread, act, start, end):
-    ctr = st[24]
-    rows = ctr[_ROWS]
-    st[8][rows], st[9][rows], st[10][rows], st[11][rows] = thread, act, start, end
-    ctr[_ROWS] = rows + 1
-
-
-@borrowing
-def _log_hold(st, lock, thread, start, end):
-    ctr = st[24]
-    holds = ctr[_HOLDS]
-    st[12][holds], st[13][holds], st[14][holds], st[15][holds] = lock, thread, start, end
-    ctr[_HOLDS] = holds + 1
-
-
-@borrowing
-def _step(st):
-    kind, activity, lock_wait = st[0], st[3], st[7]
-    ts, tf, ctr, clk = st[18], st[19], st[24], st[25]
-    time, thread, event, token = _pop(st)
-    if time > clk[_POS_T] or (time == clk[_POS_T] and thread > ctr[_POS_R]):
-        clk[_POS_T], ctr[_POS_R] = time, thread
-    if event != _RESUME and event != _WAKE and token != ts[thread, _TOKEN]:
-        return  # superseded
-    clk[_NOW] = time
-    if event == _RUN_END:
-        _end_run(st, thread)
-    elif event == _WAKE:
-        pc = ts[thread, _PC]
-        act = lock_wait if kind[pc] == ACQUIRE else activity[pc]
-        if time > tf[thread, _BEGAN]:
-            _row(st, thread, act, tf[thread, _BEGAN], time)
-        ts[thread, _PC] = pc + 1
-    _advance(st, thread)
-
-
-@borrowing
-def _advance(st, t):
-    kind, cost, arg = st[0], st[1], st[2]
-    offsets = st[4]
-    ht, hi, ts, ctr, clk = st[16], st[17], st[18], st[24], st[25]
-    now = clk[_NOW]
-    end = offsets[t + 1]
-    pc = ts[t, _PC]
-    while pc < end:
-        k = kind[pc]
-        if k == COMPUTE and cost[pc] <= 0:
-            pc += 1
-            continue
-        ts[t, _PC] = pc
-        if ctr[_HEAP] and (ht[0] < now or (ht[0] == now and hi[0, 0] < t)):
-            _push(st, now, t, _RESUME)  # an earlier thread acts first
-            return
-        if k == COMPUTE:
-            _begin_compute(st, t)
-            return
-        if k == BARRIER:
-            _arrive(st, t, pc)
-            return
-        if k == ACQUIRE:
-            if not _acquire(st, t, arg[pc]):
-                return
-        else:
-            _release(st, t, arg[pc])
-            if ctr[_ERR]:
-                return
-        pc += 1
-    ts[t, _PC] = pc
-    if ts[t, _HELD]:
-        ctr[_ERR] = 1  # ended holding locks
-        return
-    ts[t, _FIN] = 1
-
-
-@borrowing
-def _begin_compute(st, t):
-    kind, cost, arg, offsets = st[0], st[1], st[2], st[4]
-    ts, tf, ctr, clk = st[18], st[19], st[24], st[25]
-    now = clk[_NOW]
-    tf[t, _BEGAN] = now
-    end, pc, last = now, ts[t, _PC], offsets[t + 1]
-    ts[t, _RUN_ID] += 1
-    while pc < last:
-        k = kind[pc]
-        if k == COMPUTE:
-            if cost[pc] > 0:
-                end = end + cost[pc]
-        elif k == RELEASE:
-            if not _defer_release(st, t, arg[pc], end):
-                break
-            if ctr[_ERR]:
-                return
+def _sift_down(ht, hi, size):
+    """After the first event was taken: move the event at slot ``size`` (the last) down
+    from the top to its place in a heap of ``size`` events."""
+    lt, l0, l1, l2, l3 = ht[size], hi[size, 0], hi[size, 1], hi[size, 2], hi[size, 3]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and _less(
+            ht[right], hi[right, 0], hi[right, 1], ht[child], hi[child, 0], hi[child, 1]
+        ):
+            child = right
+        if _less(ht[child], hi[child, 0], hi[child, 1], lt, l0, l1):
+            ht[i] = ht[child]
+            hi[i, 0], hi[i, 1], hi[i, 2], hi[i, 3] = (
+                hi[child, 0], hi[child, 1], hi[child, 2], hi[child, 3]
+            )  # fmt: skip
+            i = child
         else:
             break
-        pc += 1
-    tf[t, _RUN_START], ts[t, _RUN_END_PC] = now, pc
-    _push(st, end, t, _RUN_END)
+    ht[i] = lt
+    hi[i, 0], hi[i, 1], hi[i, 2], hi[i, 3] = l0, l1, l2, l3
 
 
 @borrowing
-def _record_run(st, t, stop):
-    kind, cost, activity = st[0], st[1], st[3]
-    ts, tf = st[18], st[19]
-    now = tf[t, _RUN_START]
-    for i in range(ts[t, _PC], stop):
-        if kind[i] == COMPUTE and cost[i] > 0:
-            end = now + cost[i]
-            _row(st, t, activity[i], now, end)
-            now = end
-
-
-@borrowing
-def _end_run(st, t):
-    ts = st[18]
-    _record_run(st, t, ts[t, _RUN_END_PC])
-    ts[t, _PC], ts[t, _RUN_END_PC] = ts[t, _RUN_END_PC], -1
-
-
-@borrowing
-def _arrive(st, t, pc):
-    arg, activity, parties, is_wait = st[2], st[3], st[5], st[6]
-    tf, bcount, bwait, ctr, clk = st[19], st[22], st[23], st[24], st[25]
-    barrier = arg[pc]
-    if not is_wait[activity[pc]]:
-        ctr[_ERR] = 1
-        return
-    bcount[barrier] += 1
-    if bcount[barrier] > parties[barrier]:
-        ctr[_ERR] = 1
-        return
-    tf[t, _BEGAN] = clk[_NOW]
-    bwait[barrier, bcount[barrier] - 1] = t
-    if bcount[barrier] == parties[barrier]:
-        for i in range(parties[barrier]):
-            _push(st, clk[_NOW], bwait[barrier, i], _WAKE)
-
-
-@borrowing
-def _acquire(st, t, lock):
-    ts, tf, ls, lf, ctr, clk = st[18], st[19], st[20], st[21], st[24], st[25]
-    now = clk[_NOW]
-    holder = ls[lock, _HOLDER]
-    if holder >= 0 and ls[lock, _HAS_REL]:
-        at = lf[lock, _REL_AT]
-        in_run = ts[holder, _RUN_END_PC] >= 0 and ts[holder, _RUN_ID] == ls[lock, _REL_RUN]
-        acted = clk[_POS_T] > at or (clk[_POS_T] == at and ctr[_POS_R] >= holder)
-        if at < now or not in_run or acted:
-            _log_hold(st, lock, holder, lf[lock, _SINCE], at)
-            holder = -1
-            ls[lock, _HOLDER] = -1
-            ls[lock, _HAS_REL] = 0
-        else:
-            _truncate_run(st, holder, lock)
-    if holder < 0:
-        ls[lock, _HOLDER] = t
-        lf[lock, _SINCE] = now
-        ts[t, _HELD] += 1
-        return True
-    tf[t, _BEGAN] = now
-    ts[t, _WNEXT] = -1
-    if ls[lock, _WTAIL] >= 0:
-        ts[ls[lock, _WTAIL], _WNEXT] = t
-    else:
-        ls[lock, _WHEAD] = t
-    ls[lock, _WTAIL] = t
-    return False
-
-
-@borrowing
-def _release(st, t, lock):
-    ts, ls, lf, ctr, clk = st[18], st[20], st[21], st[24], st[25]
-    if ls[lock, _HOLDER] != t or ls[lock, _HAS_REL]:
-        ctr[_ERR] = 1  # releases a lock it does not hold
-        return
-    now = clk[_NOW]
-    ts[t, _HELD] -= 1
-    _log_hold(st, lock, t, lf[lock, _SINCE], now)
-    lf[lock, _SINCE] = now
-    waiter = ls[lock, _WHEAD]
-    if waiter >= 0:
-        ls[lock, _WHEAD] = ts[waiter, _WNEXT]
-        if ls[lock, _WHEAD] < 0:
-            ls[lock, _WTAIL] = -1
-        ls[lock, _HOLDER] = waiter
-        ts[waiter, _HELD] += 1
-        _push(st, now, waiter, _WAKE)
-    else:
-        ls[lock, _HOLDER] = -1
-
-
-@borrowing
-def _defer_release(st, t, lock, at):
-    ts, ls, lf, ctr = st[18], st[20], st[21], st[24]
-    if ls[lock, _HOLDER] != t or ls[lock, _HAS_REL]:
-        ctr[_ERR] = 1
-        return False
-    if ls[lock, _WHEAD] >= 0:
-        return False
-    ts[t, _HELD] -= 1
-    ls[lock, _HAS_REL] = 1
-    lf[lock, _REL_AT] = at
-    ls[lock, _REL_RUN] = ts[t, _RUN_ID]
-    return True
-
-
-@borrowing
-def _undefer_releases(st, t, start):
-    kind, arg = st[0], st[2]
-    ts, ls = st[18], st[20]
-    for i in range(start, ts[t, _RUN_END_PC]):
-        if kind[i] == RELEASE:
-            ls[arg[i], _HAS_REL] = 0
-            ts[t, _HELD] += 1
-
-
-@borrowing
-def _truncate_run(st, t, lock):
-    kind, cost, arg = st[0], st[1], st[2]
-    ts, tf = st[18], st[19]
+def _truncate_run(kind, cost, arg, ts, tf, ls, t, lock):
+    """Stop thread ``t``'s run at its release of ``lock`` (a thread waits for it): the
+    releases from there on are no longer deferred, the run's pending end is superseded.
+    Returns the run's new end, us."""
     now = tf[t, _RUN_START]
     pc = ts[t, _PC]
-    while pc < ts[t, _RUN_END_PC]:
+    stop = ts[t, _RUN_END_PC]
+    while pc < stop:
         if kind[pc] == COMPUTE and cost[pc] > 0:
             now = now + cost[pc]
         elif kind[pc] == RELEASE and arg[pc] == lock:
             break
         pc += 1
-    _undefer_releases(st, t, pc)
+    for i in range(pc, stop):
+        if kind[i] == RELEASE:
+            ls[arg[i], _HAS_REL] = 0
+            ts[t, _HELD] += 1
     ts[t, _RUN_END_PC] = pc
     ts[t, _TOKEN] += 1
-    _push(st, now, t, _RUN_END)
+    return now
