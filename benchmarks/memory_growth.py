@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CASES = {
     "cube-160": (ROOT / "scenarios/cube-160.toml", (1.0, 4.0, 16.0, 64.0)),
+    "cube-160-abdelkhalek": (
+        ROOT / "scenarios/cube-160.toml",
+        (1.0, 4.0, 16.0, 64.0),
+        ["server.strategy=abdelkhalek"],
+    ),
     "clients10000-cpus64": (
         ROOT / "scenarios/scale/clients10000-cpus64.toml",
         (0.5, 1.0, 2.0, 4.0, 8.0),
@@ -32,13 +37,13 @@ CASES = {
         (0.15, 0.5, 1.0, 2.0),
     ),
 }
-"""name -> (scenario, measured durations in simulated s)."""
+"""name -> (scenario, measured durations in simulated s[, overrides])."""
 
 FIELDS = ("label", "case", "duration_s", "simulated_s", "frames", "wall_s", "peak_rss_mb")
 
 
-def measure(scenario: Path, duration: float) -> dict:
-    return child(CHILD, scenario, [f"run.duration_s={duration}"])
+def measure(scenario: Path, duration: float, overrides: list[str]) -> dict:
+    return child(CHILD, scenario, [*overrides, f"run.duration_s={duration}"])
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -84,11 +89,12 @@ def main() -> int:
     csv_path = Path(args.csv_path)
     rows = list(csv.DictReader(csv_path.open())) if csv_path.exists() else []
     for name in names:
-        scenario, durations = CASES[name]
+        scenario, durations, *rest = CASES[name]
+        overrides = rest[0] if rest else []
         if args.durations:
             durations = tuple(float(d) for d in args.durations.split(","))
         for duration in durations:
-            got = measure(scenario, duration)
+            got = measure(scenario, duration, overrides)
             row = {
                 "label": args.label,
                 "case": name,
