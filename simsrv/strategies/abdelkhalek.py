@@ -90,7 +90,12 @@ from simsrv.strategies.base import (
     StrategyContext,
     StrategyKind,
 )
-from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
+from simsrv.strategies.positions import (
+    POSITION_HISTORY_TICKS,
+    PerTick,
+    ring_arguments,
+    slot_of,
+)
 from simsrv.strategies.region_locks import LockScope, lock_tables
 from simsrv.strategies.threads import place_threads, resume_costs, thread_memory_bytes
 from simsrv.workload.frame import FrameWorkload
@@ -257,11 +262,8 @@ class Abdelkhalek(Strategy):
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
         if self.connected is not None:  # a cluster node: its connected clients vary
             return None
-        ring = self.player_locks
-        if ring is not None and len(ticks):
-            ring.load(ticks)
         self.head[REPLY_INFO_US] = c.reply_info_us(self.costs, self.connected_clients)
-        ring_ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
+        ring_ticks, tables = ring_arguments(self.player_locks, ticks, _NO_RING)
         world_us = c.world_us(self.costs, self.context.world.entity_count)
         constants = np.array(
             [self.threads, self.memory_bytes, self.memory_reserved_bytes], np.int64

@@ -102,7 +102,12 @@ from simsrv.strategies.base import (
     StrategyContext,
     StrategyKind,
 )
-from simsrv.strategies.positions import POSITION_HISTORY_TICKS, PerTick, slot_of
+from simsrv.strategies.positions import (
+    POSITION_HISTORY_TICKS,
+    PerTick,
+    ring_arguments,
+    slot_of,
+)
 from simsrv.strategies.quadrant_tables import STAGE2_CODES, area_tables
 from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
@@ -289,12 +294,9 @@ class AreaQuadrant(Strategy):
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
         if self.connected is not None:  # a cluster node: its connected clients vary
             return None
-        ring = self.player_areas
-        if ring is not None and len(ticks):
-            ring.load(ticks)
         self.head[6] = c.reply_info_us(self.costs, self.connected_clients)
         self.unit_us[0] = c.world_us(self.costs, self.context.world.entity_count)
-        ring_ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
+        ring_ticks, tables = ring_arguments(self.player_areas, ticks, _NO_RING)
         args = (
             self.flags,
             self.head,

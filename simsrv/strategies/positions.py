@@ -80,6 +80,17 @@ class PerTick:
         self.tables = tuple(np.concatenate([t, np.zeros_like(t)]) for t in self.tables)
 
 
+def ring_arguments(
+    ring: PerTick | None, ticks: np.ndarray, no_ring: tuple[np.ndarray, tuple]
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """A compiled loop's ring arguments: the slot ticks and the tables of ``ring`` with every
+    tick of ``ticks`` loaded, or ``no_ring`` (placeholders never read) when the strategy keeps
+    none or has nothing loaded yet."""
+    if ring is not None and len(ticks):
+        ring.load(ticks)
+    return (ring.ticks, ring.tables) if ring is not None and ring.tables else no_ring
+
+
 @borrowing
 def slot_of(ticks, tick, hint):
     """The slot of ``tick`` in a :class:`PerTick` ring whose slot ticks are ``ticks``, or -1
