@@ -10,9 +10,10 @@ per-tick table not loaded, a plan the compiled engine refuses, a store to grow: 
 Either way every frame is the same, bit for bit: the compiled steps are transcriptions of the
 Python ones, applied to the same state (:mod:`simsrv.compiled_loop.kernels`).
 
-A call costs a few tens of microseconds of Python around it (the registers in and out, the
-frame rows appended); the stream needs Python about three times per simulated second, so a
-call runs hundreds of frames.  A call whose first plan the engine refuses (a strategy
+A call costs a few tens of microseconds of Python around it (the registers in and out; the
+frames are written straight into the run's :class:`~simsrv.frame_table.FrameTable`); the
+stream needs Python about three times per simulated second, so a call runs hundreds of
+frames.  A call whose first plan the engine refuses (a strategy
 whose plans it never takes, say) doubles the number of Python frames before the next try, up
 to 1,024.
 """
@@ -32,11 +33,12 @@ from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
 
 FRAMES_PER_CALL = 4096
-"""Frames one call writes at most (its frame columns' rows)."""
+"""Frames one call runs at most (the rows reserved in the frame table, and in the buffer of
+the CPU time each frame charged)."""
 STORE_ROOM = 1 << 15
 """Rows of trace and lock holds reserved before each call (a call stops when they are full)."""
 MAX_BACKOFF = 1024
-"""Python frames at most between two tries after calls that ran no frame."""
+"""Python frames at most between two tries, after calls whose first plan the engine refused."""
 
 
 class CompiledLoop:
