@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+import simsrv.compiled_loading as compiled_loading
+
 PROBE = textwrap.dedent(
     """
     import hashlib, json, sys
@@ -57,6 +59,9 @@ def runs() -> list[dict]:
     ]
 
 
+@pytest.mark.skipif(
+    not compiled_loading._TESTED, reason="compiled_loading is off with this numba release"
+)
 def test_a_second_fresh_process_loads_every_function_from_the_cache_without_a_refresh(runs):
     """The first process may compile (an empty cache); the second loads every compiled
     function simsrv calls from the cache (a compilation would refresh numba's context)."""
