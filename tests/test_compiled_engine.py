@@ -311,3 +311,17 @@ def test_area_quadrants_array_plans_give_the_object_and_simpy_engines_timeline(
     slow = run(SimpyMachine(cpus, 1, 1.0), plans, gaps)
     assert slow[0] == arrays[0]
     assert sorted(slow[1]) == sorted(arrays[1])
+
+
+def test_the_phased_back_off_doubles_after_each_refusal_up_to_63_frames_and_resets():
+    from simsrv.machine.compiled_engine import EVENTS, PHASED, SERIAL, phased_backoff
+
+    skip, refusals, skips = 0, 0, []
+    for _ in range(9):  # every frame refuses the shortcut
+        while skip:
+            skip, refusals = phased_backoff(EVENTS, False, skip, refusals)
+        skip, refusals = phased_backoff(EVENTS, True, skip, refusals)
+        skips.append(skip)
+    assert skips == [0, 1, 3, 7, 15, 31, 63, 63, 63]
+    assert phased_backoff(SERIAL, True, 5, 3) == (5, 3)  # a serial frame changes nothing
+    assert phased_backoff(PHASED, True, 0, 7) == (0, 0)

@@ -81,7 +81,7 @@ from simsrv.compiled_loop.state import (
     VISIBLE,
 )
 from simsrv.machine.array_path import execute_and_record
-from simsrv.machine.compiled_engine import EVENTS, PHASED, SERIAL
+from simsrv.machine.compiled_engine import SERIAL, phased_backoff
 
 US_PER_S = 1e6
 
@@ -259,14 +259,7 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
     if status < 0:
         return stop(loop, REFUSED)
     # the machine (Machine._execute_arrays)
-    if status == PHASED:
-        ints[REFUSALS] = 0
-    elif status == EVENTS:
-        if try_phased:
-            ints[REFUSALS] = min(ints[REFUSALS] + 1, 7)
-            ints[SKIP] = 2 ** (ints[REFUSALS] - 1) - 1
-        else:
-            ints[SKIP] -= 1
+    ints[SKIP], ints[REFUSALS] = phased_backoff(status, try_phased, ints[SKIP], ints[REFUSALS])
     end_us = out[0]
     loop.charged_us[row] = out[1]
     ints[TRACE_SIZE] += int(out[2])

@@ -48,6 +48,30 @@ _HOLDER, _HAS_REL, _REL_RUN, _WHEAD, _WTAIL = range(5)
 _SINCE, _REL_AT = range(2)
 
 
+MAX_REFUSALS = 7
+"""Refusals in a row counted at most: a back-off of ``2**6 - 1 = 63`` frames."""
+
+
+@compiled
+def phased_backoff(status, tried, skip, refusals):
+    """The phased shortcut's back-off after a frame: ``(skip, refusals)`` from the frame's
+    path ``status`` (:data:`PHASED`, :data:`EVENTS`, :data:`SERIAL`), whether it ``tried``
+    the shortcut, and the frames left that ``skip`` it and the ``refusals`` in a row before.
+    After ``n`` refusals in a row the next ``2**(n-1) - 1`` frames skip the attempt, so
+    strategies whose frames never qualify pay ~1/64 of a scan; a success resets the count; a
+    serial frame changes nothing.  One rule for every engine path (the object engine's
+    :meth:`Machine._execute_phased <simsrv.machine.executor.Machine._execute_phased>`, its
+    array path and the compiled frame loop)."""
+    if status == PHASED:
+        return skip, 0
+    if status == EVENTS:
+        if tried:
+            refusals = min(refusals + 1, MAX_REFUSALS)
+            return 2 ** (refusals - 1) - 1, refusals
+        return skip - 1, refusals
+    return skip, refusals
+
+
 @compiled
 def execute_arrays(
     thread, kind, cost, arg, activity, thread_cpu, barrier_parties, is_wait, n_locks,

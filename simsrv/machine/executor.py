@@ -68,6 +68,7 @@ import numpy as np
 
 from simsrv.machine import compiled_engine
 from simsrv.machine.array_path import execute_and_record
+from simsrv.machine.compiled_engine import phased_backoff
 from simsrv.machine.phased import phased_timeline
 from simsrv.machine.plan import (
     SPAWNER_CPU,
@@ -365,14 +366,9 @@ class Machine:
         )  # fmt: skip
         if status < 0:
             return None
-        if status == _PHASED:
-            self._phased_refusals = 0
-        elif status == _EVENTS:  # as _execute_phased's back-off
-            if try_phased:
-                self._phased_refusals = min(self._phased_refusals + 1, 7)
-                self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
-            else:
-                self._phased_skip -= 1
+        self._phased_skip, self._phased_refusals = phased_backoff(
+            status, try_phased, self._phased_skip, self._phased_refusals
+        )
         end_us, charged, rows, sections = out.tolist()
         self.charged_us.append(charged)
         trace.size += int(rows)
@@ -408,20 +404,23 @@ class Machine:
 
     def _execute_phased(self, plan: FramePlan, frame: int, start_us: float) -> float | None:
         """The phased shortcut (:mod:`simsrv.machine.phased`): the frame's end, us, or None
-        when it does not apply.  After ``n`` refusals in a row the next ``2**(n-1) - 1`` frames
-        skip the attempt (at most 63), so strategies whose frames never qualify (contended
-        locks, spawned workers) pay ~1/64 of a scan; the result is the same either way."""
-        if self._phased_skip:
-            self._phased_skip -= 1
-            return None
-        timeline = phased_timeline(
-            plan, frame, start_us, self.cpus, self.lock_holds.pending, self.charged_us
+        when it does not apply or the back-off skips it (:func:`phased_backoff
+        <simsrv.machine.compiled_engine.phased_backoff>`); the result is the same either
+        way."""
+        tried = self._phased_skip == 0
+        timeline = (
+            phased_timeline(
+                plan, frame, start_us, self.cpus, self.lock_holds.pending, self.charged_us
+            )
+            if tried
+            else None
         )
+        self._phased_skip, self._phased_refusals = phased_backoff(
+            _EVENTS if timeline is None else _PHASED, tried, self._phased_skip,
+            self._phased_refusals,
+        )  # fmt: skip
         if timeline is None:
-            self._phased_refusals = min(self._phased_refusals + 1, 7)
-            self._phased_skip = 2 ** (self._phased_refusals - 1) - 1
             return None
-        self._phased_refusals = 0
         rows, end_us = timeline
         self.trace.pending += rows
         self.now_us = end_us
