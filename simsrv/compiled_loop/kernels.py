@@ -25,8 +25,6 @@ compiled loop.
 
 from __future__ import annotations
 
-import numpy as np
-
 from simsrv.compiled import compiled
 from simsrv.compiled_loop.state import (
     B_FROM,
@@ -82,6 +80,12 @@ from simsrv.compiled_loop.state import (
 )
 from simsrv.machine.array_path import execute_and_record
 from simsrv.machine.compiled_engine import SERIAL, phased_backoff
+from simsrv.workload.frame_kernels import (
+    commit_ticks,
+    count_commands,
+    distinct_senders,
+    reply_targets,
+)
 
 US_PER_S = 1e6
 
@@ -145,87 +149,41 @@ def frame_messages(loop):
 @compiled
 def _build(loop, first, end, now):
     """:meth:`FrameBuilder.build` without its commits (``last_tick``, ``last_physics_s``:
-    :func:`finish_frame` makes them): commands, physics and the replied clients of packets
-    ``buffer[first:end]``."""
-    ints, floats, buffer = loop.ints, loop.floats, loop.buffer
-    clients, seen = buffer["client"], loop.seen
-    stamp = ints[STAMP] + 1
-    ints[STAMP] = stamp
-    unique = True
-    for i in range(first, end):
-        c = clients[i]
-        if seen[c] == stamp:
-            unique = False
-            break
-        seen[c] = stamp
+    :func:`finish_frame` makes them), with the same kernels
+    (:mod:`simsrv.workload.frame_kernels`): commands, physics and the replied clients of
+    packets ``buffer[first:end]`` (the commands written into the packets are the same every
+    time the frame is built, as ``last_tick`` is not changed yet)."""
+    ints, floats = loop.ints, loop.floats
+    messages = loop.buffer[first:end]
+    ints[STAMP] += 1
+    unique = distinct_senders(messages, loop.seen, ints[STAMP])
     ints[UNIQUE] = unique
     if not ints[GAPLESS]:
-        _count_commands(loop, first, end, unique)
+        count_commands(messages, loop.last_tick, ints[CPP], unique)
     ints[PHYSICS] = now - floats[LAST_PHYSICS] >= floats[MINTIC]
-    counts, ranges = buffer["commands"], buffer["range_count"]
+    counts, ranges = messages["commands"], messages["range_count"]
     commands = end - first if ints[GAPLESS] else 0
     ranged = 0
-    for i in range(first, end):
+    for i in range(end - first):
         if not ints[GAPLESS]:
             commands += counts[i]
         ranged += ranges[i]
     ints[COMMANDS], ints[RANGE] = commands, ranged
     out_c, out_v, out_p = loop.reply_clients, loop.reply_visible, loop.reply_pvs
-    visible_counts, pvs_rooms = buffer["visible_count"], buffer["pvs_rooms"]
     if unique:  # every sender once: in read order
         replies = end - first
+        clients, visible_counts = messages["client"], messages["visible_count"]
+        pvs_rooms = messages["pvs_rooms"]
         for j in range(replies):
-            out_c[j] = clients[first + j]
-            out_v[j] = visible_counts[first + j]
-            out_p[j] = pvs_rooms[first + j]
-    else:  # each sender once, by client id, with its newest packet's counts
-        stamp += 1
-        ints[STAMP] = stamp
-        latest = loop.latest
-        replies = 0
-        for i in range(first, end):
-            c = clients[i]
-            if seen[c] != stamp:
-                seen[c] = stamp
-                out_c[replies] = c
-                replies += 1
-            latest[c] = i
-        out_c[:replies].sort()
-        for j in range(replies):
-            i = latest[out_c[j]]
-            out_v[j] = visible_counts[i]
-            out_p[j] = pvs_rooms[i]
+            out_c[j], out_v[j], out_p[j] = clients[j], visible_counts[j], pvs_rooms[j]
+    else:
+        ints[STAMP] += 1
+        replies = reply_targets(messages, loop.seen, ints[STAMP], loop.latest, out_c, out_v, out_p)
     visible, pvs = 0, 0
     for j in range(replies):
         visible += out_v[j]
         pvs += out_p[j]
     ints[REPLIES], ints[VISIBLE], ints[PVS] = replies, visible, pvs
-
-
-@compiled
-def _count_commands(loop, first, end, unique):
-    """:meth:`FrameBuilder._fill_commands`: each packet's commands, the ticks since its
-    client's previously processed packet (at most ``CPP``), written into the packets (the same
-    value every time the frame is built: ``last_tick`` is committed by :func:`finish_frame`)."""
-    buffer, last_tick, cpp = loop.buffer, loop.last_tick, loop.ints[CPP]
-    clients, ticks, commands = buffer["client"], buffer["tick"], buffer["commands"]
-    if unique:
-        for i in range(first, end):
-            gap = ticks[i] - last_tick[clients[i]]
-            commands[i] = min(max(gap, 1), cpp)
-        return
-    m = end - first
-    key = np.empty(m, np.int64)
-    for j in range(m):
-        key[j] = (np.int64(clients[first + j]) << 40) | ticks[first + j]
-    order = np.argsort(key)
-    for r in range(m):
-        i = first + order[r]
-        if r > 0 and clients[first + order[r - 1]] == clients[i]:
-            previous = ticks[first + order[r - 1]]
-        else:
-            previous = last_tick[clients[i]]
-        commands[i] = min(max(ticks[i] - previous, 1), cpp)
 
 
 @compiled
@@ -273,7 +231,7 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
     # the builder, the stream and the socket
     first, last = ints[B_FROM], ints[B_TO]
     if not ints[GAPLESS]:
-        _commit_ticks(loop, first, last)
+        commit_ticks(loop.buffer[first:last], loop.last_tick, ints[UNIQUE])
     if ints[PHYSICS]:
         floats[LAST_PHYSICS] = now
     ints[HEAD], ints[READ] = ints[CUT], last
@@ -288,20 +246,3 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
     ints[ROW] += 1
     floats[NOW] = end
     return True
-
-
-@compiled
-def _commit_ticks(loop, first, end):
-    """The builder's ``last_tick`` after packets ``buffer[first:end]`` (as
-    ``FrameBuilder._fill_commands``): each sender's tick when they are all different, else the
-    largest of a sender's ticks and its previous one."""
-    buffer, last_tick = loop.buffer, loop.last_tick
-    clients, ticks = buffer["client"], buffer["tick"]
-    if loop.ints[UNIQUE]:
-        for i in range(first, end):
-            last_tick[clients[i]] = ticks[i]
-        return
-    for i in range(first, end):
-        c = clients[i]
-        if ticks[i] > last_tick[c]:
-            last_tick[c] = ticks[i]

@@ -65,8 +65,6 @@ class CompiledLoop:
         ints[s.CPUS] = machine.cpus
         floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
         floats[s.MINTIC] = scenario.server.sv_mintic_s
-        self.seen = np.zeros(players, np.int64)
-        self.latest = np.zeros(players, np.int64)
         self.replies = tuple(np.zeros(players, np.int32) for _ in range(3))
         self.charged_us = np.zeros(FRAMES_PER_CALL)
         self.tables: tuple | None = None
@@ -157,9 +155,11 @@ class CompiledLoop:
         ints[s.N_LOCKS], ints[s.LOCK_WAIT] = len(plan.locks), len(plan.activities)
         floats[s.NOW], floats[s.HORIZON] = now, stream.horizon_s
         floats[s.LAST_PHYSICS] = self.builder.last_physics_s
+        ints[s.STAMP] = self.builder.stamp
         floats[s.MACHINE_NOW_US], floats[s.POS_US] = machine.now_us, pos_us
         loop = LoopState(
-            buffer, arrivals, ints, floats, self.builder.last_tick, self.seen, self.latest,
+            buffer, arrivals, ints, floats, self.builder.last_tick, self.builder.seen,
+            self.builder.latest,
             *self.replies, plan.thread_cpu, plan.barrier_parties, waits, threads, activities,
             locks, scratch_ints, scratch_times, machine.engine_out, trace.ints, trace.times,
             holds.ints, holds.times, table.times, table.ints, self.charged_us,
@@ -172,6 +172,7 @@ class CompiledLoop:
         stream.release_to(int(ints[s.HEAD]))
         self.socket.hold(buffer[ints[s.READ] : ints[s.HEAD]])
         self.builder.last_physics_s = float(floats[s.LAST_PHYSICS])
+        self.builder.stamp = int(ints[s.STAMP])
         machine.phased_backoff = (int(ints[s.SKIP]), int(ints[s.REFUSALS]))
         position = float(floats[s.POS_US]), int(ints[s.POS_FRAME]), int(ints[s.POS_THREADS])
         machine.position = position

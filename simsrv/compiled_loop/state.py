@@ -39,7 +39,7 @@ TRACE_SIZE, HOLDS_SIZE = 8, 9
 POS_FRAME, POS_THREADS = 10, 11
 """Machine: the frame and thread count of its processing position (with ``POS_US``)."""
 STAMP = 12
-"""Builder: the last stamp written in ``seen`` (one per frame: duplicate senders)."""
+"""Builder: the last stamp written in ``seen`` (:attr:`FrameBuilder.stamp`)."""
 LIMIT, CPP, GAPLESS, CPUS, N_LOCKS, LOCK_WAIT = 13, 14, 15, 16, 17, 18
 """Constants: packets read per frame at most, commands per packet at most, 1 when no packet
 can go missing (commands are not counted), CPUs, plan locks, the lock-wait activity code."""
@@ -114,8 +114,8 @@ class LoopState(NamedTuple):
     ints, floats:
         The registers.
     last_tick, seen, latest:
-        Per client: the tick of its last processed packet (the builder's own array), a stamp
-        (duplicate senders in a frame) and the index of its newest packet in the frame.
+        The frame builder's arrays per client: the tick of its last processed packet, and
+        the scratch of :mod:`~simsrv.workload.frame_kernels` (stamps, newest packets).
     reply_clients, reply_visible, reply_pvs:
         The frame's replied clients, their visible entities and PVS rooms (the first
         ``ints[REPLIES]``).

@@ -18,6 +18,12 @@ import numpy as np
 
 from simsrv.scenario.schema import Scenario
 from simsrv.workload.bandwidth import BandwidthControl
+from simsrv.workload.frame_kernels import (
+    commit_ticks,
+    count_commands,
+    distinct_senders,
+    reply_targets,
+)
 
 
 class FrameWorkload(NamedTuple):
@@ -83,6 +89,12 @@ class FrameBuilder:
         self.entities = entities
         n = scenario.players.count
         self.last_tick = np.full(n, -1, dtype=np.int64)
+        """Per client: the tick of its last processed packet (-1: none yet)."""
+        self.seen = np.zeros(n, dtype=np.int64)
+        self.latest = np.zeros(n, dtype=np.int64)
+        self.stamp = 0
+        """Scratch of :mod:`~simsrv.workload.frame_kernels` (duplicate senders): per client a
+        stamp and the index of its newest packet; the last stamp written."""
         self.last_physics_s = -np.inf
         self.bandwidth = (
             BandwidthControl(n, scenario.clients.rate_bytes_per_s)
@@ -95,8 +107,8 @@ class FrameBuilder:
 
         The builder takes ownership of ``messages`` (it fills in ``commands`` in place).
         """
-        clients = messages["client"]
-        unique = len(set(clients.tolist())) == len(clients)
+        self.stamp += 1
+        unique = distinct_senders(messages, self.seen, self.stamp)
         if not self.gapless:
             self._fill_commands(messages, unique)
         physics = start_s - self.last_physics_s >= self.server.sv_mintic_s
@@ -107,7 +119,7 @@ class FrameBuilder:
             visible = np.ascontiguousarray(messages["visible_count"])
             pvs = np.ascontiguousarray(messages["pvs_rooms"])
         else:
-            clients, visible, pvs = _reply_targets(messages)
+            clients, visible, pvs = self._reply_targets(messages)
         choked = 0
         if self.bandwidth is not None and len(clients):
             ok = self.bandwidth.allow(clients, self.reply_bytes(visible), start_s)
@@ -139,43 +151,25 @@ class FrameBuilder:
         ).astype(float)
 
     def _fill_commands(self, messages: np.ndarray, unique: bool) -> None:
-        """Commands per packet: the ticks since the client's previously processed packet.
-
-        ``unique``: every packet of the frame comes from a different client (the common case,
-        handled without sorting).
-        """
+        """Commands per packet: the ticks since the client's previously processed packet
+        (:func:`~simsrv.workload.frame_kernels.count_commands`), then the clients' last
+        ticks.  ``unique``: every packet of the frame comes from a different client."""
         if len(messages) == 0:
             return
-        clients, ticks = messages["client"], messages["tick"]
-        if unique:
-            gap = ticks - self.last_tick[clients]
-            self.last_tick[clients] = ticks
-        else:
-            order = np.lexsort((ticks, clients))
-            c, k = clients[order], ticks[order]
-            previous = self.last_tick[c]
-            same = np.zeros(len(c), dtype=bool)
-            same[1:] = c[1:] == c[:-1]
-            previous[1:][same[1:]] = k[:-1][same[1:]]
-            gap = np.empty_like(k)
-            gap[order] = k - previous
-            np.maximum.at(self.last_tick, c, k)
-        # every client starts at tick 0 with last tick -1, so a first packet counts 1 command
-        messages["commands"] = np.minimum(np.maximum(gap, 1), self.cpp)
+        count_commands(messages, self.last_tick, self.cpp, unique)
+        commit_ticks(messages, self.last_tick, unique)
+
+    def _reply_targets(self, messages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Unique clients of the frame and, for each, the visible count and PVS rooms of its
+        newest packet (:func:`~simsrv.workload.frame_kernels.reply_targets`)."""
+        m = len(messages)
+        clients, visible, pvs = (np.empty(m, np.int32) for _ in range(3))
+        self.stamp += 1
+        count = reply_targets(messages, self.seen, self.stamp, self.latest, clients, visible, pvs)
+        return clients[:count], visible[:count], pvs[:count]
 
 
 def _total(values: np.ndarray) -> int:
     """Sum of a small integer array (a Python sum of the list: ~10x faster than numpy's reduce
     on the few packets of a frame)."""
     return sum(values.tolist())
-
-
-def _reply_targets(messages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unique clients of the frame and, for each, the visible count and PVS rooms of its newest
-    packet."""
-    if len(messages) == 0:
-        empty = np.zeros(0, dtype=np.int32)
-        return empty, empty, empty
-    newest_first = messages[::-1]
-    clients, first = np.unique(newest_first["client"], return_index=True)
-    return clients, newest_first["visible_count"][first], newest_first["pvs_rooms"][first]
