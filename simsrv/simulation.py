@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from simsrv.invariants import (
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
 from simsrv.machine.trace import US
+from simsrv.metrics.trace_digest import digest_store
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
@@ -68,6 +70,9 @@ class SimulationOutput:
         Simulated time at which the run stopped, s.
     checks:
         The invariants checked (:mod:`simsrv.invariants`), name -> True (a violation raises).
+    trace_metrics:
+        The summary's metrics derived from the trace
+        (:class:`simsrv.metrics.trace_digest.TraceDigest`).
     """
 
     frames: pd.DataFrame
@@ -78,6 +83,7 @@ class SimulationOutput:
     end_s: float
     wall_time_s: float
     checks: dict[str, bool]
+    trace_metrics: dict[str, Any]
 
 
 def simulate(scenario: Scenario) -> SimulationOutput:
@@ -144,6 +150,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     }
     frames = table.to_frame()
     trace = machine.trace.to_frame()
+    trace_metrics = digest_store(machine.trace, frames, *window, scenario.machine.cpus)
     with gc_paused():  # the checks allocate briefly; a full collection would cost more
         try:
             check_conservation(accounting, int(frames["messages"].sum()))
@@ -161,6 +168,7 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         end_s=now,
         wall_time_s=time.perf_counter() - wall_start,
         checks=dict.fromkeys(CHECKS, True),
+        trace_metrics=trace_metrics,
     )
 
 

@@ -34,6 +34,7 @@ from simsrv.cluster.zoning import ZONINGS
 from simsrv.frame_table import FRAME_COLUMNS, frame_row
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
+from simsrv.metrics.trace_digest import digest_store
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
@@ -137,7 +138,7 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         "processed": sum(n.processed for n in nodes),
         "queued": sum(len(n.socket) for n in nodes) + counts.arrived,
     }
-    outputs = [node_output(n, accounting, platform.smt_throughput) for n in nodes]
+    outputs = [node_output(n, accounting, platform.smt_throughput, window) for n in nodes]
     with gc_paused():
         check_conservation(accounting, sum(int(o.frames["messages"].sum()) for o in outputs))
     return ClusterOutput(
@@ -246,13 +247,16 @@ def run_frame(
     node.now = end
 
 
-def node_output(node: Node, accounting: dict[str, int], smt: float) -> SimulationOutput:
+def node_output(
+    node: Node, accounting: dict[str, int], smt: float, window: tuple[float, float]
+) -> SimulationOutput:
     """The node's facts as a single server's, its invariants checked."""
     frames = pd.DataFrame(node.rows, columns=list(FRAME_COLUMNS))
     if node.extra_rows:
         frames = pd.concat([frames, pd.DataFrame(node.extra_rows)], axis=1)
     socket = node.socket
     trace = node.machine.trace.to_frame()
+    trace_metrics = digest_store(node.machine.trace, frames, *window, node.machine.cpus)
     with gc_paused():
         try:
             node.strategy.check_invariants()
@@ -269,4 +273,5 @@ def node_output(node: Node, accounting: dict[str, int], smt: float) -> Simulatio
         end_s=node.now,
         wall_time_s=0.0,
         checks=dict.fromkeys(CHECKS, True),
+        trace_metrics=trace_metrics,
     )

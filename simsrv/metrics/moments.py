@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+MOMENTS = ("overlap", "sequential", "parallel", "tail")
 GROUP_WORK = ("request", "reply", "net_send")
 OS_ACTIVITIES = {
     "spawn": ("spawn",),
@@ -41,29 +43,61 @@ def moments(
     ``all_busy`` is the trace's cumulative all-CPUs-busy time
     (:func:`simsrv.metrics.timeline.all_busy_time`).
     """
-    keys = ("overlap", "sequential", "parallel", "tail")
-    if frames.empty:
-        return dict.fromkeys(keys, 0.0)
-    rows = trace[trace["frame"].isin(frames["frame"])].sort_values(["frame", "start_s"])
+    rows = trace[trace["frame"].isin(frames["frame"])]
+    return moments_of(frames, frame_bounds(rows), all_busy)
+
+
+def frame_bounds(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per frame of ``rows`` (trace rows, in trace order, every row of each frame): when its
+    first worker starts (``first_worker_s``) and when its first thread finishes its group work
+    (``first_finish_s``), s; NaN when there is none."""
+    rows = rows.sort_values(["frame", "start_s"])  # stable: ties in trace order
     coordinator = rows.groupby("frame", observed=True)["thread"].first()
     is_coord = rows["thread"].to_numpy() == coordinator.reindex(rows["frame"]).to_numpy()
     workers = rows[~is_coord & (rows["activity"] != "teardown") & rows["busy"]]
-    first_worker = workers.groupby("frame")["start_s"].min()
     work = rows[rows["activity"].isin(GROUP_WORK)]
     finish = work.groupby(["frame", "thread"], observed=True)["end_s"].max()
-    first_finish = finish.groupby(level="frame").min()
+    return pd.DataFrame(
+        {
+            "first_worker_s": workers.groupby("frame")["start_s"].min(),
+            "first_finish_s": finish.groupby(level="frame").min(),
+        },
+        index=pd.Index(coordinator.index, name="frame"),
+    )
 
+
+def moments_of(
+    frames: pd.DataFrame, bounds: pd.DataFrame, all_busy: Callable[[Any], Any]
+) -> dict[str, float]:
+    """The four fractions from the frames and their :func:`frame_bounds`."""
+    if frames.empty:
+        return dict.fromkeys(MOMENTS, 0.0)
+    marks = frame_marks(frames, bounds)
+    overlap = all_busy(marks["b1"].to_numpy()) - all_busy(marks["start_s"].to_numpy())
+    return moments_from_marks(marks, overlap)
+
+
+def frame_marks(frames: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
+    """Per frame (index ``frame``): ``start_s``, ``end_s`` and the moments' boundaries ``b1``
+    (the first worker's start) and ``b2`` (the first finish), clipped to the frame, s."""
+    first_worker = bounds["first_worker_s"].dropna()
+    first_finish = bounds["first_finish_s"].dropna()
     f = frames.set_index("frame")
     start, end = f["start_s"], f["end_s"]
     b1 = first_worker.reindex(f.index).fillna(end).clip(lower=start, upper=end)
     b2 = first_finish.reindex(f.index).fillna(end).clip(lower=b1, upper=end)
     has_workers = f.index.isin(first_worker.index)
     b2 = b2.where(has_workers, end)
+    return pd.DataFrame({"start_s": start, "end_s": end, "b1": b1, "b2": b2})
 
-    overlap = all_busy(b1.to_numpy()) - all_busy(start.to_numpy())
+
+def moments_from_marks(marks: pd.DataFrame, overlap: np.ndarray) -> dict[str, float]:
+    """The four fractions from :func:`frame_marks` and each frame's all-CPUs-busy time between
+    its start and ``b1`` (``overlap``, s)."""
+    start, end, b1, b2 = marks["start_s"], marks["end_s"], marks["b1"], marks["b2"]
     total = float((end - start).sum())
-    if total <= 0:
-        return dict.fromkeys(keys, 0.0)
+    if len(marks) == 0 or total <= 0:
+        return dict.fromkeys(MOMENTS, 0.0)
     values = {
         "overlap": float(overlap.sum()),
         "sequential": float((b1 - start).sum() - overlap.sum()),

@@ -33,6 +33,8 @@ frame to frame (``bsp-group``) the thread names are the worker slots.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 from simsrv.machine.trace import is_wait
@@ -69,11 +71,17 @@ def per_thread(trace: pd.DataFrame, span_s: float) -> dict[str, dict[str, float]
     length = (trace["end_s"] - trace["start_s"]) / span_s
     # sum per (thread, activity) first: the rows are many, the pairs few
     by_activity = length.groupby([trace["thread"], trace["activity"]], observed=True).sum()
+    return thread_shares((str(t), str(a), float(v)) for (t, a), v in by_activity.items())
+
+
+def thread_shares(pairs: Iterable[tuple[str, str, float]]) -> dict[str, dict[str, float]]:
+    """:func:`per_thread` from each (thread, activity)'s share of the window, in the order of
+    thread, then activity name (the order the shares of a category are added in)."""
     out: dict[str, dict[str, float]] = {}
-    for (thread, activity), share in by_activity.items():
-        shares = out.setdefault(str(thread), {})
-        name = category(str(activity))
-        shares[name] = shares.get(name, 0.0) + float(share)
+    for thread, activity, share in pairs:
+        shares = out.setdefault(thread, {})
+        name = category(activity)
+        shares[name] = shares.get(name, 0.0) + share
     for shares in out.values():
         shares["idle"] = max(0.0, 1.0 - sum(shares.values()))
     return {t: dict(sorted(out[t].items())) for t in sorted(out, key=_natural)}

@@ -1,22 +1,23 @@
 """The one-row summary of a run (the ``simsrv run --json`` metrics).
 
 Every metric covers the measured window ``[warmup_s, warmup_s + duration_s]``: frames that start
-in it, packets that arrive in it, and trace intervals clipped to it.
+in it, packets that arrive in it, and trace intervals clipped to it (digested as the trace is
+recorded, :mod:`simsrv.metrics.trace_digest`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from simsrv.machine.trace import is_wait
-from simsrv.metrics.moments import group_statistics, moments, os_time_fraction
-from simsrv.metrics.stages import per_thread, stage_time_fraction
-from simsrv.metrics.timeline import all_busy_time, clip_intervals, window_share
-from simsrv.metrics.waiting import waiting_fractions
+from simsrv.metrics.moments import group_statistics
+from simsrv.metrics.stages import stage_time_fraction
+from simsrv.metrics.waiting import WAITING_FRACTIONS
 from simsrv.scenario.schema import Scenario
-from simsrv.simulation import SimulationOutput
+
+if TYPE_CHECKING:
+    from simsrv.simulation import SimulationOutput
 
 
 def measured_frames(scenario: Scenario, frames: pd.DataFrame) -> pd.DataFrame:
@@ -42,24 +43,13 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     """
     t0 = scenario.run.warmup_s
     t1 = t0 + scenario.run.duration_s
-    cpus = scenario.machine.cpus
     span = t1 - t0
     frames = measured_frames(scenario, out.frames)
     n = len(frames)
     messages = int(frames["messages"].sum())
     arrived, dropped = out.arrived, out.dropped
 
-    all_busy = all_busy_time(out.trace, cpus)
-    trace = clip_intervals(out.trace, t0, t1)
-    length = trace["end_s"] - trace["start_s"]
-    busy = trace["busy"]
-    per_cpu = length[busy].groupby(trace.loc[busy, "cpu"]).sum()
-    utilization = [float(per_cpu.get(c, 0.0) / span) for c in range(cpus)]
-    by_activity = length.groupby(trace["activity"], observed=True).sum() / (cpus * span)
-    breakdown = {str(a): float(v) for a, v in by_activity.items() if v > 0}
-    busy_share = sum(v for a, v in breakdown.items() if not is_wait(a))
-    breakdown["idle"] = max(0.0, 1.0 - busy_share)
-
+    traced = out.trace_metrics
     result = {
         "frames_per_s": n / span,
         "messages_per_frame": messages / n if n else 0.0,
@@ -67,18 +57,17 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
         "replies_per_s": float(frames["replies"].sum()) / span,
         "choked_per_s": float(frames["choked"].sum()) / span,
         "dropped_fraction": dropped / arrived if arrived else 0.0,
-        "parallel_fraction": window_share(all_busy, t0, t1),
-        "cpu_utilization": utilization,
-        "time_breakdown": dict(sorted(breakdown.items())),
+        "parallel_fraction": traced["parallel_fraction"],
+        "cpu_utilization": traced["cpu_utilization"],
+        "time_breakdown": traced["time_breakdown"],
         "simulated_time_s": span,
         "frames": n,
-        "moments": moments(frames, out.trace, all_busy),
-        "os_time_fraction": os_time_fraction(trace, cpus, span),
-        **waiting_fractions(trace, t0, t1),
+        "moments": traced["moments"],
+        "os_time_fraction": traced["os_time_fraction"],
+        **{key: traced[key] for key in WAITING_FRACTIONS},
+        "stage_time_fraction": stage_time_fraction(traced["per_thread"]),
+        "per_thread": traced["per_thread"],
     }
-    threads = per_thread(trace, span)
-    result["stage_time_fraction"] = stage_time_fraction(threads)
-    result["per_thread"] = threads
     if "groups" in frames:
         result["groups"] = group_statistics(frames)
     for name in ("memory_bytes", "memory_reserved_bytes"):  # strategies with static threads

@@ -16,27 +16,48 @@ with another thread of the server).  All three are 0 for a single-threaded serve
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from simsrv.metrics.kahan import GroupSums
 from simsrv.metrics.timeline import cumulative_time, interval_levels, window_share
+
+WAITING_FRACTIONS = ("lock_wait_fraction", "barrier_wait_fraction", "any_waiting_fraction")
 
 
 def waiting_fractions(trace: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, float]:
     """The three fractions above for a trace already clipped to ``[t0_s, t1_s]``."""
-    length = trace["end_s"] - trace["start_s"]
-    thread_time = float(length.sum())
+    length = (trace["end_s"] - trace["start_s"]).to_numpy()
     activity = trace["activity"]
     names = [str(a) for a in pd.unique(activity)]  # decide per distinct name, not per row
-    at_barrier = activity.isin([a for a in names if a.endswith("barrier_wait")])
-    waiting = trace[at_barrier | (activity == "lock_wait")]
-    times, levels = interval_levels(waiting["start_s"].to_numpy(), waiting["end_s"].to_numpy())
+    at_barrier = activity.isin([a for a in names if is_barrier_wait(a)]).to_numpy()
+    at_lock = (activity == "lock_wait").to_numpy()
+    sums = GroupSums(3)  # thread time, lock waits, barrier waits: Kahan sums in trace order
+    for group, rows in enumerate((slice(None), at_lock, at_barrier)):
+        sums.add(length[rows], np.full(len(length[rows]), group))
+    waiting = at_barrier | at_lock
+    starts, ends = trace["start_s"].to_numpy()[waiting], trace["end_s"].to_numpy()[waiting]
+    times, levels = interval_levels(starts, ends)
     share = window_share(cumulative_time(times, levels >= 1), t0_s, t1_s)
+    return waiting_shares(sums.get(0), sums.get(1), sums.get(2), share)
 
-    def fraction(rows: pd.Series) -> float:
-        return float(length[rows].sum()) / thread_time if thread_time else 0.0
+
+def is_barrier_wait(activity: str) -> bool:
+    """True for a wait at any barrier (``barrier_wait``, ``end_barrier_wait``, ...)."""
+    return activity.endswith("barrier_wait")
+
+
+def waiting_shares(
+    thread_time_s: float, lock_wait_s: float, barrier_wait_s: float, any_waiting: float
+) -> dict[str, float]:
+    """The fractions from the window's thread time, lock-wait and barrier-wait time (s) and the
+    share of the window with some thread waiting."""
+
+    def fraction(wait_s: float) -> float:
+        return wait_s / thread_time_s if thread_time_s else 0.0
 
     return {
-        "lock_wait_fraction": fraction(activity == "lock_wait"),
-        "barrier_wait_fraction": fraction(at_barrier),
-        "any_waiting_fraction": share,
+        "lock_wait_fraction": fraction(lock_wait_s),
+        "barrier_wait_fraction": fraction(barrier_wait_s),
+        "any_waiting_fraction": any_waiting,
     }

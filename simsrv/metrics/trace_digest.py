@@ -1,0 +1,223 @@
+"""The trace digested block by block: every trace metric of the summary without the trace.
+
+:func:`simsrv.metrics.summary.summarize` needs, from the machine's interval trace, only sums
+and two step functions over the measured window ``[t0_s, t1_s]``:
+
+* per CPU, per activity and per (thread, activity), the length of the intervals clipped to the
+  window; the window's thread time, lock-wait and barrier-wait time: Kahan sums in trace order
+  (:mod:`simsrv.metrics.kahan`), the arithmetic of pandas' grouped sums;
+* the number of busy CPUs over the whole run (all-CPUs-busy time ``F``, for the parallel
+  fraction and the moments) and the number of waiting threads in the window
+  (:mod:`simsrv.metrics.level_sweep`);
+* per measured frame, the moments' boundaries (:func:`simsrv.metrics.moments.frame_bounds`),
+  computed once all the frame's rows are in.
+
+:meth:`TraceDigest.add` takes rows in trace order, in blocks of any size;
+:meth:`TraceDigest.advance` says how far the trace is complete (no later row starts before the
+horizon; every row of the frames before ``complete_frames`` is in).  The result equals, to the
+bit, the pandas functions of :mod:`simsrv.metrics` on the whole trace
+(``tests/test_trace_digest.py``), whatever the blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsrv.machine.trace import US, Trace, is_wait
+from simsrv.metrics.kahan import GroupSums
+from simsrv.metrics.level_sweep import LevelSweep
+from simsrv.metrics.moments import (
+    MOMENTS,
+    OS_ACTIVITIES,
+    frame_bounds,
+    frame_marks,
+    moments_from_marks,
+)
+from simsrv.metrics.stages import thread_shares
+from simsrv.metrics.waiting import is_barrier_wait, waiting_shares
+
+_TIMES, _LOCK, _BARRIER = 0, 1, 2  # the groups of the waiting sums
+ALL_FRAMES = np.iinfo(np.int64).max
+"""``complete_frames`` once the trace is complete."""
+
+
+class TraceDigest:
+    """Trace metrics of the window ``[t0_s, t1_s]`` of a machine with ``cpus`` CPUs.
+
+    Memory: a few numbers per CPU, activity and (thread, activity); the step functions' steps
+    not yet needed and the rows of frames not yet complete; four numbers per measured frame.
+    """
+
+    def __init__(self, t0_s: float, t1_s: float, cpus: int) -> None:
+        self.t0_s, self.t1_s, self.cpus = t0_s, t1_s, cpus
+        self.span_s = t1_s - t0_s
+        self.all_busy = LevelSweep(cpus)  # busy rows of the whole run
+        self.any_waiting = LevelSweep(1)  # wait rows clipped to the window
+        self.per_cpu = GroupSums(cpus)  # busy time, clipped
+        self.per_activity = GroupSums()  # clipped
+        self.per_pair = GroupSums()  # clipped length / span per (thread, activity) pair
+        self.waits = GroupSums(3)  # thread time, lock waits, barrier waits, clipped
+        self.pairs: dict[tuple[int, int], int] = {}  # (thread, activity) code -> pair code
+        self.threads: list[str] = []
+        self.activities: list[str] = []
+        self.frame_starts: dict[int, float] = {}  # measured frame -> start, s (its F asked)
+        self._open: list[pd.DataFrame] = []  # rows of frames not complete yet
+        self._marks: list[pd.DataFrame] = []  # frame_marks of the measured frames closed
+        self._overlap: list[np.ndarray] = []  # their all-busy time from start to b1, s
+        self._busy_at: list[float | None] = [None, None]  # F(t0_s), F(t1_s), once swept
+        self._closed_until = 0  # frames before it are closed
+
+    def add(
+        self,
+        ints: np.ndarray,
+        times_us: np.ndarray,
+        threads: list[str],
+        activities: list[str],
+    ) -> None:
+        """Trace rows in trace order: ``ints`` columns frame, cpu, thread code, activity code
+        (codes into ``threads`` and ``activities``), ``times_us`` start and end, us."""
+        if len(ints) == 0:
+            return
+        self.threads, self.activities = list(threads), list(activities)
+        frame, cpu, thread, activity = ints[:, 0], ints[:, 1], ints[:, 2], ints[:, 3]
+        start, end = times_us[:, 0] * US, times_us[:, 1] * US
+        waits = np.array([is_wait(a) for a in activities], bool)
+        busy = ~waits[activity]
+        self.all_busy.add(start[busy], end[busy])
+
+        c_start = np.clip(start, self.t0_s, self.t1_s)
+        c_end = np.clip(end, self.t0_s, self.t1_s)
+        inside = c_end > c_start
+        length = (c_end - c_start)[inside]
+        activity_in, busy_in = activity[inside], busy[inside]
+        self.per_cpu.add(length[busy_in], cpu[inside][busy_in])  # a negative CPU: skipped
+        self.per_activity.add(length, activity_in)
+        self.per_pair.add(length / self.span_s, self._pair_codes(thread[inside], activity_in))
+        barrier = np.array([is_barrier_wait(a) for a in activities], bool)[activity_in]
+        lock = np.array([a == "lock_wait" for a in activities], bool)[activity_in]
+        for group, rows in ((_TIMES, slice(None)), (_LOCK, lock), (_BARRIER, barrier)):
+            self.waits.add(length[rows], np.full(len(length[rows]), group))
+        waiting = barrier | lock
+        self.any_waiting.add(c_start[inside][waiting], c_end[inside][waiting])
+
+        names = pd.Categorical.from_codes(activity, categories=pd.Index(activities))
+        self._open.append(
+            pd.DataFrame(
+                {
+                    "frame": frame,
+                    "thread": thread,
+                    "activity": names,
+                    "busy": busy,
+                    "start_s": start,
+                    "end_s": end,
+                }
+            )
+        )
+
+    def _pair_codes(self, thread: np.ndarray, activity: np.ndarray) -> np.ndarray:
+        keys = thread * (1 << 32) + activity
+        unique, inverse = np.unique(keys, return_inverse=True)
+        codes = np.empty(len(unique), np.int64)
+        for i, key in enumerate(unique.tolist()):
+            codes[i] = self.pairs.setdefault((key >> 32, key & 0xFFFFFFFF), len(self.pairs))
+        return codes[inverse]
+
+    def advance(self, horizon_s: float, complete_frames: int, frames: pd.DataFrame) -> None:
+        """The trace is complete before ``horizon_s`` (no row added later starts before it)
+        and for the frames before ``complete_frames`` (the later frames start at or after
+        ``horizon_s``); ``frames`` holds at least those frames' rows (``frame``, ``start_s``,
+        ``end_s``: the frame table's columns)."""
+        self.all_busy.advance(horizon_s)
+        self.any_waiting.advance(horizon_s)
+        for i, t in enumerate((self.t0_s, self.t1_s)):
+            if self._busy_at[i] is None and t <= horizon_s:
+                self._busy_at[i] = float(self.all_busy.at(t))
+        rows = pd.concat(self._open, ignore_index=True) if self._open else _NO_ROWS
+        done = rows["frame"].to_numpy() < complete_frames
+        self._open = [rows[~done].reset_index(drop=True)] if not done.all() else []
+        number = frames["frame"]
+        if (frames.loc[number >= complete_frames, "start_s"] < horizon_s).any():
+            raise ValueError("a frame not complete starts before the digest's horizon")
+        closing = frames[(number >= self._closed_until) & (number < complete_frames)]
+        self._closed_until = max(self._closed_until, complete_frames)
+        measured = closing[(closing["start_s"] >= self.t0_s) & (closing["start_s"] < self.t1_s)]
+        if len(measured):
+            rows = rows[done]
+            bounds = frame_bounds(rows[rows["frame"].isin(measured["frame"])])
+            marks = frame_marks(measured[["frame", "start_s", "end_s"]], bounds)
+            self._marks.append(marks)
+            b1, start = marks["b1"].to_numpy(), marks["start_s"].to_numpy()
+            self._overlap.append(self.all_busy.at(b1) - self.all_busy.at(start))
+        self.all_busy.forget_before(horizon_s)  # F is asked for later at or after it only
+
+    def summary(self) -> dict[str, Any]:
+        """The summary's trace metrics (keys of :func:`simsrv.metrics.summary.summarize`);
+        call after :meth:`advance` to ``inf`` past every frame."""
+        cpus, span = self.cpus, self.span_s
+        utilization = [self.per_cpu.get(c) / span for c in range(cpus)]
+        breakdown = {}
+        for code in sorted(self.per_activity.present(), key=lambda c: self.activities[c]):
+            share = self.per_activity.get(code) / (cpus * span)
+            if share > 0:
+                breakdown[self.activities[code]] = share
+        busy_share = sum(v for a, v in breakdown.items() if not is_wait(a))
+        breakdown["idle"] = max(0.0, 1.0 - busy_share)
+        by_name = {
+            self.activities[c]: self.per_activity.get(c) for c in self.per_activity.present()
+        }
+        os_share = {
+            key: float(sum(by_name.get(a, 0.0) for a in acts) / (cpus * span))
+            for key, acts in OS_ACTIVITIES.items()
+        }
+        f0, f1 = self._busy_at
+        parallel = float((f1 - f0) / span) if span > 0 else 0.0
+        waiting = self.any_waiting.at(np.array([self.t0_s, self.t1_s]))
+        any_share = float((waiting[1] - waiting[0]) / span) if span > 0 else 0.0
+        marks = pd.concat(self._marks) if self._marks else None
+        moments = (
+            moments_from_marks(marks, np.concatenate(self._overlap))
+            if marks is not None
+            else dict.fromkeys(MOMENTS, 0.0)
+        )
+        pairs = sorted(
+            ((self.threads[t], self.activities[a], code) for (t, a), code in self.pairs.items()),
+        )
+        return {
+            "parallel_fraction": parallel,
+            "cpu_utilization": utilization,
+            "time_breakdown": dict(sorted(breakdown.items())),
+            "moments": moments,
+            "os_time_fraction": os_share,
+            **waiting_shares(
+                self.waits.get(_TIMES), self.waits.get(_LOCK), self.waits.get(_BARRIER), any_share
+            ),
+            "per_thread": thread_shares((t, a, float(self.per_pair.get(c))) for t, a, c in pairs)
+            if self.pairs and span > 0
+            else {},
+        }
+
+
+_NO_ROWS = pd.DataFrame(
+    {
+        "frame": np.zeros(0, np.int64),
+        "thread": np.zeros(0, np.int64),
+        "activity": pd.Categorical([]),
+        "busy": np.zeros(0, bool),
+        "start_s": np.zeros(0),
+        "end_s": np.zeros(0),
+    }
+)
+
+
+def digest_store(
+    trace: Trace, frames: pd.DataFrame, t0_s: float, t1_s: float, cpus: int
+) -> dict[str, Any]:
+    """The summary's trace metrics of a machine's whole trace (one block)."""
+    digest = TraceDigest(t0_s, t1_s, cpus)
+    ints, times = trace.columns()
+    digest.add(ints, times, trace.threads.names, trace.activities.names)
+    digest.advance(np.inf, ALL_FRAMES, frames)
+    return digest.summary()
