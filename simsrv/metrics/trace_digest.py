@@ -63,11 +63,14 @@ class TraceDigest:
         self.pairs: dict[tuple[int, int], int] = {}  # (thread, activity) code -> pair code
         self.threads: list[str] = []
         self.activities: list[str] = []
-        self.frame_starts: dict[int, float] = {}  # measured frame -> start, s (its F asked)
         self._open: list[pd.DataFrame] = []  # rows of frames not complete yet
         self._marks: list[pd.DataFrame] = []  # frame_marks of the measured frames closed
         self._overlap: list[np.ndarray] = []  # their all-busy time from start to b1, s
-        self._busy_at: list[float | None] = [None, None]  # F(t0_s), F(t1_s), once swept
+        # each level's F(t0_s) and F(t1_s), once the sweep has reached them
+        self._at_window: dict[str, list[float | None]] = {
+            "busy": [None, None],
+            "wait": [None, None],
+        }
         self._closed_until = 0  # frames before it are closed
 
     def add(
@@ -132,9 +135,11 @@ class TraceDigest:
         ``end_s``: the frame table's columns)."""
         self.all_busy.advance(horizon_s)
         self.any_waiting.advance(horizon_s)
-        for i, t in enumerate((self.t0_s, self.t1_s)):
-            if self._busy_at[i] is None and t <= horizon_s:
-                self._busy_at[i] = float(self.all_busy.at(t))
+        for name, sweep in (("busy", self.all_busy), ("wait", self.any_waiting)):
+            known = self._at_window[name]
+            for i, t in enumerate((self.t0_s, self.t1_s)):
+                if known[i] is None and t <= horizon_s:
+                    known[i] = float(sweep.at(t))
         rows = pd.concat(self._open, ignore_index=True) if self._open else _NO_ROWS
         done = rows["frame"].to_numpy() < complete_frames
         self._open = [rows[~done].reset_index(drop=True)] if not done.all() else []
@@ -152,6 +157,7 @@ class TraceDigest:
             b1, start = marks["b1"].to_numpy(), marks["start_s"].to_numpy()
             self._overlap.append(self.all_busy.at(b1) - self.all_busy.at(start))
         self.all_busy.forget_before(horizon_s)  # F is asked for later at or after it only
+        self.any_waiting.forget_before(horizon_s)
 
     def summary(self) -> dict[str, Any]:
         """The summary's trace metrics (keys of :func:`simsrv.metrics.summary.summarize`);
@@ -172,10 +178,10 @@ class TraceDigest:
             key: float(sum(by_name.get(a, 0.0) for a in acts) / (cpus * span))
             for key, acts in OS_ACTIVITIES.items()
         }
-        f0, f1 = self._busy_at
+        f0, f1 = self._at_window["busy"]
         parallel = float((f1 - f0) / span) if span > 0 else 0.0
-        waiting = self.any_waiting.at(np.array([self.t0_s, self.t1_s]))
-        any_share = float((waiting[1] - waiting[0]) / span) if span > 0 else 0.0
+        w0, w1 = self._at_window["wait"]
+        any_share = float((w1 - w0) / span) if span > 0 else 0.0
         marks = pd.concat(self._marks) if self._marks else None
         moments = (
             moments_from_marks(marks, np.concatenate(self._overlap))
