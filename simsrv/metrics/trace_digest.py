@@ -37,9 +37,15 @@ from simsrv.metrics.moments import (
     moments_from_marks,
 )
 from simsrv.metrics.stages import thread_shares
-from simsrv.metrics.waiting import is_barrier_wait, waiting_shares
+from simsrv.metrics.waiting import (
+    BARRIER_WAIT,
+    LOCK_WAIT,
+    THREAD_TIME,
+    add_wait_times,
+    is_barrier_wait,
+    waiting_shares,
+)
 
-_TIMES, _LOCK, _BARRIER = 0, 1, 2  # the groups of the waiting sums
 ALL_FRAMES = np.iinfo(np.int64).max
 """``complete_frames`` once the trace is complete."""
 
@@ -101,8 +107,7 @@ class TraceDigest:
         self.per_pair.add(length / self.span_s, self._pair_codes(thread[inside], activity_in))
         barrier = np.array([is_barrier_wait(a) for a in activities], bool)[activity_in]
         lock = np.array([a == "lock_wait" for a in activities], bool)[activity_in]
-        for group, rows in ((_TIMES, slice(None)), (_LOCK, lock), (_BARRIER, barrier)):
-            self.waits.add(length[rows], np.full(len(length[rows]), group))
+        add_wait_times(self.waits, length, lock, barrier)
         waiting = barrier | lock
         self.any_waiting.add(c_start[inside][waiting], c_end[inside][waiting])
 
@@ -198,7 +203,10 @@ class TraceDigest:
             "moments": moments,
             "os_time_fraction": os_share,
             **waiting_shares(
-                self.waits.get(_TIMES), self.waits.get(_LOCK), self.waits.get(_BARRIER), any_share
+                self.waits.get(THREAD_TIME),
+                self.waits.get(LOCK_WAIT),
+                self.waits.get(BARRIER_WAIT),
+                any_share,
             ),
             "per_thread": thread_shares((t, a, float(self.per_pair.get(c))) for t, a, c in pairs)
             if self.pairs and span > 0

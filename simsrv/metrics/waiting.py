@@ -23,6 +23,8 @@ from simsrv.metrics.kahan import GroupSums
 from simsrv.metrics.timeline import cumulative_time, interval_levels, window_share
 
 WAITING_FRACTIONS = ("lock_wait_fraction", "barrier_wait_fraction", "any_waiting_fraction")
+THREAD_TIME, LOCK_WAIT, BARRIER_WAIT = 0, 1, 2
+"""The groups of the waiting sums (:func:`add_wait_times`)."""
 
 
 def waiting_fractions(trace: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, float]:
@@ -32,14 +34,26 @@ def waiting_fractions(trace: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str
     names = [str(a) for a in pd.unique(activity)]  # decide per distinct name, not per row
     at_barrier = activity.isin([a for a in names if is_barrier_wait(a)]).to_numpy()
     at_lock = (activity == "lock_wait").to_numpy()
-    sums = GroupSums(3)  # thread time, lock waits, barrier waits: Kahan sums in trace order
-    for group, rows in enumerate((slice(None), at_lock, at_barrier)):
-        sums.add(length[rows], np.full(len(length[rows]), group))
+    sums = GroupSums(3)
+    add_wait_times(sums, length, at_lock, at_barrier)
     waiting = at_barrier | at_lock
     starts, ends = trace["start_s"].to_numpy()[waiting], trace["end_s"].to_numpy()[waiting]
     times, levels = interval_levels(starts, ends)
     share = window_share(cumulative_time(times, levels >= 1), t0_s, t1_s)
-    return waiting_shares(sums.get(0), sums.get(1), sums.get(2), share)
+    return waiting_shares(sums.get(THREAD_TIME), sums.get(LOCK_WAIT), sums.get(BARRIER_WAIT), share)
+
+
+def add_wait_times(
+    sums: GroupSums, length: np.ndarray, at_lock: np.ndarray, at_barrier: np.ndarray
+) -> None:
+    """Add intervals' ``length`` (s, in trace order) to the Kahan sums of the thread time
+    (every interval), the lock-wait and the barrier-wait time (the rows flagged)."""
+    for group, rows in (
+        (THREAD_TIME, slice(None)),
+        (LOCK_WAIT, at_lock),
+        (BARRIER_WAIT, at_barrier),
+    ):
+        sums.add(length[rows], np.full(len(length[rows]), group))
 
 
 def is_barrier_wait(activity: str) -> bool:
