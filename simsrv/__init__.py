@@ -7,7 +7,12 @@ Data flow: scenario -> world -> workload -> strategy plan -> machine -> trace ->
 >>> result.summary["frames_per_s"] > 0
 True
 
-``RunResult``, ``run``, ``Scenario`` and ``load_scenario`` are imported on first use, so that
+A run keeps no interval trace unless asked (``run(scenario, keep_trace=KEEP_ALL)``, or a
+``TraceWindow``): its metrics are digested as it goes, so its memory does not grow with its
+length.
+
+``RunResult``, ``run``, ``Scenario``, ``load_scenario``, ``KEEP_ALL`` and ``TraceWindow`` are
+imported on first use, so that
 importing a ``simsrv`` module (e.g. the command line's parser) does not load numpy, pandas or
 scipy before a simulation needs them.
 """
@@ -22,8 +27,17 @@ from simsrv.version import __version__
 if TYPE_CHECKING:
     from simsrv.result import RunResult, run
     from simsrv.scenario import Scenario, load_scenario
+    from simsrv.trace_stream import KEEP_ALL, TraceWindow
 
-__all__ = ["RunResult", "Scenario", "__version__", "load_scenario", "run"]
+__all__ = [
+    "KEEP_ALL",
+    "RunResult",
+    "Scenario",
+    "TraceWindow",
+    "__version__",
+    "load_scenario",
+    "run",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -32,6 +46,8 @@ __getattr__, __dir__ = lazy_exports(
         "run": "simsrv.result",
         "Scenario": "simsrv.scenario",
         "load_scenario": "simsrv.scenario",
+        "KEEP_ALL": "simsrv.trace_stream",
+        "TraceWindow": "simsrv.trace_stream",
     },
     globals(),
 )

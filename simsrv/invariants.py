@@ -1,4 +1,4 @@
-"""Invariants checked at the end of every run: cheap facts that must always hold.
+"""Invariants checked in every run: cheap facts that must always hold.
 
 =======================  ====================================================================
 ``message_conservation`` every packet sent is lost, in flight, dropped, processed or queued
@@ -21,8 +21,9 @@
 
 A violation raises :class:`InvariantViolation`: one line naming the invariant, the frame and
 the entities involved (threads, packets, entities or the lock).  ``simsrv`` prints it and exits
-with status 3.  The trace checks are vectorised (numpy) at the end of the run, the partition
-checks compiled per frame; their cost is measured in ``docs/performance.md``.
+with status 3.  The trace checks are vectorised (numpy) and take the trace in blocks as the run
+goes (:class:`TraceChecks`, fed by :mod:`simsrv.trace_stream`), the partition checks are
+compiled per frame; their cost is measured in ``docs/performance.md``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from types import ModuleType
 import numpy as np
 
 from simsrv.errors import InvariantViolation  # noqa: F401  (raised here, re-exported)
-from simsrv.machine.trace import LockHolds
+from simsrv.machine.trace import US, LockHolds
 
 CHECKS = (
     "message_conservation",
@@ -137,14 +138,34 @@ def check_trace(
     row, times in s; ``thread_of(row)`` names a row's thread; ``charged_s[f]`` is frame
     ``f``'s charged CPU time; ``slowest_speed`` the SMT throughput, 1 without SMT)."""
     b = np.flatnonzero(busy)
+    check_cpus(frame, cpu, start_s, end_s, b, thread_of)
+    frames = len(charged_s)
+    if len(frame) and frame.max() >= frames:
+        raise InvariantViolation(
+            "costs_accounted", int(frame.max()), "trace rows of a frame that was never planned"
+        )
+    traced = np.bincount(frame[b], weights=end_s[b] - start_s[b], minlength=frames)
+    check_costs(traced, charged_s, slowest_speed)
+
+
+def check_cpus(
+    frame: np.ndarray,
+    cpu: np.ndarray,
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+    rows: np.ndarray,
+    thread_of: Callable[[int], str],
+) -> None:
+    """``cpu_exclusive`` on the busy ``rows`` (indices into the other arrays, listed in the
+    order the machine recorded them)."""
     cpus = int(cpu.max()) + 1 if len(cpu) and cpu.min() >= 0 else 0
     in_order = cpus > 0 and _kernels().listed_in_order_without_overlap(
-        b, cpu, start_s, end_s, cpus, False
+        rows, cpu, start_s, end_s, cpus, False
     )
     pair = (
         None
         if in_order
-        else _first_overlap(b[np.lexsort((start_s[b], cpu[b]))], cpu, start_s, end_s)
+        else _first_overlap(rows[np.lexsort((start_s[rows], cpu[rows]))], cpu, start_s, end_s)
     )
     if pair is not None:
         first, second = pair
@@ -155,22 +176,24 @@ def check_trace(
             f"{end_s[first]:.9f} s) and thread {thread_of(second)} (from {start_s[second]:.9f} "
             f"s) at once",
         )
-    frames = len(charged_s)
-    if len(frame) and frame.max() >= frames:
-        raise InvariantViolation(
-            "costs_accounted", int(frame.max()), "trace rows of a frame that was never planned"
-        )
-    traced = np.bincount(frame[b], weights=end_s[b] - start_s[b], minlength=frames)
+
+
+def check_costs(
+    traced_s: np.ndarray, charged_s: np.ndarray, slowest_speed: float, first_frame: int = 0
+) -> None:
+    """``costs_accounted``: frame ``first_frame + i`` traced ``traced_s[i]`` s of busy time
+    and its plan charged ``charged_s[i]`` s (with SMT at ``slowest_speed``, a computation may
+    last up to its cost divided by it)."""
     slack = REL_TOLERANCE * charged_s + ABS_TOLERANCE_S
-    low = traced < charged_s - slack
-    high = traced > charged_s / slowest_speed + slack
+    low = traced_s < charged_s - slack
+    high = traced_s > charged_s / slowest_speed + slack
     if (low | high).any():
-        f = int(np.flatnonzero(low | high)[0])
+        i = int(np.flatnonzero(low | high)[0])
         raise InvariantViolation(
             "costs_accounted",
-            f,
-            f"the plan charged {charged_s[f] * 1e6:.6f} us of CPU time but the trace holds "
-            f"{traced[f] * 1e6:.6f} us",
+            first_frame + i,
+            f"the plan charged {charged_s[i] * 1e6:.6f} us of CPU time but the trace holds "
+            f"{traced_s[i] * 1e6:.6f} us",
         )
 
 
@@ -182,20 +205,135 @@ def check_locks(holds: LockHolds | Sequence[tuple]) -> None:
     if len(holds) < 2:
         return
     ints, times = holds.columns()
-    codes, start, end = ints[:, 0], times[:, 0], times[:, 1]
+    check_lock_rows(ints, times, holds.locks.names, holds.threads.names)
+
+
+def check_lock_rows(ints: np.ndarray, times_us: np.ndarray, locks: list, threads: list) -> None:
+    """``lock_exclusive`` on lock-hold rows (:class:`~simsrv.machine.trace.LockHolds`
+    columns: lock code, frame, thread code; start and end, us) in the order they were logged;
+    ``locks`` and ``threads`` name the codes."""
+    if len(ints) < 2:
+        return
+    codes, start, end = ints[:, 0], times_us[:, 0], times_us[:, 1]
     rows = np.arange(len(codes))
-    locks = int(codes.max()) + 1  # codes are >= 0 (interned names)
-    if _kernels().listed_in_order_without_overlap(rows, codes, start, end, locks, True):
+    owners = int(codes.max()) + 1  # codes are >= 0 (interned names)
+    if _kernels().listed_in_order_without_overlap(rows, codes, start, end, owners, True):
         return
     pair = _first_overlap(np.lexsort((end, start, codes)), codes, start, end)
     if pair is not None:
-        (lock, frame, thread, _, until), (_, second_frame, other, since, _) = map(holds.row, pair)
+        first, second = pair
+        lock, frame, thread = locks[codes[first]], ints[first, 1], threads[ints[first, 2]]
         raise InvariantViolation(
             "lock_exclusive",
-            second_frame,
+            int(ints[second, 1]),
             f"lock {lock!r} held by thread {thread} (frame {frame}) "
-            f"until {until:.3f} us and taken by thread {other} at {since:.3f} us",
+            f"until {end[first]:.3f} us and taken by thread {threads[ints[second, 2]]} at "
+            f"{start[second]:.3f} us",
         )
+
+
+class TraceChecks:
+    """``cpu_exclusive``, ``costs_accounted`` and ``lock_exclusive`` on a machine's trace and
+    lock holds taken in blocks as the run goes (:mod:`simsrv.trace_stream`), with the same
+    verdicts as the whole-trace checks above.
+
+    A block is every row recorded since the last one, in recording order, with a horizon: no
+    row recorded later starts before it (``trace_horizon_us`` for intervals,
+    ``holds_horizon_us`` for critical sections), and every frame before ``complete_frames``
+    has all its rows in.  Kept between blocks: the busy intervals and critical sections that
+    end after the horizon (only they can overlap a later one), the busy time traced by the
+    frames not complete yet, and their charged CPU time; nothing grows with the run.
+
+    ``threads``, ``locks`` name the stores' codes (:class:`~simsrv.machine.trace.Names`,
+    shared with the machine's stores); ``slowest_speed`` as in :func:`check_trace`.
+    """
+
+    def __init__(self, threads: list, locks: list, slowest_speed: float) -> None:
+        self.threads, self.locks, self.speed = threads, locks, slowest_speed
+        self._busy = np.empty((0, 3), np.int64)  # frame, cpu, thread of busy rows kept
+        self._busy_us = np.empty((0, 2))
+        self._holds = np.empty((0, 3), np.int64)
+        self._holds_us = np.empty((0, 2))
+        self._first_open = 0  # frames before it are checked and forgotten
+        self._traced_s = np.zeros(0)  # busy time of frames _first_open.., s
+        self._charged_us: list[float] = []  # charged CPU time of frames _first_open.., us
+        self._last_frame = -1  # the largest frame of any row
+
+    def add(
+        self,
+        ints: np.ndarray,
+        times_us: np.ndarray,
+        busy: np.ndarray,
+        holds_ints: np.ndarray,
+        holds_us: np.ndarray,
+        charged_us: list[float],
+    ) -> None:
+        """A block: trace rows (``ints`` frame, cpu, thread code, activity code; ``times_us``;
+        ``busy`` per row), lock-hold rows and the CPU time charged by the frames executed
+        since the last block (in execution order)."""
+        self._charged_us += charged_us
+        if len(ints):
+            self._last_frame = max(self._last_frame, int(ints[:, 0].max()))
+        b = np.flatnonzero(busy)
+        kept = len(self._busy)
+        self._busy = np.concatenate([self._busy, ints[b, :3]])
+        self._busy_us = np.concatenate([self._busy_us, times_us[b]])
+        frame, cpu, thread = self._busy[:, 0], self._busy[:, 1], self._busy[:, 2]
+        start_s, end_s = self._busy_us[:, 0] * US, self._busy_us[:, 1] * US
+        names = self.threads
+        check_cpus(frame, cpu, start_s, end_s, np.arange(len(frame)), lambda r: names[thread[r]])
+        self._add_traced(frame[kept:], (end_s - start_s)[kept:])
+        self._holds = np.concatenate([self._holds, holds_ints])
+        self._holds_us = np.concatenate([self._holds_us, holds_us])
+        check_lock_rows(self._holds, self._holds_us, self.locks, self.threads)
+
+    def _add_traced(self, frame: np.ndarray, length_s: np.ndarray) -> None:
+        """Busy time of new rows added to their frames' sums."""
+        if len(frame) == 0:
+            return
+        index = frame - self._first_open
+        if index.min() < 0:
+            raise InvariantViolation(
+                "costs_accounted",
+                int(frame.min()),
+                "trace rows of a frame recorded after it was complete",
+            )
+        self._grow(int(index.max()) + 1)
+        self._traced_s += np.bincount(index, weights=length_s, minlength=len(self._traced_s))
+
+    def _grow(self, frames: int) -> None:
+        if frames > len(self._traced_s):
+            more = np.zeros(frames - len(self._traced_s))
+            self._traced_s = np.concatenate([self._traced_s, more])
+
+    def advance(
+        self, trace_horizon_us: float, holds_horizon_us: float, complete_frames: int
+    ) -> None:
+        """Check the frames now complete and forget what no later block can contradict (see
+        the class docstring)."""
+        keep = self._busy_us[:, 1] > trace_horizon_us
+        self._busy, self._busy_us = self._busy[keep], self._busy_us[keep]
+        keep = self._holds_us[:, 1] > holds_horizon_us
+        self._holds, self._holds_us = self._holds[keep], self._holds_us[keep]
+        done = min(complete_frames - self._first_open, len(self._charged_us))
+        if done <= 0:
+            return
+        self._grow(done)
+        charged_s = np.array(self._charged_us[:done]) * US
+        check_costs(self._traced_s[:done], charged_s, self.speed, self._first_open)
+        self._traced_s = self._traced_s[done:]
+        del self._charged_us[:done]
+        self._first_open += done
+
+    def finish(self) -> None:
+        """After the last block (the trace complete): every frame's costs checked, and no row
+        of a frame that was never planned."""
+        planned = self._first_open + len(self._charged_us)
+        if self._last_frame >= planned:
+            raise InvariantViolation(
+                "costs_accounted", self._last_frame, "trace rows of a frame that was never planned"
+            )
+        self.advance(np.inf, np.inf, planned)
 
 
 def _first_overlap(

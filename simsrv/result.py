@@ -13,6 +13,7 @@ import pandas as pd
 from simsrv.metrics.summary import summarize
 from simsrv.scenario.schema import Scenario
 from simsrv.simulation import simulate
+from simsrv.trace_stream import TraceWindow
 from simsrv.version import __version__
 
 
@@ -30,7 +31,9 @@ class RunResult:
     frames, trace:
         Per-frame records and the per-CPU interval trace (see
         :class:`simsrv.simulation.SimulationOutput` and :mod:`simsrv.machine.trace`); empty
-        on error.
+        on error.  The trace holds the rows of the window ``run(..., keep_trace=...)`` asked
+        for, and is None when none was (the default: a run's memory then does not grow with
+        its length).
     accounting:
         Packet balance at the end of the run.
     wall_time_s:
@@ -46,7 +49,7 @@ class RunResult:
     scenario: Scenario
     summary: dict[str, Any]
     frames: pd.DataFrame
-    trace: pd.DataFrame
+    trace: pd.DataFrame | None
     accounting: dict[str, int]
     wall_time_s: float
     error: str | None = None
@@ -86,8 +89,12 @@ class RunResult:
         }
 
 
-def run(scenario: Scenario, raise_errors: bool = True) -> RunResult:
-    """Simulate ``scenario`` and summarise it.
+def run(
+    scenario: Scenario, raise_errors: bool = True, keep_trace: TraceWindow | None = None
+) -> RunResult:
+    """Simulate ``scenario`` and summarise it, keeping the trace rows of ``keep_trace``
+    (:class:`simsrv.trace_stream.TraceWindow`; :data:`simsrv.trace_stream.KEEP_ALL`: every
+    row; None: no trace).
 
     With ``raise_errors=False`` an exception inside the simulation is returned as
     :attr:`RunResult.error` (empty tables and summary) instead of raised, so that a grid of runs
@@ -98,9 +105,9 @@ def run(scenario: Scenario, raise_errors: bool = True) -> RunResult:
         if scenario.cluster is not None:
             from simsrv.cluster.result import run_cluster
 
-            out = run_cluster(scenario)
+            out = run_cluster(scenario, keep_trace)
         else:
-            out = simulate(scenario)
+            out = simulate(scenario, keep_trace)
         summary = out.summary if scenario.cluster is not None else summarize(scenario, out)
     except Exception as error:
         if raise_errors:

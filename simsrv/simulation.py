@@ -21,21 +21,13 @@ import pandas as pd
 
 from simsrv.compiled_loop.runner import CompiledLoop
 from simsrv.frame_table import FrameTable, frame_row
-from simsrv.invariants import (
-    CHECKS,
-    InvariantViolation,
-    check_conservation,
-    check_locks,
-    check_trace,
-)
+from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.machine.engines import ENGINES
-from simsrv.machine.executor import Machine
-from simsrv.machine.trace import US
-from simsrv.metrics.trace_digest import digest_store
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
+from simsrv.trace_stream import TraceStream, TraceWindow
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
@@ -58,7 +50,8 @@ class SimulationOutput:
         ``choked`` replies held by the rate limit; ``physics`` whether world physics ran;
         ``queued`` packets left in the socket after the read; plus strategy columns.
     trace:
-        The machine's interval trace (:mod:`simsrv.machine.trace`).
+        The machine's interval trace (:mod:`simsrv.machine.trace`): the rows that overlap
+        the window asked for (``keep_trace``), or None when none was.
     arrived, dropped:
         Packets that reached the socket in the measured window ``[warmup_s, warmup_s +
         duration_s)``, and of those the ones dropped there (counted as they come, not stored).
@@ -76,7 +69,7 @@ class SimulationOutput:
     """
 
     frames: pd.DataFrame
-    trace: pd.DataFrame
+    trace: pd.DataFrame | None
     arrived: int
     dropped: int
     accounting: dict[str, int]
@@ -86,8 +79,12 @@ class SimulationOutput:
     trace_metrics: dict[str, Any]
 
 
-def simulate(scenario: Scenario) -> SimulationOutput:
-    """Run ``scenario`` to ``warmup_s + duration_s`` simulated seconds."""
+def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> SimulationOutput:
+    """Run ``scenario`` to ``warmup_s + duration_s`` simulated seconds.
+
+    The machine's trace is digested as the run goes (:mod:`simsrv.trace_stream`): memory does
+    not grow with the run's length unless ``keep_trace`` asks for the rows of a window
+    (:data:`simsrv.trace_stream.KEEP_ALL`: all of them)."""
     wall_start = time.perf_counter()
     rng = run_streams(scenario.run)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
@@ -111,57 +108,61 @@ def simulate(scenario: Scenario) -> SimulationOutput:
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
     limit = scenario.max_messages_per_frame
     table = FrameTable(strategy.frame_record_names if reports_extra else None)
+    records = TraceStream(machine, window, slowest_speed(machine), keep_trace)
+
+    def frame_times() -> np.ndarray:
+        return table.times[: table.size]
+
     processed = 0
     now = 0.0
     trimmed_at = 0  # client ticks generated when the world's history was last trimmed
     fast = CompiledLoop.create(scenario, stream, socket, builder, machine, strategy)
-    while now < stop_s:
-        if fast is not None:  # frames in compiled calls while it can; this frame in Python
-            now, read = fast.run(now, table)
-            processed += read
-            if now >= stop_s:
-                break
-        arrived = stream.release_until(now)
-        if len(socket) == 0 and len(arrived) == 0:
-            now = stream.next_arrival_s()
-            continue
-        batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
-        frame = builder.build(len(table), now, batch)
-        end = machine.execute(strategy.plan(frame), frame.index, now)
-        extra = strategy.frame_record() if reports_extra else None
-        table.append(frame_row(frame, end, len(batch), len(socket)), extra)
-        processed += len(batch)
-        now = end
-        if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
-            trimmed_at = stream.next_tick
-            world.forget_before(stream.oldest_unread_tick(socket.first_tick()))
+    try:
+        while now < stop_s:
+            if fast is not None:  # frames in compiled calls while it can; this frame in Python
+                now, read = fast.run(now, table, lambda t: records.drain(t, frame_times))
+                processed += read
+                if now >= stop_s:
+                    break
+            arrived = stream.release_until(now)
+            if len(socket) == 0 and len(arrived) == 0:
+                now = stream.next_arrival_s()
+                continue
+            batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
+            frame = builder.build(len(table), now, batch)
+            end = machine.execute(strategy.plan(frame), frame.index, now)
+            extra = strategy.frame_record() if reports_extra else None
+            table.append(frame_row(frame, end, len(batch), len(socket)), extra)
+            processed += len(batch)
+            now = end
+            records.drain(now, frame_times)
+            if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
+                trimmed_at = stream.next_tick
+                world.forget_before(stream.oldest_unread_tick(socket.first_tick()))
 
-    stream.close()  # the accounting below needs packets, not world states
-    counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
-    counts = stream.settle(counted_s, arrival_times=socket.capacity > 0)
-    socket.admit(counts.arrived, counts.arrival_s)
-    accounting = {
-        "sent": counts.sent,
-        "lost": counts.lost,
-        "in_flight": counts.in_flight,
-        "dropped": socket.dropped,
-        "processed": processed,
-        "queued": len(socket),
-    }
-    frames = table.to_frame()
-    trace = machine.trace.to_frame()
-    trace_metrics = digest_store(machine.trace, frames, *window, scenario.machine.cpus)
-    with gc_paused():  # the checks allocate briefly; a full collection would cost more
-        try:
+        stream.close()  # the accounting below needs packets, not world states
+        counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
+        counts = stream.settle(counted_s, arrival_times=socket.capacity > 0)
+        socket.admit(counts.arrived, counts.arrival_s)
+        accounting = {
+            "sent": counts.sent,
+            "lost": counts.lost,
+            "in_flight": counts.in_flight,
+            "dropped": socket.dropped,
+            "processed": processed,
+            "queued": len(socket),
+        }
+        frames = table.to_frame()
+        with gc_paused():  # the checks allocate briefly; a full collection would cost more
             check_conservation(accounting, int(frames["messages"].sum()))
             strategy.check_invariants()
-            check_machine(machine, platform.smt_throughput)
-        except InvariantViolation as violation:
-            violation.trace = trace  # what was computed, to inspect the violation
-            raise
+            trace_metrics = records.close(frame_times())
+    except InvariantViolation as violation:
+        violation.trace = records.kept_trace()  # what was computed, to inspect the violation
+        raise
     return SimulationOutput(
         frames=frames,
-        trace=trace,
+        trace=records.kept_trace(),
         arrived=stream.arrived_in_window(),
         dropped=socket.dropped_in_window,
         accounting=accounting,
@@ -170,6 +171,13 @@ def simulate(scenario: Scenario) -> SimulationOutput:
         checks=dict.fromkeys(CHECKS, True),
         trace_metrics=trace_metrics,
     )
+
+
+def slowest_speed(machine: Any) -> float:
+    """The slowest speed a computation of ``machine`` may run at (x1): the SMT throughput
+    with SMT, times the share of the most loaded CPU left by its background load."""
+    speed = min(machine.smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
+    return speed * (1.0 - max(machine.background, default=0.0))
 
 
 @contextmanager
@@ -182,33 +190,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def check_machine(machine: Machine, smt_throughput: float) -> None:
-    """The machine invariants (:mod:`simsrv.invariants`) on the complete trace: the run's rows
-    plus those of threads that outlive the last frame, which :meth:`Machine.finish` runs to
-    their end (they are not part of the run's results: call it after taking the trace)."""
-    machine.finish()
-    store = machine.trace
-    ints, times = store.columns()
-    names = store.threads.names
-
-    def thread_of(row: int) -> str:
-        return str(names[ints[row, 2]])
-
-    speed = min(smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
-    speed *= 1.0 - max(machine.background, default=0.0)  # the most loaded CPU
-    check_trace(
-        ints[:, 0],
-        ints[:, 1],
-        thread_of,
-        times[:, 0] * US,
-        times[:, 1] * US,
-        store.busy(),
-        np.array(machine.charged_us) * US,
-        speed,
-    )
-    check_locks(machine.lock_holds)
 
 
 def accounting_time_s(end_s: float, stop_s: float, duration_s: float) -> float:

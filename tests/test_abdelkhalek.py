@@ -14,6 +14,7 @@ from simsrv.result import run
 from simsrv.scenario.load import load_scenario
 from simsrv.strategies import STRATEGIES, StrategyContext
 from simsrv.strategies.region_locks import path_locks, path_nodes
+from simsrv.trace_stream import KEEP_ALL
 from simsrv.world.areanode import AreanodeTree
 from tests.strategy_harness import FakeWorld, execute, floor, frame_of, make_strategy
 
@@ -141,7 +142,7 @@ def test_every_packet_is_processed_exactly_once(locking):
             "run.warmup_s=0",
         ],
     )
-    result = run(scenario)
+    result = run(scenario, keep_trace=KEEP_ALL)
     frames, trace = result.frames, result.trace
     # a packet's execution is one interval, or two around the game-state lock when locking
     per_packet = 1 if locking == "none" else 2

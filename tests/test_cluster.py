@@ -21,6 +21,7 @@ from simsrv.machine.engines import ENGINES
 from simsrv.machine.plan import Compute, FramePlan, Thread
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
+from simsrv.trace_stream import KEEP_ALL
 
 ROOT = Path(__file__).resolve().parents[1]
 CUBE = ROOT / "scenarios" / "cube-160.toml"
@@ -32,8 +33,8 @@ IGNORED = {"scenario", "wall_time_s", "nodes", "interconnect", "zoning"}
 def test_one_node_without_borders_is_the_single_server(strategy):
     """The most important test: a one-node cluster is today's server, bit for bit."""
     sets = [*SHORT, f"server.strategy={strategy}"]
-    single = run(load_scenario(CUBE, sets))
-    cluster = run(load_scenario(CUBE, [*sets, "cluster.nodes=1"]))
+    single = run(load_scenario(CUBE, sets), keep_trace=KEEP_ALL)
+    cluster = run(load_scenario(CUBE, [*sets, "cluster.nodes=1"]), keep_trace=KEEP_ALL)
     assert cluster.scenario.cluster is not None and single.scenario.cluster is None
     a, b = single.to_json_dict(), cluster.to_json_dict()
     assert set(b) - set(a) == {"nodes", "interconnect", "zoning"}

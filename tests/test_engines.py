@@ -15,6 +15,7 @@ from simsrv.machine import Compute, FramePlan, Join, Machine, RunFirst, Thread
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
+from simsrv.trace_stream import KEEP_ALL
 from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
@@ -31,8 +32,8 @@ def _sorted(trace: pd.DataFrame) -> pd.DataFrame:
 
 
 def _both(path: str) -> tuple:
-    fast = simulate(load_scenario(ROOT / path, SHORT))
-    slow = simulate(load_scenario(ROOT / path, [*SHORT, 'machine.engine="simpy"']))
+    fast = simulate(load_scenario(ROOT / path, SHORT), KEEP_ALL)
+    slow = simulate(load_scenario(ROOT / path, [*SHORT, 'machine.engine="simpy"']), KEEP_ALL)
     return fast, slow
 
 
@@ -160,8 +161,8 @@ def test_a_scenario_with_background_load_gives_the_same_trace_on_both_engines():
         "run.duration_s=0.3",
         "run.warmup_s=0",
     ]
-    fast = simulate(load_scenario(None, sets))
-    slow = simulate(load_scenario(None, [*sets, 'machine.engine="simpy"']))
+    fast = simulate(load_scenario(None, sets), KEEP_ALL)
+    slow = simulate(load_scenario(None, [*sets, 'machine.engine="simpy"']), KEEP_ALL)
     pd.testing.assert_frame_equal(fast.trace, slow.trace)
     on_loaded = fast.trace[(fast.trace.cpu == 3) & (fast.trace.activity == "request")]
     assert len(on_loaded) > 0

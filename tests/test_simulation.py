@@ -13,6 +13,7 @@ from simsrv import run
 from simsrv.platforms import load_platform
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
+from simsrv.trace_stream import KEEP_ALL
 
 
 @settings(max_examples=20, deadline=None)
@@ -82,7 +83,7 @@ def test_closed_loop_longer_messages_mean_fewer_longer_frames(short_scenario):
 
 
 def test_sequential_frame_time_is_the_sum_of_its_costs(short_scenario):
-    result = run(short_scenario())
+    result = run(short_scenario(), keep_trace=KEEP_ALL)
     scenario, frames, trace = result.scenario, result.frames, result.trace
     costs = load_platform(scenario.machine.platform).costs
     busy = trace.groupby("frame")[["start_s", "end_s"]].agg({"start_s": "min", "end_s": "max"})

@@ -150,10 +150,10 @@ def test_tables_are_saved_after_every_run_and_load_back(tmp_path):
 def test_a_failing_run_is_recorded_and_the_others_finish(monkeypatch):
     real_simulate = result_module.simulate
 
-    def flaky(scenario):
+    def flaky(scenario, keep_trace=None):
         if scenario.run.seed == 2:
             raise ZeroDivisionError("boom")
-        return real_simulate(scenario)
+        return real_simulate(scenario, keep_trace)
 
     monkeypatch.setattr(result_module, "simulate", flaky)
     results = compare(None, TINY, ["sequential"], [2], seeds=3, workers=1)
@@ -193,7 +193,7 @@ def test_mean_ci_and_table_per_point():
 
 
 def test_run_returns_the_error_instead_of_raising_when_asked(monkeypatch):
-    def broken(scenario):
+    def broken(scenario, keep_trace=None):
         raise RuntimeError("no CPU")
 
     monkeypatch.setattr(result_module, "simulate", broken)

@@ -45,13 +45,17 @@ def run_command(args: argparse.Namespace) -> int:
     from simsrv.machine.trace_export import check_trace_path, write_trace
     from simsrv.result import run
     from simsrv.scenario.load import load_scenario
+    from simsrv.trace_stream import TraceWindow
 
     if args.trace is not None:
         check_trace_path(args.trace)
         prepare_output_file(args.trace, "--trace")
     scenario = load_scenario(args.scenario, args.overrides)
+    keep = None
+    if args.trace is not None:  # the rows written, and the warm-up's: a violation there
+        keep = TraceWindow(*trace_span(scenario, keep_warmup=True))  # writes them all
     try:
-        result = run(scenario)
+        result = run(scenario, keep_trace=keep)
     except InvariantViolation as violation:  # keep the trace: it shows the violation
         if args.trace is not None and violation.trace is not None:
             write_trace(violation.trace, args.trace)
@@ -75,16 +79,20 @@ def measured_trace(result: RunResult, keep_warmup: bool = False):
     duration_s]`` (the one every metric covers), or from 0 s with ``keep_warmup``."""
     from simsrv.metrics.timeline import clip_intervals
 
-    run_ = result.scenario.run
-    start_s = 0.0 if keep_warmup else run_.warmup_s
-    return clip_intervals(result.trace, start_s, run_.warmup_s + run_.duration_s)
+    return clip_intervals(result.trace, *trace_span(result.scenario, keep_warmup))
+
+
+def trace_span(scenario, keep_warmup: bool) -> tuple[float, float]:
+    """The simulated span ``--trace`` writes, s: the measured window, or from 0 s with
+    ``keep_warmup``."""
+    run_ = scenario.run
+    return (0.0 if keep_warmup else run_.warmup_s), run_.warmup_s + run_.duration_s
 
 
 def describe_trace(path: Path, trace, result: RunResult, kept_warmup: bool) -> str:
     """One line saying where the trace went and what it holds (intervals, simulated window)."""
     run_ = result.scenario.run
-    start_s = 0.0 if kept_warmup else run_.warmup_s
-    end_s = run_.warmup_s + run_.duration_s
+    start_s, end_s = trace_span(result.scenario, kept_warmup)
     warmup = (
         "warm-up included"
         if kept_warmup

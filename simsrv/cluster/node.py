@@ -39,6 +39,8 @@ class Node:
     """Entities its world physics simulated, per frame (its zone's plus mirrored in)."""
     served: list[tuple[int, float, np.ndarray]] = field(default_factory=list)
     """With packet recording: ``(frame, start_s, packets read)`` per frame."""
+    records: Any = None
+    """Its trace taken as the run goes (a :class:`simsrv.trace_stream.TraceStream`)."""
 
     @property
     def reports_extra(self) -> bool:

@@ -34,7 +34,6 @@ from simsrv.cluster.zoning import ZONINGS
 from simsrv.frame_table import FRAME_COLUMNS, frame_row
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
-from simsrv.metrics.trace_digest import digest_store
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
@@ -42,9 +41,10 @@ from simsrv.simulation import (
     SimulationOutput,
     accounting_time_s,
     build_world,
-    check_machine,
     gc_paused,
+    slowest_speed,
 )
+from simsrv.trace_stream import TraceStream, TraceWindow
 from simsrv.workload.clients import CHUNK_TICKS, ClientStream
 
 
@@ -73,9 +73,12 @@ class ClusterOutput:
     owner_history: list[np.ndarray] | None = None
 
 
-def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> ClusterOutput:
+def simulate_cluster(
+    scenario: Scenario, record_packets: bool = False, keep_trace: TraceWindow | None = None
+) -> ClusterOutput:
     """Run ``scenario`` (with a ``[cluster]`` section) to ``warmup_s + duration_s``;
-    ``record_packets`` keeps every frame's packets per node (for tests)."""
+    ``record_packets`` keeps every frame's packets per node (for tests); ``keep_trace`` the
+    rows of each node's trace in a window (:func:`simsrv.simulation.simulate`)."""
     wall_start = time.perf_counter()
     cluster = scenario.cluster
     assert cluster is not None and cluster.border_width is not None
@@ -95,6 +98,8 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
     nodes = [
         build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)
     ]
+    for node in nodes:
+        node.records = TraceStream(node.machine, window, slowest_speed(node.machine), keep_trace)
     exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes)
     router = Router(
         zoned,
@@ -138,7 +143,7 @@ def simulate_cluster(scenario: Scenario, record_packets: bool = False) -> Cluste
         "processed": sum(n.processed for n in nodes),
         "queued": sum(len(n.socket) for n in nodes) + counts.arrived,
     }
-    outputs = [node_output(n, accounting, platform.smt_throughput, window) for n in nodes]
+    outputs = [node_output(n, accounting) for n in nodes]
     with gc_paused():
         check_conservation(accounting, sum(int(o.frames["messages"].sum()) for o in outputs))
     return ClusterOutput(
@@ -245,25 +250,32 @@ def run_frame(
         node.served.append((frame.index, now, batch.copy()))
     node.processed += len(batch)
     node.now = end
+    try:
+        node.records.drain(end, lambda: node_frame_times(node))
+    except InvariantViolation as violation:  # the machine checks, as the run goes
+        violation.trace = node.records.kept_trace()
+        raise
 
 
-def node_output(
-    node: Node, accounting: dict[str, int], smt: float, window: tuple[float, float]
-) -> SimulationOutput:
+def node_frame_times(node: Node) -> np.ndarray:
+    """Every frame's ``(start_s, end_s)`` of ``node`` so far, (frames, 2)."""
+    return np.array([row[1:3] for row in node.rows], dtype=np.float64).reshape(-1, 2)
+
+
+def node_output(node: Node, accounting: dict[str, int]) -> SimulationOutput:
     """The node's facts as a single server's, its invariants checked."""
     frames = pd.DataFrame(node.rows, columns=list(FRAME_COLUMNS))
     if node.extra_rows:
         frames = pd.concat([frames, pd.DataFrame(node.extra_rows)], axis=1)
     socket = node.socket
-    trace = node.machine.trace.to_frame()
-    trace_metrics = digest_store(node.machine.trace, frames, *window, node.machine.cpus)
     with gc_paused():
         try:
             node.strategy.check_invariants()
-            check_machine(node.machine, smt)
+            trace_metrics = node.records.close(node_frame_times(node))
         except InvariantViolation as violation:
-            violation.trace = trace
+            violation.trace = node.records.kept_trace()
             raise
+    trace = node.records.kept_trace()
     return SimulationOutput(
         frames=frames,
         trace=trace,

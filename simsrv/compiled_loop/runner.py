@@ -20,6 +20,8 @@ to 1,024.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from simsrv.compiled_loop import state as s
@@ -100,10 +102,13 @@ class CompiledLoop:
             return None
         return cls(scenario, stream, socket, builder, machine, strategy)
 
-    def run(self, now: float, table: FrameTable) -> tuple[float, int]:
+    def run(
+        self, now: float, table: FrameTable, on_full: Callable[[float], None] | None = None
+    ) -> tuple[float, int]:
         """Run frames from ``now`` (s) when the loop can start (else none), their records
         written to ``table``; return the clock and the packets the frames read.  Calls again,
-        with more room, when a store is full."""
+        with more room, when a store is full, after ``on_full(clock)`` (which may take the
+        stores' rows: :meth:`simsrv.trace_stream.TraceStream.drain`)."""
         if self.skip:
             self.skip -= 1
             return now, 0
@@ -113,6 +118,8 @@ class CompiledLoop:
             processed += read
             if reason != s.ROOM:
                 break
+            if on_full is not None:
+                on_full(now)
             self.room = max(self.room, 2 * int(self.ints[s.NEED]))
         if reason == s.REFUSED and not done:
             self.backoff = min(2 * self.backoff + 1, MAX_BACKOFF)

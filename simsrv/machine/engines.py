@@ -10,7 +10,9 @@ same trace, bit for bit (``tests/test_engines.py``).
 An engine is a class built as ``Engine(cpus, smt_per_core, smt_throughput, background=())``
 (``background``: busy share of each CPU taken by other programs) with
 ``execute(plan, frame, start_s) -> end_s``, ``finish()``, ``trace``, ``charged_us``,
-``lock_holds`` and ``smt_per_core``.
+``lock_holds``, ``smt_per_core`` and ``settled_us(next_start_us)`` (how far its records are
+complete, :class:`simsrv.machine.trace.Settled`: the run takes them out as it goes,
+:mod:`simsrv.trace_stream`).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import LockHolds, Trace, is_wait
+from simsrv.machine.trace import LockHolds, Settled, Trace, is_wait
 
 US_PER_S = 1e6
 
@@ -129,7 +129,7 @@ class _Run:
         "token",
     )
 
-    def __init__(self, thread: Thread, frame: int, rank: int, ctx: _Frame) -> None:
+    def __init__(self, thread: Thread, frame: int, rank: int, ctx: _Frame, start_us: float) -> None:
         self.name = thread.name
         self.ops = thread.ops
         self.spawned = thread.spawned
@@ -138,7 +138,8 @@ class _Run:
         self.cpu = thread.cpu  # SPAWNER_CPU until spawned; changes when a parent migrates
         self.ctx = ctx
         self.pc = 0
-        self.began = 0.0  # start of the current computation or wait, us
+        self.began = start_us  # start of the current computation or wait, us (the frame's
+        # start until the thread first computes or waits)
         self.held: set[Hashable] = set()
         self.joiners: list[_Run] = []
         self.finished = False
@@ -171,9 +172,9 @@ class _Frame:
 
     __slots__ = ("barriers", "frame", "runs")
 
-    def __init__(self, plan: FramePlan, frame: int) -> None:
+    def __init__(self, plan: FramePlan, frame: int, start_us: float) -> None:
         self.frame = frame
-        self.runs = {t.name: _Run(t, frame, i, self) for i, t in enumerate(plan.threads)}
+        self.runs = {t.name: _Run(t, frame, i, self, start_us) for i, t in enumerate(plan.threads)}
         if len(self.runs) != len(plan.threads):
             raise PlanError(f"thread names are not unique: {[t.name for t in plan.threads]}")
         self.barriers = {name: [parties, 0, []] for name, parties in plan.barriers.items()}
@@ -216,7 +217,7 @@ class Machine:
         self._holder: list[_Run | None] = [None] * cpus  # thread computing on each CPU
         self._queue: list[deque[_Run]] = [deque() for _ in range(cpus)]
         self._locks: dict[Hashable, _Lock] = {}
-        self._live_threads = 0
+        self._live: dict[_Run, None] = {}  # threads started and not ended, in start order
         self._phased_refusals = 0  # phased-shortcut refusals in a row (see _execute_phased)
         self._phased_skip = 0  # frames left that skip the attempt
         self._tables: dict[tuple, tuple] = {}  # a plan's names -> _plan_tables
@@ -234,7 +235,8 @@ class Machine:
         self._core_busy = [0] * (-(-cpus // smt_per_core)) if self._smt else []
         self.trace = Trace()
         self.charged_us: list[float] = []
-        """CPU time each executed frame's plan charged, us, in execution order."""
+        """CPU time each executed frame's plan charged, us, in execution order (since a
+        reader last took them: :mod:`simsrv.trace_stream` empties it with the stores)."""
         self.lock_holds = LockHolds(threads=self.trace.threads)
         """Every critical section: ``(lock, frame, thread, start_us, end_us)`` (the phased
         shortcut logs its thread's whole phase, a superset).  :meth:`finish` closes the
@@ -243,7 +245,26 @@ class Machine:
     @property
     def idle(self) -> bool:
         """True when no thread of any earlier frame is still running."""
-        return self._live_threads == 0
+        return not self._live
+
+    def settled_us(self, next_start_us: float) -> Settled:
+        """How far the records are complete when the next frame starts at ``next_start_us``
+        or later (:class:`~simsrv.machine.trace.Settled`).  A live thread's next row starts at
+        its current computation's or wait's start (``began``; a run of computations: its
+        ``run_start``); a critical section logged later at its lock's ``since`` (a release
+        inside a run of computations is logged lazily, at the lock's next acquisition)."""
+        trace_us, open_frame = next_start_us, None
+        for run in self._live:
+            since = run.run_start if run.run_end_pc >= 0 else run.began
+            if since < trace_us:
+                trace_us = since
+            if open_frame is None or run.frame < open_frame:
+                open_frame = run.frame
+        holds_us = trace_us
+        for state in self._locks.values():
+            if state.holder is not None and state.since < holds_us:
+                holds_us = state.since
+        return Settled(trace_us, holds_us, open_frame)
 
     # -- the state the compiled frame loop (simsrv.compiled_loop) runs on ----------------------
 
@@ -255,7 +276,7 @@ class Machine:
     @property
     def idle_for_arrays(self) -> bool:
         """True when the compiled engine may run the next plan: no thread alive, no event."""
-        return self._live_threads == 0 and not self._heap
+        return not self._live and not self._heap
 
     def array_tables(self, plan: PlanArrays) -> tuple:
         """The tables of ``plan``'s names (:meth:`_plan_tables`): which activities are waits,
@@ -299,14 +320,14 @@ class Machine:
         give the same result."""
         start_us = start_s * US_PER_S
         if type(plan) is PlanArrays:
-            if self._compiled and not self._live_threads and not self._heap and not plan.spawns():
+            if self._compiled and not self._live and not self._heap and not plan.spawns():
                 end_us = self._execute_arrays(plan, frame, start_us)
                 if end_us is not None:
                     return end_us / US_PER_S
             plan = plan.to_plan()
-        if self._live_threads == 0 and not self._background and plan.is_serial():
+        if not self._live and not self._background and plan.is_serial():
             return self._execute_serial(plan.threads[0], frame, start_us) / US_PER_S
-        if self._runs and not self._live_threads and not self._heap and not self._speeds:
+        if self._runs and not self._live and not self._heap and not self._speeds:
             end_us = self._execute_phased(plan, frame, max(start_us, self.now_us))
             if end_us is not None:
                 return end_us / US_PER_S
@@ -314,10 +335,10 @@ class Machine:
         self._check(plan)
         self.run_until(start_us)
         self._position = max(self._position, (start_us, frame, -1))  # earlier frames first
-        ctx = _Frame(plan, frame)
+        ctx = _Frame(plan, frame, start_us)
         for run in ctx.runs.values():
             if not run.spawned:
-                self._live_threads += 1
+                self._live[run] = None
                 self._advance(run)
         coordinator, heap = ctx.runs[plan.threads[0].name], self._heap
         while not coordinator.finished:
@@ -537,7 +558,7 @@ class Machine:
         if run.held:
             raise PlanError(f"thread {run.name!r} ended holding locks {sorted(map(str, run.held))}")
         run.finished = True
-        self._live_threads -= 1
+        del self._live[run]
         for joiner in run.joiners:
             joiner.token += 1  # a run-first parent's migration timer is void
             self._push(self.now_us, joiner, _WAKE)
@@ -789,7 +810,7 @@ class Machine:
             raise PlanError(f"{run.name!r} spawns {name!r}, not a spawned thread of the plan")
         if child.cpu == SPAWNER_CPU:
             child.cpu = run.cpu
-        self._live_threads += 1
+        self._live[child] = None
         self._push(self.now_us, child, _RESUME)
 
     def _maybe_migrate(self, run: _Run) -> None:

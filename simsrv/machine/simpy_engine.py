@@ -46,7 +46,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import LockHolds, Trace, is_wait
+from simsrv.machine.trace import LockHolds, Settled, Trace, is_wait
 
 RANKS = 1 << 20  # threads per frame that the priority encoding can tell apart
 FIRST_KEY = 2  # priorities below are simpy's own (URGENT = 0, NORMAL = 1)
@@ -125,6 +125,7 @@ class SimpyMachine:
         self.trace = Trace()
         self.charged_us: list[float] = []
         self.lock_holds = LockHolds(threads=self.trace.threads)
+        self._alive = 0  # threads started and not ended
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -148,6 +149,7 @@ class SimpyMachine:
         for state in states.values():
             state.end = self.env.event()
             if not state.thread.spawned:
+                self._alive += 1
                 state.process = self.env.process(self._thread(state, states, barriers))
         coordinator = states[plan.threads[0].name]
         while not coordinator.finished:
@@ -156,6 +158,14 @@ class SimpyMachine:
             self.env.step()
         self._run_until(self.env.now)
         return self.env.now / US_PER_S
+
+    def settled_us(self, next_start_us: float) -> Settled:
+        """As :meth:`simsrv.machine.executor.Machine.settled_us`, known only when no thread is
+        alive and nothing is scheduled (else nothing is settled: ``-inf``, frame 0); this
+        engine logs a critical section at its release."""
+        if self._alive or self.env.peek() != float("inf"):
+            return Settled(-float("inf"), -float("inf"), 0)
+        return Settled(next_start_us, next_start_us, None)
 
     def finish(self) -> None:
         """Run every thread still alive to its end."""
@@ -209,6 +219,7 @@ class SimpyMachine:
             held = sorted(map(str, state.requests))
             raise PlanError(f"thread {state.name!r} ended holding locks {held}")
         state.finished = True
+        self._alive -= 1
         state.end.succeed()
 
     def _record(self, state: _ThreadState, activity: str, start: float, end: float) -> None:
@@ -326,6 +337,7 @@ class SimpyMachine:
             raise PlanError(f"{state.name!r} spawns {name!r}, not a spawned thread of the plan")
         if child.cpu == SPAWNER_CPU:
             child.cpu = state.cpu
+        self._alive += 1
         child.process = self.env.process(self._thread(child, states, barriers))
 
     def _join(self, state: _ThreadState, states: dict[str, _ThreadState], op) -> Generator:

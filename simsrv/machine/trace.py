@@ -36,6 +36,7 @@ float64 microseconds.  Two writers fill them, in the order the machine records:
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -51,6 +52,17 @@ def is_wait(activity: str) -> bool:
 
 
 US = 1e-6
+
+
+class Settled(NamedTuple):
+    """How far a machine's records are complete (an engine's ``settled_us(next_start_us)``):
+    no interval recorded later starts before ``trace_us``, no critical section logged later
+    starts before ``holds_us`` (both us), and every frame before ``open_frame`` has all its
+    rows (None: every frame executed so far)."""
+
+    trace_us: float
+    holds_us: float
+    open_frame: int | None
 
 
 class Names:
@@ -121,6 +133,15 @@ class Columns:
         self.flush()
         return self.ints[: self.size], self.times[: self.size]
 
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every stored row (pending ones flushed first), as copies, and the store emptied:
+        a reader that takes the rows as the run goes keeps the store small.  Names keep their
+        codes."""
+        ints, times = self.columns()
+        ints, times = ints.copy(), times.copy()
+        self.size = 0
+        return ints, times
+
     def __len__(self) -> int:
         return self.size + len(self.pending)
 
@@ -182,25 +203,37 @@ class Trace(Columns):
     def busy(self) -> np.ndarray:
         """Per stored row: True unless its activity is a wait."""
         ints, _ = self.columns()
-        waits = np.array([is_wait(a) for a in self.activities.names], dtype=bool)
-        return ~waits[ints[:, 3]]
+        return ~wait_codes(self.activities.names)[ints[:, 3]]
 
     def to_frame(self) -> pd.DataFrame:
         """The trace as a tidy DataFrame (columns documented in the module docstring)."""
         ints, times = self.columns()
-        df = pd.DataFrame(
-            {
-                "frame": ints[:, 0].copy(),
-                "cpu": ints[:, 1].astype(np.int32),
-                "thread": _categorical(ints[:, 2], self.threads.names),
-                "activity": _categorical(ints[:, 3], self.activities.names),
-                "start_s": times[:, 0] * US,
-                "end_s": times[:, 1] * US,
-            }
-        )
-        waits = [a for a in df["activity"].cat.categories if is_wait(a)]
-        df["busy"] = ~df["activity"].isin(waits)
-        return df
+        return trace_frame(ints, times, self.threads.names, self.activities.names)
+
+
+def wait_codes(activities: Sequence[str]) -> np.ndarray:
+    """Per activity code: True when it is a wait (:func:`is_wait`)."""
+    return np.array([is_wait(a) for a in activities], dtype=bool)
+
+
+def trace_frame(
+    ints: np.ndarray, times_us: np.ndarray, threads: list, activities: list
+) -> pd.DataFrame:
+    """Trace rows (:class:`Trace` columns; ``threads`` and ``activities`` name the codes) as
+    the tidy DataFrame documented in the module docstring."""
+    df = pd.DataFrame(
+        {
+            "frame": ints[:, 0].copy(),
+            "cpu": ints[:, 1].astype(np.int32),
+            "thread": _categorical(ints[:, 2], threads),
+            "activity": _categorical(ints[:, 3], activities),
+            "start_s": times_us[:, 0] * US,
+            "end_s": times_us[:, 1] * US,
+        }
+    )
+    waits = [a for a in df["activity"].cat.categories if is_wait(a)]
+    df["busy"] = ~df["activity"].isin(waits)
+    return df
 
 
 def _categorical(codes: np.ndarray, names: list) -> pd.Categorical:

@@ -57,6 +57,7 @@ from simsrv.metrics.timeline import clip_intervals
 from simsrv.result import RunResult, describe_error, run
 from simsrv.scenario.schema import Scenario
 from simsrv.sweep.grid import GridRun
+from simsrv.trace_stream import TraceWindow
 from simsrv.version import __version__
 
 GANTT_FRAMES = 4
@@ -115,13 +116,22 @@ def scenario_hash(scenario: Scenario) -> str:
 
 def execute(grid_run: GridRun) -> RunRecords:
     """Run one grid point; a failure becomes a row with the error and NaN metrics."""
-    result = run(grid_run.scenario, raise_errors=False)
+    gantt = grid_run.point.seed_index == 0
+    result = run(
+        grid_run.scenario, raise_errors=False, keep_trace=gantt_window(grid_run) if gantt else None
+    )
     if result.error is not None:  # a bug in a strategy must not lose the rest of the grid
         return failed(grid_run, result.error)
     try:
         return records_of(grid_run, result)
     except Exception as error:
         return failed(grid_run, describe_error(error))
+
+
+def gantt_window(grid_run: GridRun) -> TraceWindow:
+    """The trace rows a Gantt chart needs: those of the first :data:`GANTT_FRAMES` frames of
+    the measured window (a superset: :func:`_gantt` cuts them to those frames' span)."""
+    return TraceWindow(start_s=grid_run.scenario.run.warmup_s, frames=GANTT_FRAMES)
 
 
 def failed(grid_run: GridRun, error: str) -> RunRecords:

@@ -1,0 +1,218 @@
+"""The machine's records taken as the run goes: digested, checked, and kept only when asked.
+
+A thread strategy records ~20-30 trace rows a frame and ~2,000 frames a simulated second at
+160 clients; kept whole, the trace was most of a run's memory and grew with its length
+(``docs/performance.md``).  :class:`TraceStream` takes the rows out of the machine's stores
+(:meth:`simsrv.machine.trace.Columns.take`) in blocks of at least :data:`BLOCK_ROWS` rows,
+at frame boundaries, with the horizon before which the machine says its records are
+complete (``settled_us``: the next frame's start, or the earliest start of an interval a
+live thread has not recorded yet), and gives each block to
+
+* the digest of the summary's trace metrics (:class:`simsrv.metrics.trace_digest.TraceDigest`),
+* the machine invariants (:class:`simsrv.invariants.TraceChecks`),
+* the kept trace: the rows that overlap the window asked for (:class:`TraceWindow`), if any.
+
+Whatever the blocks, the metrics are equal to the bit and the checks give the same verdicts
+(``tests/test_trace_stream.py``).  The simpy reference engine says nothing while a thread
+is alive: with threads outliving every frame, it gives everything in one block at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsrv.invariants import TraceChecks
+from simsrv.machine.trace import US, Settled, trace_frame, wait_codes
+from simsrv.metrics.trace_digest import ALL_FRAMES, TraceDigest
+
+BLOCK_ROWS = 1 << 16
+"""Trace rows at least in a block (~3 MB of trace; ~30 simulated ms of a thread strategy at
+160 clients): fewer, larger blocks cost less per row."""
+RETRY_ROWS = 1 << 12
+"""Rows recorded before the machine is asked again when it had settled nothing new (threads
+alive across frames; asking costs a pass over its live threads and locks)."""
+US_PER_S = 1e6
+
+
+@dataclass(frozen=True)
+class TraceWindow:
+    """Which trace rows a run keeps: those that overlap ``[start_s, end_s]`` (end > start_s and
+    start < end_s).  With ``frames = k``, ``end_s`` is at most the end of the ``k``-th frame
+    that starts at or after ``start_s`` (the frames a Gantt chart shows)."""
+
+    start_s: float = 0.0
+    end_s: float = float("inf")
+    frames: int | None = None
+
+
+KEEP_ALL = TraceWindow()
+"""Every row of the run."""
+
+
+class TraceStream:
+    """A run's trace rows taken from ``machine`` in blocks (see the module docstring).
+
+    Parameters
+    ----------
+    machine:
+        The run's machine (an engine of :mod:`simsrv.machine.engines`).
+    window:
+        The measured window ``(t0_s, t1_s)`` of the digest.
+    slowest_speed:
+        The slowest speed a computation may run at (``costs_accounted``).
+    keep:
+        The rows to keep as the run's trace DataFrame, or None (the default of a run).
+    """
+
+    def __init__(
+        self,
+        machine: Any,
+        window: tuple[float, float],
+        slowest_speed: float,
+        keep: TraceWindow | None = None,
+        block_rows: int = BLOCK_ROWS,
+    ) -> None:
+        self.machine, self.keep, self.block_rows = machine, keep, block_rows
+        trace, holds = machine.trace, machine.lock_holds
+        self.digest = TraceDigest(*window, machine.cpus)
+        self.checks = TraceChecks(trace.threads.names, holds.locks.names, slowest_speed)
+        self._digested = 0  # frames before it are in the digest's frame table
+        self._horizon_us = -np.inf  # the last block's trace horizon
+        self._next_try = block_rows  # rows in the stores at which to ask the machine again
+        self._kept: list[tuple[np.ndarray, np.ndarray]] = []
+        self._keep_until_s = keep.end_s if keep is not None else -np.inf
+        self.blocks = 0
+        """Blocks taken (a diagnostic)."""
+
+    def drain(self, now_s: float, frame_times: Callable[[], np.ndarray]) -> None:
+        """At a frame boundary (the next frame starts at ``now_s`` or later): take the rows
+        when there are :attr:`block_rows` of them and the machine has settled further than at
+        the last block.  ``frame_times()`` gives every frame's ``(start_s, end_s)`` so far,
+        (frames, 2)."""
+        rows = len(self.machine.trace)
+        if rows < self._next_try:
+            return
+        settled = self.machine.settled_us(now_s * US_PER_S)
+        if settled.trace_us <= self._horizon_us:  # nothing settled since the last block
+            self._next_try = rows + RETRY_ROWS  # threads still alive: ask again later
+            return
+        times = frame_times()
+        complete = len(times) if settled.open_frame is None else settled.open_frame
+        self._take(times, complete, settled, now_s)
+
+    def close(self, frame_times: np.ndarray) -> dict[str, Any]:
+        """At the end of the run (every frame in ``frame_times``): the last rows taken, the
+        threads that outlive the last frame run to their end (their rows are checked but not
+        part of the run's metrics or kept trace) and every check done.  Returns the
+        summary's trace metrics."""
+        self._take(frame_times, len(frame_times), None, np.inf)
+        self.machine.finish()
+        ints, times = self.machine.trace.take()
+        holds_ints, holds_us = self.machine.lock_holds.take()
+        self.checks.add(ints, times, self._busy(ints), holds_ints, holds_us, self._charged())
+        self.checks.finish()
+        return self.digest.summary()
+
+    def kept_trace(self) -> pd.DataFrame | None:
+        """The rows kept so far (with the machine's rows not taken yet, filtered the same way)
+        as the trace DataFrame (:func:`simsrv.machine.trace.trace_frame`); None when the run
+        keeps no trace."""
+        if self.keep is None:
+            return None
+        trace = self.machine.trace
+        blocks = [*self._kept, self._kept_rows(*trace.columns())]
+        ints = np.concatenate([b[0] for b in blocks])
+        times = np.concatenate([b[1] for b in blocks])
+        return trace_frame(ints, times, trace.threads.names, trace.activities.names)
+
+    def _take(
+        self,
+        frame_times: np.ndarray,
+        complete: int,
+        settled: Settled | None,
+        now_s: float,
+    ) -> None:
+        """One block: every row recorded so far; the frames before ``complete`` have all
+        theirs; ``settled`` says how far the records are complete (None: the run is over, the
+        checks wait for the threads that outlive it)."""
+        self.blocks += 1
+        self._next_try = self.block_rows
+        trace = self.machine.trace
+        ints, times = trace.take()
+        holds_ints, holds_times = self.machine.lock_holds.take()
+        self.checks.add(ints, times, self._busy(ints), holds_ints, holds_times, self._charged())
+        if settled is not None:
+            self._horizon_us = settled.trace_us
+            self.checks.advance(settled.trace_us, settled.holds_us, complete)
+        self.digest.add(ints, times, trace.threads.names, trace.activities.names)
+        horizon_s, closed = digest_horizon(frame_times, complete, settled, now_s)
+        first = self._digested
+        frames = pd.DataFrame(
+            {
+                "frame": np.arange(first, len(frame_times)),
+                "start_s": frame_times[first:, 0],
+                "end_s": frame_times[first:, 1],
+            }
+        )
+        self.digest.advance(horizon_s, closed, frames)
+        self._digested = max(first, closed)
+        if self.keep is not None:
+            self._resolve_keep_end(frame_times)
+            self._kept.append(self._kept_rows(ints, times))
+
+    def _busy(self, ints: np.ndarray) -> np.ndarray:
+        return ~wait_codes(self.machine.trace.activities.names)[ints[:, 3]]
+
+    def _charged(self) -> list[float]:
+        """The CPU time charged by the frames executed since the last block, taken from the
+        machine (its list emptied)."""
+        charged = self.machine.charged_us
+        taken = charged[:]
+        charged.clear()
+        return taken
+
+    def _resolve_keep_end(self, frame_times: np.ndarray) -> None:
+        """With a window of ``frames``: its end once that many frames started in it."""
+        keep = self.keep
+        if keep.frames is None or self._keep_until_s < keep.end_s:
+            return
+        starts = frame_times[:, 0]
+        inside = np.flatnonzero(starts >= keep.start_s)
+        if len(inside) >= keep.frames:
+            self._keep_until_s = min(keep.end_s, float(frame_times[inside[keep.frames - 1], 1]))
+
+    def _kept_rows(self, ints: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        start_s, end_s = times[:, 0] * US, times[:, 1] * US
+        keep = (end_s > self.keep.start_s) & (start_s < self._keep_until_s)
+        return ints[keep], times[keep]
+
+
+def digest_horizon(
+    frame_times: np.ndarray, complete: int, settled: Settled | None, now_s: float
+) -> tuple[float, int]:
+    """The digest's horizon, s, and the frames it closes, from the machine's ``settled``
+    (None: the run is over) with the next frame at ``now_s`` or later and the frames before
+    ``complete`` complete.
+
+    The digest (:meth:`TraceDigest.advance`) needs, in its own units: no row added later
+    starts before the horizon (rows are converted ``us * 1e-6``, so the settled ``trace_us``
+    converted the same way bounds them); no frame it does not close starts before it (frame
+    times are the frame table's seconds, which the machine divided by ``1e6``: ``now_s`` and
+    the first open frame's start bound them); and every frame it closes ends by it.  A frame
+    may be complete yet end an ulp after the converted horizon: it closes at a later block,
+    and the horizon stops at its start."""
+    frames = len(frame_times)
+    if settled is None:
+        return np.inf, ALL_FRAMES
+    horizon_s = min(settled.trace_us * US, now_s)
+    if complete < frames:
+        horizon_s = min(horizon_s, float(frame_times[complete, 0]))
+    closed = int(np.searchsorted(frame_times[:complete, 1], horizon_s, side="right"))
+    if closed < frames:
+        horizon_s = min(horizon_s, float(frame_times[closed, 0]))
+    return horizon_s, closed
