@@ -1,10 +1,11 @@
-"""Cost of the end-of-run invariants: their share of each run's wall time.
+"""Cost of the invariants: their share of each run's wall time.
 
 Times, per scenario, the whole ``simulate()`` and the parts that exist only for the checks:
-the per-frame partition checks (compiled; ``bsp-group``, ``area-quadrant``),
-and the end-of-run checks
-(conservation, running the threads that outlive the last frame, CPU and lock exclusivity,
-costs accounted), and the charged-cost sum of each plan that is not one serial thread.  Two
+the per-frame partition checks (compiled; ``bsp-group``, ``area-quadrant``), the trace checks
+taken block by block as the run goes (CPU and lock exclusivity, costs accounted:
+:class:`simsrv.invariants.TraceChecks`), the end of the run (conservation, running the
+threads that outlive the last frame), and the charged-cost sum of each plan that is not one
+serial thread.  Two
 small per-frame costs are not separable and count as run time: the charged-cost sum of a serial
 plan (one addition per computation, inside the machine's loop) and the machine's lock log.
 
@@ -21,6 +22,8 @@ from pathlib import Path
 import simsrv.simulation as simulation
 import simsrv.strategies.area_quadrant as area_quadrant
 import simsrv.strategies.bsp_group as bsp_group
+from simsrv.invariants import TraceChecks
+from simsrv.machine.executor import Machine
 from simsrv.machine.plan import FramePlan
 from simsrv.scenario.load import load_scenario
 
@@ -56,8 +59,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per scenario (medians)")
     args = parser.parse_args()
     spent = [0.0]
-    for name in ("check_conservation", "check_machine"):
-        timed(simulation, name, spent)
+    timed(simulation, "check_conservation", spent)
+    for name in ("add", "advance"):  # finish() is advance() and a comparison
+        timed(TraceChecks, name, spent)
+    timed(Machine, "finish", spent)
     timed(FramePlan, "charged_us", spent)
     timed(bsp_group, "check_partition", spent)
     timed(area_quadrant, "check_packet_workers", spent)

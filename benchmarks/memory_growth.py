@@ -28,6 +28,10 @@ CASES = {
         (1.0, 4.0, 16.0, 64.0),
         ["server.strategy=abdelkhalek"],
     ),
+    "thread-per-client": (
+        ROOT / "scenarios/abdelkhalek2004/thread-per-client.toml",
+        (1.0, 4.0, 16.0),
+    ),
     "clients10000-cpus64": (
         ROOT / "scenarios/scale/clients10000-cpus64.toml",
         (0.5, 1.0, 2.0, 4.0, 8.0),
@@ -53,16 +57,18 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     cases = list(dict.fromkeys(r["case"] for r in rows))
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    colours = {label: f"C{i % 10}" for i, label in enumerate(labels)}  # one per label
     fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.6), squeeze=False)
     for ax, case in zip(axes[0], cases, strict=True):
-        for label in dict.fromkeys(r["label"] for r in rows):
+        for label in labels:
             mine = sorted(
                 (float(r["simulated_s"]), float(r["peak_rss_mb"]))
                 for r in rows
                 if r["case"] == case and r["label"] == label
             )
             if mine:
-                ax.plot(*zip(*mine, strict=True), marker="o", label=label)
+                ax.plot(*zip(*mine, strict=True), marker="o", label=label, color=colours[label])
         ax.set_title(case, fontsize=10)
         ax.set_xlabel("simulated seconds (warm-up + duration)")
         ax.set_ylabel("peak RSS, MB")

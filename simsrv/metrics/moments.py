@@ -91,6 +91,45 @@ def frame_marks(frames: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"start_s": start, "end_s": end, "b1": b1, "b2": b2})
 
 
+def marks_of_rows(
+    rows: tuple[np.ndarray, ...],
+    activities: list[str],
+    frames: np.ndarray,
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`frame_marks` of :func:`frame_bounds` on arrays, for speed: ``rows`` = (frame,
+    thread code, activity code, busy, start_s, end_s) of the rows of ``frames`` (sorted
+    frame numbers, with their ``start_s`` and ``end_s``), in trace order; ``activities`` names
+    the codes.  Returns ``b1`` and ``b2`` per frame.  Only minima, maxima and clips: equal to
+    the pandas functions to the bit (``tests/test_trace_digest.py``)."""
+    frame, thread, activity, busy, start, end = rows
+    n = len(frames)
+    first_worker, first_finish = np.full(n, np.nan), np.full(n, np.nan)
+    if len(frame):
+        local = np.searchsorted(frames, frame)
+        order = np.lexsort((start, local))  # stable: ties in trace order
+        heads = order[np.r_[0, np.flatnonzero(np.diff(local[order])) + 1]]
+        coordinator = np.full(n, -1)
+        coordinator[local[heads]] = thread[heads]
+        teardown = np.array([a == "teardown" for a in activities], bool)[activity]
+        workers = (thread != coordinator[local]) & ~teardown & busy
+        np.fmin.at(first_worker, local[workers], start[workers])
+        work = np.array([a in GROUP_WORK for a in activities], bool)[activity]
+        if work.any():
+            threads = int(thread.max()) + 1
+            key = local[work] * threads + thread[work]
+            order = np.argsort(key, kind="stable")
+            key, ends = key[order], end[work][order]
+            heads = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
+            np.fmin.at(first_finish, key[heads] // threads, np.maximum.reduceat(ends, heads))
+    has_workers = ~np.isnan(first_worker)
+    b1 = np.minimum(np.maximum(np.where(has_workers, first_worker, end_s), start_s), end_s)
+    b2 = np.where(np.isnan(first_finish), end_s, first_finish)
+    b2 = np.where(has_workers, np.minimum(np.maximum(b2, b1), end_s), end_s)
+    return b1, b2
+
+
 def moments_from_marks(marks: pd.DataFrame, overlap: np.ndarray) -> dict[str, float]:
     """The four fractions from :func:`frame_marks` and each frame's all-CPUs-busy time between
     its start and ``b1`` (``overlap``, s)."""

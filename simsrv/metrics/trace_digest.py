@@ -9,8 +9,9 @@ and two step functions over the measured window ``[t0_s, t1_s]``:
 * the number of busy CPUs over the whole run (all-CPUs-busy time ``F``, for the parallel
   fraction and the moments) and the number of waiting threads in the window
   (:mod:`simsrv.metrics.level_sweep`);
-* per measured frame, the moments' boundaries (:func:`simsrv.metrics.moments.frame_bounds`),
-  computed once all the frame's rows are in.
+* per measured frame, the moments' boundaries (:func:`simsrv.metrics.moments.marks_of_rows`,
+  the arrays' :func:`~simsrv.metrics.moments.frame_bounds`), computed once all the frame's
+  rows are in.
 
 :meth:`TraceDigest.add` takes rows in trace order, in blocks of any size;
 :meth:`TraceDigest.advance` says how far the trace is complete (no later row starts before the
@@ -29,13 +30,7 @@ import pandas as pd
 from simsrv.machine.trace import US, Trace, is_wait
 from simsrv.metrics.kahan import GroupSums
 from simsrv.metrics.level_sweep import LevelSweep
-from simsrv.metrics.moments import (
-    MOMENTS,
-    OS_ACTIVITIES,
-    frame_bounds,
-    frame_marks,
-    moments_from_marks,
-)
+from simsrv.metrics.moments import MOMENTS, OS_ACTIVITIES, marks_of_rows, moments_from_marks
 from simsrv.metrics.stages import thread_shares
 from simsrv.metrics.waiting import (
     BARRIER_WAIT,
@@ -69,9 +64,10 @@ class TraceDigest:
         self.pairs: dict[tuple[int, int], int] = {}  # (thread, activity) code -> pair code
         self.threads: list[str] = []
         self.activities: list[str] = []
-        self._open: list[pd.DataFrame] = []  # rows of frames not complete yet
-        self._marks: list[pd.DataFrame] = []  # frame_marks of the measured frames closed
-        self._overlap: list[np.ndarray] = []  # their all-busy time from start to b1, s
+        self._open: list[tuple[np.ndarray, ...]] = []  # rows of frames not complete yet
+        self._marks: list[np.ndarray] = []  # (5, frames): frame, start, end, b1, b2 ...
+        self._overlap: list[np.ndarray] = []  # ... of the measured frames closed; their
+        # all-busy time from start to b1, s
         # each level's F(t0_s) and F(t1_s), once the sweep has reached them
         self._at_window: dict[str, list[float | None]] = {
             "busy": [None, None],
@@ -111,27 +107,18 @@ class TraceDigest:
         waiting = barrier | lock
         self.any_waiting.add(c_start[inside][waiting], c_end[inside][waiting])
 
-        names = pd.Categorical.from_codes(activity, categories=pd.Index(activities))
-        self._open.append(
-            pd.DataFrame(
-                {
-                    "frame": frame,
-                    "thread": thread,
-                    "activity": names,
-                    "busy": busy,
-                    "start_s": start,
-                    "end_s": end,
-                }
-            )
-        )
+        self._open.append((frame, thread, activity, busy, start, end))
 
     def _pair_codes(self, thread: np.ndarray, activity: np.ndarray) -> np.ndarray:
-        keys = thread * (1 << 32) + activity
-        unique, inverse = np.unique(keys, return_inverse=True)
-        codes = np.empty(len(unique), np.int64)
-        for i, key in enumerate(unique.tolist()):
-            codes[i] = self.pairs.setdefault((key >> 32, key & 0xFFFFFFFF), len(self.pairs))
-        return codes[inverse]
+        """Each row's (thread, activity) pair code (numbered as pairs first appear)."""
+        if len(thread) == 0:
+            return np.zeros(0, np.int64)
+        width = len(self.activities)
+        keys = thread * width + activity
+        codes = np.full(int(keys.max()) + 1, -1, np.int64)
+        for key in np.flatnonzero(np.bincount(keys)).tolist():
+            codes[key] = self.pairs.setdefault(divmod(key, width), len(self.pairs))
+        return codes[keys]
 
     def advance(self, horizon_s: float, complete_frames: int, frames: pd.DataFrame) -> None:
         """The trace is complete before ``horizon_s`` (no row added later starts before it)
@@ -145,21 +132,27 @@ class TraceDigest:
             for i, t in enumerate((self.t0_s, self.t1_s)):
                 if known[i] is None and t <= horizon_s:
                     known[i] = float(sweep.at(t))
-        rows = pd.concat(self._open, ignore_index=True) if self._open else _NO_ROWS
-        done = rows["frame"].to_numpy() < complete_frames
-        self._open = [rows[~done].reset_index(drop=True)] if not done.all() else []
-        number = frames["frame"]
-        if (frames.loc[number >= complete_frames, "start_s"] < horizon_s).any():
+        rows = tuple(np.concatenate(column) for column in zip(*self._open, strict=True))
+        if not rows:
+            rows = _NO_ROWS
+        done = rows[0] < complete_frames
+        self._open = [tuple(column[~done] for column in rows)] if not done.all() else []
+        number = frames["frame"].to_numpy()
+        starts, ends = frames["start_s"].to_numpy(), frames["end_s"].to_numpy()
+        if (starts[number >= complete_frames] < horizon_s).any():
             raise ValueError("a frame not complete starts before the digest's horizon")
-        closing = frames[(number >= self._closed_until) & (number < complete_frames)]
+        closing = (number >= self._closed_until) & (number < complete_frames)
         self._closed_until = max(self._closed_until, complete_frames)
-        measured = closing[(closing["start_s"] >= self.t0_s) & (closing["start_s"] < self.t1_s)]
-        if len(measured):
-            rows = rows[done]
-            bounds = frame_bounds(rows[rows["frame"].isin(measured["frame"])])
-            marks = frame_marks(measured[["frame", "start_s", "end_s"]], bounds)
-            self._marks.append(marks)
-            b1, start = marks["b1"].to_numpy(), marks["start_s"].to_numpy()
+        measured = closing & (starts >= self.t0_s) & (starts < self.t1_s)
+        if measured.any():
+            frame, start, end = number[measured], starts[measured], ends[measured]
+            order = np.argsort(frame, kind="stable")
+            frame, start, end = frame[order], start[order], end[order]
+            inside = done & np.isin(rows[0], frame)
+            b1, b2 = marks_of_rows(
+                tuple(column[inside] for column in rows), self.activities, frame, start, end
+            )
+            self._marks.append(np.array([frame, start, end, b1, b2]))
             self._overlap.append(self.all_busy.at(b1) - self.all_busy.at(start))
         self.all_busy.forget_before(horizon_s)  # F is asked for later at or after it only
         self.any_waiting.forget_before(horizon_s)
@@ -187,12 +180,11 @@ class TraceDigest:
         parallel = float((f1 - f0) / span) if span > 0 else 0.0
         w0, w1 = self._at_window["wait"]
         any_share = float((w1 - w0) / span) if span > 0 else 0.0
-        marks = pd.concat(self._marks) if self._marks else None
-        moments = (
-            moments_from_marks(marks, np.concatenate(self._overlap))
-            if marks is not None
-            else dict.fromkeys(MOMENTS, 0.0)
-        )
+        moments = dict.fromkeys(MOMENTS, 0.0)
+        if self._marks:
+            _, start, end, b1, b2 = np.concatenate(self._marks, axis=1)
+            marks = pd.DataFrame({"start_s": start, "end_s": end, "b1": b1, "b2": b2})
+            moments = moments_from_marks(marks, np.concatenate(self._overlap))
         pairs = sorted(
             ((self.threads[t], self.activities[a], code) for (t, a), code in self.pairs.items()),
         )
@@ -214,16 +206,15 @@ class TraceDigest:
         }
 
 
-_NO_ROWS = pd.DataFrame(
-    {
-        "frame": np.zeros(0, np.int64),
-        "thread": np.zeros(0, np.int64),
-        "activity": pd.Categorical([]),
-        "busy": np.zeros(0, bool),
-        "start_s": np.zeros(0),
-        "end_s": np.zeros(0),
-    }
+_NO_ROWS = (
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(0, bool),
+    np.zeros(0),
+    np.zeros(0),
 )
+"""Rows as the digest keeps them: frame, thread code, activity code, busy, start_s, end_s."""
 
 
 def digest_store(
