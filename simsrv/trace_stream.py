@@ -67,6 +67,8 @@ class TraceStream:
         The slowest speed a computation may run at (``costs_accounted``).
     keep:
         The rows to keep as the run's trace DataFrame, or None (the default of a run).
+    block_rows:
+        Rows at least in a block (default :data:`BLOCK_ROWS`).
     """
 
     def __init__(
@@ -75,15 +77,16 @@ class TraceStream:
         window: tuple[float, float],
         slowest_speed: float,
         keep: TraceWindow | None = None,
-        block_rows: int = BLOCK_ROWS,
+        block_rows: int | None = None,
     ) -> None:
-        self.machine, self.keep, self.block_rows = machine, keep, block_rows
+        self.machine, self.keep = machine, keep
+        self.block_rows = BLOCK_ROWS if block_rows is None else block_rows
         trace, holds = machine.trace, machine.lock_holds
         self.digest = TraceDigest(*window, machine.cpus)
         self.checks = TraceChecks(trace.threads.names, holds.locks.names, slowest_speed)
         self._digested = 0  # frames before it are in the digest's frame table
         self._horizon_us = -np.inf  # the last block's trace horizon
-        self._next_try = block_rows  # rows in the stores at which to ask the machine again
+        self._next_try = self.block_rows  # rows in the stores at which to ask the machine again
         self._kept: list[tuple[np.ndarray, np.ndarray]] = []
         self._keep_until_s = keep.end_s if keep is not None else -np.inf
         self.blocks = 0
@@ -145,6 +148,9 @@ class TraceStream:
         trace = self.machine.trace
         ints, times = trace.take()
         holds_ints, holds_times = self.machine.lock_holds.take()
+        if self.keep is not None:  # first: a violation found below keeps the rows showing it
+            self._resolve_keep_end(frame_times)
+            self._kept.append(self._kept_rows(ints, times))
         self.checks.add(ints, times, self._busy(ints), holds_ints, holds_times, self._charged())
         if settled is not None:
             self._horizon_us = settled.trace_us
@@ -161,9 +167,6 @@ class TraceStream:
         )
         self.digest.advance(horizon_s, closed, frames)
         self._digested = max(first, closed)
-        if self.keep is not None:
-            self._resolve_keep_end(frame_times)
-            self._kept.append(self._kept_rows(ints, times))
 
     def _busy(self, ints: np.ndarray) -> np.ndarray:
         return ~wait_codes(self.machine.trace.activities.names)[ints[:, 3]]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsrv import trace_stream
 from simsrv.cli.main import main
 from simsrv.invariants import (
     CHECKS,
@@ -76,12 +77,20 @@ def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
     )
 
 
-def test_a_violation_still_writes_the_trace_asked_for(capsys, lossy_machine, tmp_path):
+@pytest.mark.parametrize("block_rows", [None, 16])
+def test_a_violation_still_writes_the_trace_asked_for(
+    capsys, lossy_machine, tmp_path, monkeypatch, block_rows
+):
+    """Found at the end of the run, or as it goes (blocks of 16 rows): the trace written holds
+    the frames up to the violation, its own included."""
+    if block_rows is not None:
+        monkeypatch.setattr(trace_stream, "BLOCK_ROWS", block_rows)
     trace = tmp_path / "t.csv"
     assert main(["run", "--trace", str(trace), *SHORT]) == 3
     assert "costs_accounted: frame 5" in capsys.readouterr().err
-    rows = pd.read_csv(trace)
-    assert len(rows) > 100 and 5 in set(rows["frame"])
+    frames = set(pd.read_csv(trace)["frame"])
+    assert set(range(6)) <= frames
+    assert (max(frames) > 30) == (block_rows is None)  # as it goes: found soon after
 
 
 def test_a_cpu_running_two_threads_at_once_is_caught(monkeypatch, capsys):
