@@ -1,7 +1,8 @@
 """Cost of the invariants: their share of each run's wall time.
 
 Times, per scenario, the whole ``simulate()`` and the parts that exist only for the checks:
-the per-frame partition checks (compiled; ``bsp-group``, ``area-quadrant``), the trace checks
+the per-frame partition checks (compiled; ``bsp-group``; ``area-quadrant``'s runs inside its
+compiled planner and counts as run time), the trace checks
 taken block by block as the run goes (CPU and lock exclusivity, costs accounted:
 :class:`simsrv.invariants.TraceChecks`), the end of the run (conservation, running the
 threads that outlive the last frame), and the charged-cost sum of each plan that is not one
@@ -20,7 +21,6 @@ import time
 from pathlib import Path
 
 import simsrv.simulation as simulation
-import simsrv.strategies.area_quadrant as area_quadrant
 import simsrv.strategies.bsp_group as bsp_group
 from simsrv.invariants import TraceChecks
 from simsrv.machine.executor import Machine
@@ -65,7 +65,6 @@ def main() -> None:
     timed(Machine, "finish", spent)
     timed(FramePlan, "charged_us", spent)
     timed(bsp_group, "check_partition", spent)
-    timed(area_quadrant, "check_packet_workers", spent)
     print("| scenario | frames | run wall s | checks wall s | share |\n|---|---|---|---|---|")
     for name in args.scenarios:
         scenario = load_scenario(
