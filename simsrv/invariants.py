@@ -173,8 +173,8 @@ def check_cpus(
             "cpu_exclusive",
             int(frame[second]),
             f"cpu {cpu[first]} runs thread {thread_of(first)} (frame {frame[first]}, until "
-            f"{end_s[first]:.9f} s) and thread {thread_of(second)} (from {start_s[second]:.9f} "
-            f"s) at once",
+            f"{end_s[first]:.9f} s) and thread {thread_of(second)} (from "
+            f"{start_s[second]:.9f} s) at once",
         )
 
 
@@ -255,7 +255,7 @@ class TraceChecks:
         self._holds = np.empty((0, 3), np.int64)
         self._holds_us = np.empty((0, 2))
         self._first_open = 0  # frames before it are checked and forgotten
-        self._traced_s = np.zeros(0)  # busy time of frames _first_open.., s
+        self._traced_us = np.zeros(0)  # busy time of frames _first_open.., us
         self._charged_us: list[float] = []  # charged CPU time of frames _first_open.., us
         self._last_frame = -1  # the largest frame of any row
 
@@ -276,18 +276,23 @@ class TraceChecks:
             self._last_frame = max(self._last_frame, int(ints[:, 0].max()))
         b = np.flatnonzero(busy)
         kept = len(self._busy)
-        self._busy = np.concatenate([self._busy, ints[b, :3]])
-        self._busy_us = np.concatenate([self._busy_us, times_us[b]])
-        frame, cpu, thread = self._busy[:, 0], self._busy[:, 1], self._busy[:, 2]
-        start_s, end_s = self._busy_us[:, 0] * US, self._busy_us[:, 1] * US
+        new, new_us = ints[b, :3], times_us[b]
+        if kept:
+            new, new_us = np.concatenate([self._busy, new]), np.concatenate([self._busy_us, new_us])
+        self._busy, self._busy_us = new, new_us
+        frame, cpu, thread = new[:, 0], new[:, 1], new[:, 2]
+        start_s, end_s = new_us[:, 0] * US, new_us[:, 1] * US  # as the whole-trace check:
+        # a frame's start is its seconds times 1e6, which may fall an ulp before the previous
+        # frame's last end in us; in seconds they compare equal
         names = self.threads
-        check_cpus(frame, cpu, start_s, end_s, np.arange(len(frame)), lambda r: names[thread[r]])
-        self._add_traced(frame[kept:], (end_s - start_s)[kept:])
+        rows = np.arange(len(frame))
+        check_cpus(frame, cpu, start_s, end_s, rows, lambda r: names[thread[r]])
+        self._add_traced(frame[kept:], (new_us[kept:, 1] - new_us[kept:, 0]))
         self._holds = np.concatenate([self._holds, holds_ints])
         self._holds_us = np.concatenate([self._holds_us, holds_us])
         check_lock_rows(self._holds, self._holds_us, self.locks, self.threads)
 
-    def _add_traced(self, frame: np.ndarray, length_s: np.ndarray) -> None:
+    def _add_traced(self, frame: np.ndarray, length_us: np.ndarray) -> None:
         """Busy time of new rows added to their frames' sums."""
         if len(frame) == 0:
             return
@@ -299,12 +304,12 @@ class TraceChecks:
                 "trace rows of a frame recorded after it was complete",
             )
         self._grow(int(index.max()) + 1)
-        self._traced_s += np.bincount(index, weights=length_s, minlength=len(self._traced_s))
+        self._traced_us += np.bincount(index, weights=length_us, minlength=len(self._traced_us))
 
     def _grow(self, frames: int) -> None:
-        if frames > len(self._traced_s):
-            more = np.zeros(frames - len(self._traced_s))
-            self._traced_s = np.concatenate([self._traced_s, more])
+        if frames > len(self._traced_us):
+            more = np.zeros(frames - len(self._traced_us))
+            self._traced_us = np.concatenate([self._traced_us, more])
 
     def advance(
         self, trace_horizon_us: float, holds_horizon_us: float, complete_frames: int
@@ -320,8 +325,9 @@ class TraceChecks:
             return
         self._grow(done)
         charged_s = np.array(self._charged_us[:done]) * US
-        check_costs(self._traced_s[:done], charged_s, self.speed, self._first_open)
-        self._traced_s = self._traced_s[done:]
+        traced_s = self._traced_us[:done] * US
+        check_costs(traced_s, charged_s, self.speed, self._first_open)
+        self._traced_us = self._traced_us[done:]
         del self._charged_us[:done]
         self._first_open += done
 
