@@ -83,7 +83,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import LockHolds, Settled, Trace, is_wait
+from simsrv.machine.trace import LockHolds, Settled, Trace, is_wait, wait_codes
 
 US_PER_S = 1e6
 
@@ -415,7 +415,7 @@ class Machine:
         if tables is None:
             acts = (*activities, "lock_wait")
             tables = self._tables[key] = (
-                np.array([is_wait(a) for a in acts]),
+                wait_codes(acts),
                 self.trace.threads.codes_of(names),
                 self.trace.activities.codes_of(acts),
                 self.lock_holds.locks.codes_of(locks),

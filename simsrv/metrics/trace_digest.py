@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsrv.machine.trace import US, Trace, is_wait
+from simsrv.machine.trace import US, Trace, is_wait, wait_codes
 from simsrv.metrics.kahan import GroupSums
 from simsrv.metrics.level_sweep import LevelSweep
 from simsrv.metrics.moments import MOMENTS, OS_ACTIVITIES, marks_of_rows, moments_from_marks
@@ -65,7 +65,7 @@ class TraceDigest:
         self.threads: list[str] = []
         self.activities: list[str] = []
         self._open: list[tuple[np.ndarray, ...]] = []  # rows of frames not complete yet
-        self._marks: list[np.ndarray] = []  # (5, frames): frame, start, end, b1, b2 ...
+        self._marks: list[np.ndarray] = []  # (4, frames): start, end, b1, b2 ...
         self._overlap: list[np.ndarray] = []  # ... of the measured frames closed; their
         # all-busy time from start to b1, s
         # each level's F(t0_s) and F(t1_s), once the sweep has reached them
@@ -89,8 +89,7 @@ class TraceDigest:
         self.threads, self.activities = list(threads), list(activities)
         frame, cpu, thread, activity = ints[:, 0], ints[:, 1], ints[:, 2], ints[:, 3]
         start, end = times_us[:, 0] * US, times_us[:, 1] * US
-        waits = np.array([is_wait(a) for a in activities], bool)
-        busy = ~waits[activity]
+        busy = ~wait_codes(activities)[activity]
         self.all_busy.add(start[busy], end[busy])
 
         c_start = np.clip(start, self.t0_s, self.t1_s)
@@ -152,7 +151,7 @@ class TraceDigest:
             b1, b2 = marks_of_rows(
                 tuple(column[inside] for column in rows), self.activities, frame, start, end
             )
-            self._marks.append(np.array([frame, start, end, b1, b2]))
+            self._marks.append(np.array([start, end, b1, b2]))
             self._overlap.append(self.all_busy.at(b1) - self.all_busy.at(start))
         self.all_busy.forget_before(horizon_s)  # F is asked for later at or after it only
         self.any_waiting.forget_before(horizon_s)
@@ -182,7 +181,7 @@ class TraceDigest:
         any_share = float((w1 - w0) / span) if span > 0 else 0.0
         moments = dict.fromkeys(MOMENTS, 0.0)
         if self._marks:
-            _, start, end, b1, b2 = np.concatenate(self._marks, axis=1)
+            start, end, b1, b2 = np.concatenate(self._marks, axis=1)
             marks = pd.DataFrame({"start_s": start, "end_s": end, "b1": b1, "b2": b2})
             moments = moments_from_marks(marks, np.concatenate(self._overlap))
         pairs = sorted(

@@ -116,10 +116,7 @@ def scenario_hash(scenario: Scenario) -> str:
 
 def execute(grid_run: GridRun) -> RunRecords:
     """Run one grid point; a failure becomes a row with the error and NaN metrics."""
-    gantt = grid_run.point.seed_index == 0
-    result = run(
-        grid_run.scenario, raise_errors=False, keep_trace=gantt_window(grid_run) if gantt else None
-    )
+    result = run(grid_run.scenario, raise_errors=False, keep_trace=gantt_window(grid_run))
     if result.error is not None:  # a bug in a strategy must not lose the rest of the grid
         return failed(grid_run, result.error)
     try:
@@ -128,9 +125,12 @@ def execute(grid_run: GridRun) -> RunRecords:
         return failed(grid_run, describe_error(error))
 
 
-def gantt_window(grid_run: GridRun) -> TraceWindow:
+def gantt_window(grid_run: GridRun) -> TraceWindow | None:
     """The trace rows a Gantt chart needs: those of the first :data:`GANTT_FRAMES` frames of
-    the measured window (a superset: :func:`_gantt` cuts them to those frames' span)."""
+    the measured window (a superset: :func:`_gantt` cuts them to those frames' span), for the
+    runs of seed index 0; None (no trace) for the others."""
+    if grid_run.point.seed_index != 0:
+        return None
     return TraceWindow(start_s=grid_run.scenario.run.warmup_s, frames=GANTT_FRAMES)
 
 
@@ -150,7 +150,7 @@ def records_of(grid_run: GridRun, result: RunResult) -> RunRecords:
         breakdown=breakdown,
         cpu_load=cpu_load,
         group_sizes=[{**key, **row} for row in _group_sizes(result)],
-        gantt=_gantt(grid_run, result) if grid_run.point.seed_index == 0 else None,
+        gantt=_gantt(grid_run, result) if gantt_window(grid_run) is not None else None,
     )
 
 
