@@ -25,7 +25,7 @@ out = simulate(scenario)
 wall = time.perf_counter() - start
 result = {
     "wall_s": wall, "simulated_s": simulated, "speed": simulated / wall,
-    "frames": len(out.frames),
+    "frames": out.frame_digest.total_frames,
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }
 """

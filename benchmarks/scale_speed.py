@@ -72,6 +72,7 @@ GROWTH_CHILD = r"""
 import json, sys, time
 from simsrv import load_scenario
 import simsrv.simulation as simulation
+from simsrv import KEEP_ALL
 from simsrv.machine.executor import Machine
 from simsrv.workload.frame import FrameBuilder
 
@@ -94,7 +95,7 @@ Machine.execute = timed(Machine.execute)
 import simsrv.strategies.bsp_group as bsp
 bsp.BspGroup.plan = timed(bsp.BspGroup.plan)
 scenario = load_scenario(sys.argv[1], sys.argv[2:])
-out = simulation.simulate(scenario)
+out = simulation.simulate(scenario, keep_frames=KEEP_ALL)
 print(json.dumps({"wall_s": walls, "entities": out.frames["group_entities"].tolist()}))
 """
 

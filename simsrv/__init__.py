@@ -7,11 +7,11 @@ Data flow: scenario -> world -> workload -> strategy plan -> machine -> trace ->
 >>> result.summary["frames_per_s"] > 0
 True
 
-A run keeps no interval trace unless asked (``run(scenario, keep_trace=KEEP_ALL)``, or a
-``TraceWindow``): its metrics are digested as it goes, so its memory does not grow with its
-length.
+A run keeps neither its frames nor its interval trace unless asked (``run(scenario,
+keep_frames=KEEP_ALL, keep_trace=KEEP_ALL)``, or a ``KeepWindow``): its metrics are digested as
+it goes, so its memory does not grow with its length.
 
-``RunResult``, ``run``, ``Scenario``, ``load_scenario``, ``KEEP_ALL`` and ``TraceWindow`` are
+``RunResult``, ``run``, ``Scenario``, ``load_scenario``, ``KEEP_ALL`` and ``KeepWindow`` are
 imported on first use, so that
 importing a ``simsrv`` module (e.g. the command line's parser) does not load numpy, pandas or
 scipy before a simulation needs them.
@@ -25,15 +25,15 @@ from simsrv.lazy import lazy_exports
 from simsrv.version import __version__
 
 if TYPE_CHECKING:
+    from simsrv.keep_window import KEEP_ALL, KeepWindow
     from simsrv.result import RunResult, run
     from simsrv.scenario import Scenario, load_scenario
-    from simsrv.trace_stream import KEEP_ALL, TraceWindow
 
 __all__ = [
     "KEEP_ALL",
+    "KeepWindow",
     "RunResult",
     "Scenario",
-    "TraceWindow",
     "__version__",
     "load_scenario",
     "run",
@@ -46,8 +46,8 @@ __getattr__, __dir__ = lazy_exports(
         "run": "simsrv.result",
         "Scenario": "simsrv.scenario",
         "load_scenario": "simsrv.scenario",
-        "KEEP_ALL": "simsrv.trace_stream",
-        "TraceWindow": "simsrv.trace_stream",
+        "KEEP_ALL": "simsrv.keep_window",
+        "KeepWindow": "simsrv.keep_window",
     },
     globals(),
 )

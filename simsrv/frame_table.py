@@ -2,11 +2,15 @@
 
 Two writers fill them, in frame order: the Python frame loop appends one frame at a time
 (:meth:`FrameTable.append`), the compiled frame loop (:mod:`simsrv.compiled_loop`) writes rows
-straight into the columns (:meth:`FrameTable.reserve`, then :attr:`FrameTable.size` advanced).
-The strategy's own per-frame values (:meth:`~simsrv.strategies.base.Strategy.frame_record`)
-are integer columns when the strategy names them up front (strategies with a compiled loop),
-else dicts gathered as they come.  :meth:`FrameTable.to_frame` gives the same DataFrame, column
-types included, as building it from one tuple and one dict per frame.
+straight into the columns after the stored ones (:meth:`FrameTable.reserve`, then
+:attr:`FrameTable.size` advanced).  The strategy's own per-frame values
+(:meth:`~simsrv.strategies.base.Strategy.frame_record`) are integer columns when the strategy
+names them up front (strategies with a compiled loop), else dicts gathered as they come.
+
+The run takes the frames out as it goes (:meth:`FrameTable.take`: the frames before a number,
+as a DataFrame), so the table holds only the frames not taken yet (from :attr:`FrameTable.base`).
+:func:`block_frame` gives the same DataFrame, column types included, as building it from one
+tuple and one dict per frame.
 """
 
 from __future__ import annotations
@@ -56,8 +60,9 @@ def frame_row(frame: FrameWorkload, end_s: float, messages: int, queued: int) ->
 class FrameTable:
     """Per-frame records: :attr:`times` (capacity, 2) float64 (start and end, s),
     :attr:`ints` (capacity, 6) int64 (:data:`INT_COLUMNS`), and the strategy's values
-    (:attr:`extra` (capacity, len(extra_names)) int64 when ``extra_names`` is given); the
-    first :attr:`size` rows are valid and row ``i`` is frame ``i``."""
+    (:attr:`extra` (capacity, len(extra_names)) int64 when ``extra_names`` is given).  Frames
+    ``base`` to ``size - 1`` are stored, frame ``base + i`` in row ``i`` (:attr:`stored` rows);
+    the frames before :attr:`base` were taken (:meth:`take`)."""
 
     def __init__(self, extra_names: tuple[str, ...] | None = None, capacity: int = 1024) -> None:
         self.extra_names = extra_names
@@ -65,15 +70,24 @@ class FrameTable:
         self.ints = np.empty((capacity, len(INT_COLUMNS)), np.int64)
         self.extra = np.empty((capacity, len(extra_names or ())), np.int64)
         self.extra_dicts: list[dict[str, Any]] = []
-        """The strategy's values per frame, when it does not name them up front."""
+        """The strategy's values per stored frame, when it does not name them up front."""
         self.size = 0
+        """Frames recorded (the next frame's number)."""
+        self.base = 0
+        """Frames taken (the first stored frame's number)."""
 
     def __len__(self) -> int:
         return self.size
 
+    @property
+    def stored(self) -> int:
+        """Rows stored: frames ``base`` to ``size - 1``."""
+        return self.size - self.base
+
     def reserve(self, rows: int) -> None:
         """Room for ``rows`` more rows after the stored ones (capacity doubles as needed)."""
-        need, capacity = self.size + rows, len(self.times)
+        stored = self.stored
+        need, capacity = stored + rows, len(self.times)
         if need <= capacity:
             return
         while capacity < need:
@@ -81,42 +95,77 @@ class FrameTable:
         for name in ("times", "ints", "extra"):
             old = getattr(self, name)
             new = np.empty((capacity, old.shape[1]), old.dtype)
-            new[: self.size] = old[: self.size]
+            new[:stored] = old[:stored]
             setattr(self, name, new)
 
     def append(self, row: tuple, extra: dict[str, Any] | None) -> None:
         """Store frame ``size``: ``row`` in :data:`FRAME_COLUMNS` order (:func:`frame_row`) and
         the strategy's values (None: it reports none)."""
         self.reserve(1)
-        i = self.size
+        i = self.stored
         self.times[i] = row[1], row[2]
         self.ints[i] = row[4:]
         if self.extra_names:
             self.extra[i] = [extra[name] for name in self.extra_names]
         elif extra is not None:
             self.extra_dicts.append(extra)
-        self.size = i + 1
+        self.size += 1
 
-    def to_frame(self) -> pd.DataFrame:
-        """The records as a DataFrame: :data:`FRAME_COLUMNS`, then the strategy's columns."""
-        n = self.size
-        if n == 0:  # the types a frame of no rows has always had
-            frames = pd.DataFrame([], columns=list(FRAME_COLUMNS))
-        else:
-            start, end = self.times[:n, 0], self.times[:n, 1]
-            columns: dict[str, np.ndarray] = {
-                "frame": np.arange(n, dtype=np.int64),
-                "start_s": start.copy(),
-                "end_s": end.copy(),
-                "duration_s": end - start,
-            }
-            for j, name in enumerate(INT_COLUMNS):
-                columns[name] = self.ints[:n, j].copy()
-            columns["physics"] = columns["physics"].astype(bool)
-            frames = pd.DataFrame(columns)
-        if self.extra_names and n:
-            extra = pd.DataFrame(self.extra[:n].copy(), columns=list(self.extra_names))
-            return pd.concat([frames, extra], axis=1)
-        if self.extra_dicts:
-            return pd.concat([frames, pd.DataFrame(self.extra_dicts)], axis=1)
-        return frames
+    def stored_times(self) -> np.ndarray:
+        """(stored, 2): the stored frames' start and end, s (a view)."""
+        return self.times[: self.stored]
+
+    def peek(self, rows: int | None = None) -> pd.DataFrame:
+        """The first ``rows`` stored frames (None: all) as a DataFrame (:func:`block_frame`)."""
+        n = self.stored if rows is None else rows
+        extra = self.extra[:n].copy() if self.extra_names else None
+        return block_frame(
+            self.base, self.times[:n], self.ints[:n], self.extra_names, extra,
+            self.extra_dicts[:n],
+        )  # fmt: skip
+
+    def take(self, upto: int) -> pd.DataFrame:
+        """The frames from :attr:`base` to ``upto - 1`` as a DataFrame (:func:`block_frame`),
+        removed from the table."""
+        n = max(0, min(upto, self.size) - self.base)
+        block = self.peek(n)
+        rest = self.stored - n
+        for array in (self.times, self.ints, self.extra):
+            array[:rest] = array[n : n + rest]
+        del self.extra_dicts[:n]
+        self.base += n
+        return block
+
+
+def block_frame(
+    first: int,
+    times: np.ndarray,
+    ints: np.ndarray,
+    extra_names: tuple[str, ...] | None,
+    extra: np.ndarray | None,
+    extra_dicts: list[dict[str, Any]],
+) -> pd.DataFrame:
+    """Frames ``first`` onwards as a DataFrame indexed by frame number: :data:`FRAME_COLUMNS`,
+    then the strategy's columns (``extra`` named ``extra_names``, or ``extra_dicts``), from the
+    :class:`FrameTable` columns ``times`` and ``ints``."""
+    n = len(times)
+    if n == 0:  # the types a frame of no rows has always had
+        frames = pd.DataFrame([], columns=list(FRAME_COLUMNS))
+    else:
+        start, end = times[:, 0], times[:, 1]
+        columns: dict[str, np.ndarray] = {
+            "frame": np.arange(first, first + n, dtype=np.int64),
+            "start_s": start.copy(),
+            "end_s": end.copy(),
+            "duration_s": end - start,
+        }
+        for j, name in enumerate(INT_COLUMNS):
+            columns[name] = ints[:, j].copy()
+        columns["physics"] = columns["physics"].astype(bool)
+        frames = pd.DataFrame(columns)
+    if extra_names and n:
+        frames = pd.concat([frames, pd.DataFrame(extra, columns=list(extra_names))], axis=1)
+    elif extra_dicts:
+        frames = pd.concat([frames, pd.DataFrame(extra_dicts)], axis=1)
+    frames.index = pd.RangeIndex(first, first + n)  # the frame numbers
+    return frames

@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from simsrv.keep_window import KeepWindow
 from simsrv.metrics.summary import summarize
 from simsrv.scenario.schema import Scenario
 from simsrv.simulation import simulate
-from simsrv.trace_stream import TraceWindow
 from simsrv.version import __version__
 
 
@@ -31,9 +31,12 @@ class RunResult:
     frames, trace:
         Per-frame records and the per-CPU interval trace (see
         :class:`simsrv.simulation.SimulationOutput` and :mod:`simsrv.machine.trace`); empty
-        on error.  The trace holds the rows of the window ``run(..., keep_trace=...)`` asked
-        for, and is None when none was (the default: a run's memory then does not grow with
-        its length).
+        on error.  They hold the frames and rows of the windows ``run(..., keep_frames=...,
+        keep_trace=...)`` asked for, and are None when none was (the default: a run's memory
+        then does not grow with its length).
+    group_sizes:
+        Groups of each size (entities) over the measured frames, size -> groups, for
+        strategies that record their groups' sizes (BSP-group); else empty.
     accounting:
         Packet balance at the end of the run.
     wall_time_s:
@@ -48,11 +51,12 @@ class RunResult:
 
     scenario: Scenario
     summary: dict[str, Any]
-    frames: pd.DataFrame
+    frames: pd.DataFrame | None
     trace: pd.DataFrame | None
     accounting: dict[str, int]
     wall_time_s: float
     error: str | None = None
+    group_sizes: dict[int, int] = field(default_factory=dict)
     checks: dict[str, bool] = field(default_factory=dict)
     version: str = __version__
 
@@ -90,11 +94,14 @@ class RunResult:
 
 
 def run(
-    scenario: Scenario, raise_errors: bool = True, keep_trace: TraceWindow | None = None
+    scenario: Scenario,
+    raise_errors: bool = True,
+    keep_trace: KeepWindow | None = None,
+    keep_frames: KeepWindow | None = None,
 ) -> RunResult:
-    """Simulate ``scenario`` and summarise it, keeping the trace rows of ``keep_trace``
-    (:class:`simsrv.trace_stream.TraceWindow`; :data:`simsrv.trace_stream.KEEP_ALL`: every
-    row; None: no trace).
+    """Simulate ``scenario`` and summarise it, keeping the trace rows of ``keep_trace`` and the
+    frames of ``keep_frames`` (:class:`simsrv.keep_window.KeepWindow`;
+    :data:`simsrv.keep_window.KEEP_ALL`: every one; None: none).
 
     With ``raise_errors=False`` an exception inside the simulation is returned as
     :attr:`RunResult.error` (empty tables and summary) instead of raised, so that a grid of runs
@@ -105,10 +112,12 @@ def run(
         if scenario.cluster is not None:
             from simsrv.cluster.result import run_cluster
 
-            out = run_cluster(scenario, keep_trace)
+            out = run_cluster(scenario, keep_trace, keep_frames)
+            summary, group_sizes = out.summary, out.group_sizes
         else:
-            out = simulate(scenario, keep_trace)
-        summary = out.summary if scenario.cluster is not None else summarize(scenario, out)
+            out = simulate(scenario, keep_trace, keep_frames)
+            summary = summarize(scenario, out)
+            group_sizes = dict(sorted(out.frame_digest.group_sizes.items()))
     except Exception as error:
         if raise_errors:
             raise
@@ -129,6 +138,7 @@ def run(
         accounting=out.accounting,
         wall_time_s=time.perf_counter() - start,
         checks=out.checks,
+        group_sizes=group_sizes,
     )
 
 

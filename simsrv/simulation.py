@@ -20,14 +20,17 @@ import numpy as np
 import pandas as pd
 
 from simsrv.compiled_loop.runner import CompiledLoop
+from simsrv.frame_stream import FrameStream
 from simsrv.frame_table import FrameTable, frame_row
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
+from simsrv.keep_window import KeepWindow
 from simsrv.machine.engines import ENGINES
+from simsrv.metrics.frame_digest import FrameDigest
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
-from simsrv.trace_stream import TraceStream, TraceWindow
+from simsrv.trace_stream import TraceStream
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.socket import SocketQueue
@@ -44,11 +47,12 @@ class SimulationOutput:
     Attributes
     ----------
     frames:
-        One row per frame: ``frame``; ``start_s`` and ``end_s`` (coordinator start and end, s)
-        and ``duration_s`` (their difference);
-        ``messages`` packets read; ``commands`` user commands executed; ``replies`` sent;
-        ``choked`` replies held by the rate limit; ``physics`` whether world physics ran;
-        ``queued`` packets left in the socket after the read; plus strategy columns.
+        The frames kept (``keep_frames``; None when none was asked for), one row per frame,
+        indexed by frame number: ``frame``; ``start_s`` and ``end_s`` (coordinator start and
+        end, s) and ``duration_s`` (their difference); ``messages`` packets read; ``commands``
+        user commands executed; ``replies`` sent; ``choked`` replies held by the rate limit;
+        ``physics`` whether world physics ran; ``queued`` packets left in the socket after the
+        read; plus strategy columns.
     trace:
         The machine's interval trace (:mod:`simsrv.machine.trace`): the rows that overlap
         the window asked for (``keep_trace``), or None when none was.
@@ -66,9 +70,12 @@ class SimulationOutput:
     trace_metrics:
         The summary's metrics derived from the trace
         (:class:`simsrv.metrics.trace_digest.TraceDigest`).
+    frame_digest:
+        The frame records digested (:class:`simsrv.metrics.frame_digest.FrameDigest`): the
+        summary's per-frame metrics.
     """
 
-    frames: pd.DataFrame
+    frames: pd.DataFrame | None
     trace: pd.DataFrame | None
     arrived: int
     dropped: int
@@ -77,14 +84,20 @@ class SimulationOutput:
     wall_time_s: float
     checks: dict[str, bool]
     trace_metrics: dict[str, Any]
+    frame_digest: FrameDigest
 
 
-def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> SimulationOutput:
+def simulate(
+    scenario: Scenario,
+    keep_trace: KeepWindow | None = None,
+    keep_frames: KeepWindow | None = None,
+) -> SimulationOutput:
     """Run ``scenario`` to ``warmup_s + duration_s`` simulated seconds.
 
-    The machine's trace is digested as the run goes (:mod:`simsrv.trace_stream`): memory does
-    not grow with the run's length unless ``keep_trace`` asks for the rows of a window
-    (:data:`simsrv.trace_stream.KEEP_ALL`: all of them)."""
+    The machine's trace and the frame records are digested as the run goes
+    (:mod:`simsrv.trace_stream`, :mod:`simsrv.frame_stream`): memory does not grow with the
+    run's length unless ``keep_trace`` or ``keep_frames`` asks for the trace rows or the frames
+    of a window (:data:`simsrv.keep_window.KEEP_ALL`: all of them)."""
     wall_start = time.perf_counter()
     rng = run_streams(scenario.run)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
@@ -108,10 +121,12 @@ def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> Simul
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
     limit = scenario.max_messages_per_frame
     table = FrameTable(strategy.frame_record_names if reports_extra else None)
-    records = TraceStream(machine, window, slowest_speed(machine), keep_trace)
+    records = TraceStream(machine, table, window, slowest_speed(machine), keep_trace)
+    frame_records = FrameStream(table, window, keep_frames)
 
-    def frame_times() -> np.ndarray:
-        return table.times[: table.size]
+    def drain(now_s: float) -> None:  # at a frame boundary: the records taken as they settle
+        records.drain(now_s)
+        frame_records.release(records.closed_frames)
 
     processed = 0
     now = 0.0
@@ -120,7 +135,7 @@ def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> Simul
     try:
         while now < stop_s:
             if fast is not None:  # frames in compiled calls while it can; this frame in Python
-                now, read = fast.run(now, table, lambda t: records.drain(t, frame_times))
+                now, read = fast.run(now, table, drain)
                 processed += read
                 if now >= stop_s:
                     break
@@ -135,7 +150,7 @@ def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> Simul
             table.append(frame_row(frame, end, len(batch), len(socket)), extra)
             processed += len(batch)
             now = end
-            records.drain(now, frame_times)
+            drain(now)
             if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
                 trimmed_at = stream.next_tick
                 world.forget_before(stream.oldest_unread_tick(socket.first_tick()))
@@ -152,16 +167,16 @@ def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> Simul
             "processed": processed,
             "queued": len(socket),
         }
-        frames = table.to_frame()
         with gc_paused():  # the checks allocate briefly; a full collection would cost more
-            check_conservation(accounting, int(frames["messages"].sum()))
+            trace_metrics = records.close()
+            digest = frame_records.close()
+            check_conservation(accounting, digest.messages_read)
             strategy.check_invariants()
-            trace_metrics = records.close(frame_times())
     except InvariantViolation as violation:
         violation.trace = records.kept_trace()  # what was computed, to inspect the violation
         raise
     return SimulationOutput(
-        frames=frames,
+        frames=frame_records.kept_frames(),
         trace=records.kept_trace(),
         arrived=stream.arrived_in_window(),
         dropped=socket.dropped_in_window,
@@ -170,6 +185,7 @@ def simulate(scenario: Scenario, keep_trace: TraceWindow | None = None) -> Simul
         wall_time_s=time.perf_counter() - wall_start,
         checks=dict.fromkeys(CHECKS, True),
         trace_metrics=trace_metrics,
+        frame_digest=digest,
     )
 
 

@@ -10,7 +10,12 @@ live thread has not recorded yet), and gives each block to
 
 * the digest of the summary's trace metrics (:class:`simsrv.metrics.trace_digest.TraceDigest`),
 * the machine invariants (:class:`simsrv.invariants.TraceChecks`),
-* the kept trace: the rows that overlap the window asked for (:class:`TraceWindow`), if any.
+* the kept trace: the rows that overlap the window asked for
+  (:class:`~simsrv.keep_window.KeepWindow`), if any.
+
+The frames whose rows are all digested are closed (:attr:`TraceStream.closed_frames`): the run
+may take them out of its frame table (:mod:`simsrv.frame_stream`); the stream reads the times of
+the frames after them from the table.
 
 Whatever the blocks, the metrics are equal to the bit and the checks give the same verdicts
 (``tests/test_trace_stream.py``).  The simpy reference engine says nothing while a thread
@@ -19,14 +24,14 @@ is alive: with threads outliving every frame, it gives everything in one block a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simsrv.frame_table import FrameTable
 from simsrv.invariants import TraceChecks
+from simsrv.keep_window import KeepWindow, WindowEnd
 from simsrv.machine.trace import US, Settled, trace_frame, wait_codes
 from simsrv.metrics.trace_digest import ALL_FRAMES, TraceDigest
 
@@ -39,21 +44,6 @@ alive across frames; asking costs a pass over its live threads and locks)."""
 US_PER_S = 1e6
 
 
-@dataclass(frozen=True)
-class TraceWindow:
-    """Which trace rows a run keeps: those that overlap ``[start_s, end_s]`` (end > start_s and
-    start < end_s).  With ``frames = k``, ``end_s`` is at most the end of the ``k``-th frame
-    that starts at or after ``start_s`` (the frames a Gantt chart shows)."""
-
-    start_s: float = 0.0
-    end_s: float = float("inf")
-    frames: int | None = None
-
-
-KEEP_ALL = TraceWindow()
-"""Every row of the run."""
-
-
 class TraceStream:
     """A run's trace rows taken from ``machine`` in blocks (see the module docstring).
 
@@ -61,6 +51,8 @@ class TraceStream:
     ----------
     machine:
         The run's machine (an engine of :mod:`simsrv.machine.engines`).
+    frames:
+        The run's frame table (the frames from :attr:`closed_frames` on are still in it).
     window:
         The measured window ``(t0_s, t1_s)`` of the digest.
     slowest_speed:
@@ -74,29 +66,31 @@ class TraceStream:
     def __init__(
         self,
         machine: Any,
+        frames: FrameTable,
         window: tuple[float, float],
         slowest_speed: float,
-        keep: TraceWindow | None = None,
+        keep: KeepWindow | None = None,
         block_rows: int | None = None,
     ) -> None:
-        self.machine, self.keep = machine, keep
+        self.machine, self.frames, self.keep, self.window = machine, frames, keep, window
         self.block_rows = BLOCK_ROWS if block_rows is None else block_rows
         trace, holds = machine.trace, machine.lock_holds
         self.digest = TraceDigest(*window, machine.cpus)
         self.checks = TraceChecks(trace.threads.names, holds.locks.names, slowest_speed)
-        self._digested = 0  # frames before it are in the digest's frame table
+        self.closed_frames = 0
+        """Frames before it are closed in the digest: the stream no longer needs them."""
         self._horizon_us = -np.inf  # the last block's trace horizon
         self._next_try = self.block_rows  # rows in the stores at which to ask the machine again
         self._kept: list[tuple[np.ndarray, np.ndarray]] = []
-        self._keep_until_s = keep.end_s if keep is not None else -np.inf
+        self._keep_end = WindowEnd(keep) if keep is not None else None
+        self._seen = 0  # frames before it were seen by the keep window's end
         self.blocks = 0
         """Blocks taken (a diagnostic)."""
 
-    def drain(self, now_s: float, frame_times: Callable[[], np.ndarray]) -> None:
+    def drain(self, now_s: float) -> None:
         """At a frame boundary (the next frame starts at ``now_s`` or later): take the rows
         when there are :attr:`block_rows` of them and the machine has settled further than at
-        the last block.  ``frame_times()`` gives every frame's ``(start_s, end_s)`` so far,
-        (frames, 2)."""
+        the last block."""
         rows = len(self.machine.trace)
         if rows < self._next_try:
             return
@@ -104,16 +98,15 @@ class TraceStream:
         if settled.trace_us <= self._horizon_us:  # nothing settled since the last block
             self._next_try = rows + RETRY_ROWS  # threads still alive: ask again later
             return
-        times = frame_times()
-        complete = len(times) if settled.open_frame is None else settled.open_frame
-        self._take(times, complete, settled, now_s)
+        complete = self.frames.size if settled.open_frame is None else settled.open_frame
+        self._take(complete, settled, now_s)
 
-    def close(self, frame_times: np.ndarray) -> dict[str, Any]:
-        """At the end of the run (every frame in ``frame_times``): the last rows taken, the
-        threads that outlive the last frame run to their end (their rows are checked but not
-        part of the run's metrics or kept trace) and every check done.  Returns the
-        summary's trace metrics."""
-        self._take(frame_times, len(frame_times), None, np.inf)
+    def close(self) -> dict[str, Any]:
+        """At the end of the run (every frame in the table): the last rows taken, the threads
+        that outlive the last frame run to their end (their rows are checked but not part of
+        the run's metrics or kept trace) and every check done.  Returns the summary's trace
+        metrics."""
+        self._take(self.frames.size, None, np.inf)
         self.machine.finish()
         ints, times = self.machine.trace.take()
         holds_ints, holds_us = self.machine.lock_holds.take()
@@ -133,13 +126,7 @@ class TraceStream:
         times = np.concatenate([b[1] for b in blocks])
         return trace_frame(ints, times, trace.threads.names, trace.activities.names)
 
-    def _take(
-        self,
-        frame_times: np.ndarray,
-        complete: int,
-        settled: Settled | None,
-        now_s: float,
-    ) -> None:
+    def _take(self, complete: int, settled: Settled | None, now_s: float) -> None:
         """One block: every row recorded so far; the frames before ``complete`` have all
         theirs; ``settled`` says how far the records are complete (None: the run is over, the
         checks wait for the threads that outlive it)."""
@@ -148,25 +135,27 @@ class TraceStream:
         trace = self.machine.trace
         ints, times = trace.take()
         holds_ints, holds_times = self.machine.lock_holds.take()
-        if self.keep is not None:  # first: a violation found below keeps the rows showing it
-            self._resolve_keep_end(frame_times)
+        base, frame_times = self.frames.base, self.frames.stored_times()
+        if self._keep_end is not None:  # first: a violation found below keeps the rows
+            self._keep_end.see(frame_times[self._seen - base :])  # showing it
+            self._seen = base + len(frame_times)
             self._kept.append(self._kept_rows(ints, times))
         self.checks.add(ints, times, self._busy(ints), holds_ints, holds_times, self._charged())
         if settled is not None:
             self._horizon_us = settled.trace_us
             self.checks.advance(settled.trace_us, settled.holds_us, complete)
         self.digest.add(ints, times, trace.threads.names, trace.activities.names)
-        horizon_s, closed = digest_horizon(frame_times, complete, settled, now_s)
-        first = self._digested
+        horizon_s, closed = digest_horizon(frame_times, base, complete, settled, now_s)
+        first = self.closed_frames
         frames = pd.DataFrame(
             {
-                "frame": np.arange(first, len(frame_times)),
-                "start_s": frame_times[first:, 0],
-                "end_s": frame_times[first:, 1],
+                "frame": np.arange(first, base + len(frame_times)),
+                "start_s": frame_times[first - base :, 0],
+                "end_s": frame_times[first - base :, 1],
             }
         )
         self.digest.advance(horizon_s, closed, frames)
-        self._digested = max(first, closed)
+        self.closed_frames = max(first, closed)
 
     def _busy(self, ints: np.ndarray) -> np.ndarray:
         return ~wait_codes(self.machine.trace.activities.names)[ints[:, 3]]
@@ -179,28 +168,18 @@ class TraceStream:
         charged.clear()
         return taken
 
-    def _resolve_keep_end(self, frame_times: np.ndarray) -> None:
-        """With a window of ``frames``: its end once that many frames started in it."""
-        keep = self.keep
-        if keep.frames is None or self._keep_until_s < keep.end_s:
-            return
-        starts = frame_times[:, 0]
-        inside = np.flatnonzero(starts >= keep.start_s)
-        if len(inside) >= keep.frames:
-            self._keep_until_s = min(keep.end_s, float(frame_times[inside[keep.frames - 1], 1]))
-
     def _kept_rows(self, ints: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        start_s, end_s = times[:, 0] * US, times[:, 1] * US
-        keep = (end_s > self.keep.start_s) & (start_s < self._keep_until_s)
+        keep = self._keep_end.overlaps(times[:, 0] * US, times[:, 1] * US)
         return ints[keep], times[keep]
 
 
 def digest_horizon(
-    frame_times: np.ndarray, complete: int, settled: Settled | None, now_s: float
+    frame_times: np.ndarray, base: int, complete: int, settled: Settled | None, now_s: float
 ) -> tuple[float, int]:
     """The digest's horizon, s, and the frames it closes, from the machine's ``settled``
     (None: the run is over) with the next frame at ``now_s`` or later and the frames before
-    ``complete`` complete.
+    ``complete`` complete; ``frame_times`` holds the frames from number ``base`` on (the
+    frames before it are closed: no later horizon is before their ends).
 
     The digest (:meth:`TraceDigest.advance`) needs, in its own units: no row added later
     starts before the horizon (rows are converted ``us * 1e-6``, so the settled ``trace_us``
@@ -209,13 +188,14 @@ def digest_horizon(
     the first open frame's start bound them); and every frame it closes ends by it.  A frame
     may be complete yet end an ulp after the converted horizon: it closes at a later block,
     and the horizon stops at its start."""
-    frames = len(frame_times)
+    frames = base + len(frame_times)
     if settled is None:
         return np.inf, ALL_FRAMES
     horizon_s = min(settled.trace_us * US, now_s)
     if complete < frames:
-        horizon_s = min(horizon_s, float(frame_times[complete, 0]))
-    closed = int(np.searchsorted(frame_times[:complete, 1], horizon_s, side="right"))
+        horizon_s = min(horizon_s, float(frame_times[complete - base, 0]))
+    ends = frame_times[: complete - base, 1]
+    closed = base + int(np.searchsorted(ends, horizon_s, side="right"))
     if closed < frames:
-        horizon_s = min(horizon_s, float(frame_times[closed, 0]))
+        horizon_s = min(horizon_s, float(frame_times[closed - base, 0]))
     return horizon_s, closed

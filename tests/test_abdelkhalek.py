@@ -7,6 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from simsrv.keep_window import KEEP_ALL
 from simsrv.machine.plan import Acquire, Release
 from simsrv.metrics.waiting import waiting_fractions
 from simsrv.platforms.profile import load_platform
@@ -14,7 +15,6 @@ from simsrv.result import run
 from simsrv.scenario.load import load_scenario
 from simsrv.strategies import STRATEGIES, StrategyContext
 from simsrv.strategies.region_locks import path_locks, path_nodes
-from simsrv.trace_stream import KEEP_ALL
 from simsrv.world.areanode import AreanodeTree
 from tests.strategy_harness import FakeWorld, execute, floor, frame_of, make_strategy
 
@@ -142,7 +142,7 @@ def test_every_packet_is_processed_exactly_once(locking):
             "run.warmup_s=0",
         ],
     )
-    result = run(scenario, keep_trace=KEEP_ALL)
+    result = run(scenario, keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
     frames, trace = result.frames, result.trace
     # a packet's execution is one interval, or two around the game-state lock when locking
     per_packet = 1 if locking == "none" else 2

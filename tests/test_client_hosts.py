@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.errors import InputError
+from simsrv.keep_window import KEEP_ALL
 from simsrv.metrics.summary import summarize
 from simsrv.scenario.load import load_scenario
 from simsrv.scenario.schema import ClientsSection
@@ -135,7 +136,7 @@ RESPAWN = ["players.respawn=true", "players.spawn_select=quake", "players.respaw
 def test_a_run_with_hosts_or_respawns_conserves_messages_and_is_seeded(extra):
     sets = ["run.duration_s=1", "players.count=40", "server.strategy=bsp-group", *extra]
     scenario = load_scenario(None, sets)
-    a, b = simulate(scenario), simulate(scenario)
+    a, b = simulate(scenario, keep_frames=KEEP_ALL), simulate(scenario, keep_frames=KEEP_ALL)
     assert a.checks["message_conservation"] is True
     acc = a.accounting
     assert acc["sent"] == sum(

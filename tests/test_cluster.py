@@ -17,11 +17,11 @@ from simsrv.cluster.exchange import Exchange, with_ops
 from simsrv.cluster.simulation import simulate_cluster
 from simsrv.cluster.zoning.grid import GridZoning, grid_shape
 from simsrv.interconnect import load_profile, send_one
+from simsrv.keep_window import KEEP_ALL
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.plan import Compute, FramePlan, Thread
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
-from simsrv.trace_stream import KEEP_ALL
 
 ROOT = Path(__file__).resolve().parents[1]
 CUBE = ROOT / "scenarios" / "cube-160.toml"
@@ -33,8 +33,10 @@ IGNORED = {"scenario", "wall_time_s", "nodes", "interconnect", "zoning"}
 def test_one_node_without_borders_is_the_single_server(strategy):
     """The most important test: a one-node cluster is today's server, bit for bit."""
     sets = [*SHORT, f"server.strategy={strategy}"]
-    single = run(load_scenario(CUBE, sets), keep_trace=KEEP_ALL)
-    cluster = run(load_scenario(CUBE, [*sets, "cluster.nodes=1"]), keep_trace=KEEP_ALL)
+    single = run(load_scenario(CUBE, sets), keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
+    cluster = run(
+        load_scenario(CUBE, [*sets, "cluster.nodes=1"]), keep_trace=KEEP_ALL, keep_frames=KEEP_ALL
+    )
     assert cluster.scenario.cluster is not None and single.scenario.cluster is None
     a, b = single.to_json_dict(), cluster.to_json_dict()
     assert set(b) - set(a) == {"nodes", "interconnect", "zoning"}
@@ -172,7 +174,9 @@ FOUR = ROOT / "scenarios" / "cluster" / "nodes4-cpus2-640.toml"
 
 
 def test_four_node_scenario_metrics_aggregate_the_nodes():
-    result = run(load_scenario(FOUR, ["run.duration_s=1", "run.warmup_s=0.5"]))
+    result = run(
+        load_scenario(FOUR, ["run.duration_s=1", "run.warmup_s=0.5"]), keep_frames=KEEP_ALL
+    )
     data = result.to_json_dict()
     nodes = data["nodes"]
     assert len(nodes) == 4 and all(n["frames_per_s"] > 0 for n in nodes)

@@ -27,10 +27,10 @@ from simsrv.cluster.zoning.areanode import AreanodeZoning, leaf_of, tree_depth
 from simsrv.cluster.zoning.grid import GridZoning
 from simsrv.cluster.zoning.load_aware import LoadAwareZoning
 from simsrv.interconnect import load_profile, send_one
+from simsrv.keep_window import KEEP_ALL
 from simsrv.machine.plan import Compute
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
-from simsrv.trace_stream import KEEP_ALL
 from simsrv.workload.messages import MESSAGE_DTYPE
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.proximity import Neighbours
@@ -295,10 +295,10 @@ def test_a_cross_border_action_costs_a_request_and_a_reply():
 @pytest.mark.parametrize("zoning", ZONES)
 def test_one_node_with_any_zoning_is_the_single_server(zoning):
     sets = ["run.duration_s=1", "run.warmup_s=0.3", "server.strategy=bsp-group"]
-    single = run(load_scenario(CUBE, sets), keep_trace=KEEP_ALL)
+    single = run(load_scenario(CUBE, sets), keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
     cluster_sets = [*sets, "cluster.nodes=1", f'cluster.zoning="{zoning}"']
     cluster_scenario = load_scenario(CUBE, [*cluster_sets, "cluster.remote_actions=true"])
-    cluster = run(cluster_scenario, keep_trace=KEEP_ALL)
+    cluster = run(cluster_scenario, keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
     ignored = {"scenario", "wall_time_s", "nodes", "interconnect", "zoning"}
     a, b = single.to_json_dict(), cluster.to_json_dict()
     assert {k: v for k, v in a.items() if k not in ignored} == {

@@ -174,10 +174,10 @@ def test_group_size_bars_are_the_binned_counts_of_the_table(results, figures):
 def test_figures_survive_runs_that_failed(monkeypatch):
     real_simulate = result_module.simulate
 
-    def failing_bsp(scenario, keep_trace=None):
+    def failing_bsp(scenario, keep_trace=None, keep_frames=None):
         if scenario.server.strategy == "bsp-group" and scenario.players.count == 32:
             raise RuntimeError("worker died")
-        return real_simulate(scenario, keep_trace)
+        return real_simulate(scenario, keep_trace, keep_frames)
 
     monkeypatch.setattr(result_module, "simulate", failing_bsp)
     partial = compare(

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from strategy_harness import floor, frame_of, make_strategy
 from test_machine_properties import segment
 
+from simsrv.keep_window import KEEP_ALL
 from simsrv.machine import Acquire, BarrierWait, Compute, FramePlan, Machine, Release, Thread
 from simsrv.machine.compiled_engine import EVENTS, execute_arrays
 from simsrv.machine.plan_arrays import from_plan
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
-from simsrv.trace_stream import KEEP_ALL
 
 
 @st.composite
@@ -252,9 +252,9 @@ def test_a_strategys_array_plans_give_the_same_run_compiled_or_as_objects(overri
     scenario = load_scenario(
         "scenarios/cube-160.toml", ["run.duration_s=0.3", "run.warmup_s=0.2", *overrides]
     )
-    compiled = simulate(scenario, KEEP_ALL)
+    compiled = simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     monkeypatch.setattr(Machine, "_execute_arrays", lambda *args: None)
-    objects = simulate(scenario, KEEP_ALL)
+    objects = simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     pd.testing.assert_frame_equal(compiled.frames, objects.frames, check_exact=True)
     pd.testing.assert_frame_equal(compiled.trace, objects.trace, check_exact=True)
 

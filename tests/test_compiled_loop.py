@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import simsrv.simulation as simulation
 from simsrv.compiled_loop.runner import CompiledLoop
+from simsrv.keep_window import KEEP_ALL
 from simsrv.scenario.load import load_scenario
-from simsrv.trace_stream import KEEP_ALL
 
 SHORT = ["run.duration_s=1.0", "run.warmup_s=0.2"]
 
@@ -31,10 +31,10 @@ def _runs(overrides: list[str], monkeypatch) -> tuple:
 
     with monkeypatch.context() as patch:
         patch.setattr(CompiledLoop, "create", classmethod(recording))
-        fast = simulation.simulate(scenario, KEEP_ALL)
+        fast = simulation.simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     with monkeypatch.context() as patch:
         patch.setattr(CompiledLoop, "create", classmethod(lambda cls, *args: None))
-        slow = simulation.simulate(scenario, KEEP_ALL)
+        slow = simulation.simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     return fast, slow, loops[0]
 
 

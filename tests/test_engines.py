@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsrv.keep_window import KEEP_ALL
 from simsrv.machine import Compute, FramePlan, Join, Machine, RunFirst, Thread
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
-from simsrv.trace_stream import KEEP_ALL
 from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
@@ -32,8 +32,12 @@ def _sorted(trace: pd.DataFrame) -> pd.DataFrame:
 
 
 def _both(path: str) -> tuple:
-    fast = simulate(load_scenario(ROOT / path, SHORT), KEEP_ALL)
-    slow = simulate(load_scenario(ROOT / path, [*SHORT, 'machine.engine="simpy"']), KEEP_ALL)
+    fast = simulate(load_scenario(ROOT / path, SHORT), KEEP_ALL, keep_frames=KEEP_ALL)
+    slow = simulate(
+        load_scenario(ROOT / path, [*SHORT, 'machine.engine="simpy"']),
+        KEEP_ALL,
+        keep_frames=KEEP_ALL,
+    )
     return fast, slow
 
 
@@ -161,8 +165,10 @@ def test_a_scenario_with_background_load_gives_the_same_trace_on_both_engines():
         "run.duration_s=0.3",
         "run.warmup_s=0",
     ]
-    fast = simulate(load_scenario(None, sets), KEEP_ALL)
-    slow = simulate(load_scenario(None, [*sets, 'machine.engine="simpy"']), KEEP_ALL)
+    fast = simulate(load_scenario(None, sets), KEEP_ALL, keep_frames=KEEP_ALL)
+    slow = simulate(
+        load_scenario(None, [*sets, 'machine.engine="simpy"']), KEEP_ALL, keep_frames=KEEP_ALL
+    )
     pd.testing.assert_frame_equal(fast.trace, slow.trace)
     on_loaded = fast.trace[(fast.trace.cpu == 3) & (fast.trace.activity == "request")]
     assert len(on_loaded) > 0

@@ -19,7 +19,7 @@ PROBE = textwrap.dedent(
     """
     import hashlib, json, sys
     from numba.core import base, dispatcher
-    from simsrv import load_scenario
+    from simsrv import KEEP_ALL, load_scenario
     from simsrv.simulation import simulate
 
     refreshes = []
@@ -38,7 +38,7 @@ PROBE = textwrap.dedent(
         return entry
     dispatcher.Dispatcher.compile = recorded
     scenario = load_scenario(None, sys.argv[1:])
-    out = simulate(scenario)
+    out = simulate(scenario, keep_frames=KEEP_ALL)
     print(json.dumps({
         "frames": hashlib.sha256(out.frames.to_csv().encode()).hexdigest(),
         "loads": loads, "refreshes": refreshes,

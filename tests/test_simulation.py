@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv import run
+from simsrv.keep_window import KEEP_ALL
 from simsrv.platforms import load_platform
 from simsrv.scenario.load import load_scenario
 from simsrv.simulation import simulate
-from simsrv.trace_stream import KEEP_ALL
 
 
 @settings(max_examples=20, deadline=None)
@@ -65,13 +65,14 @@ def test_closed_loop_longer_messages_mean_fewer_longer_frames(short_scenario):
     """A higher per-message cost lengthens frames and raises messages/frame [T §4.4.3]."""
     costs = load_platform(short_scenario().machine.platform).costs
     light = ("run.duration_s=2", "players.count=80")  # well below saturation
-    base = run(short_scenario(*light))
+    base = run(short_scenario(*light), keep_frames=KEEP_ALL)
     slow = run(
         short_scenario(
             *light,
             f"machine.costs.request_per_message={1.5 * costs.request_per_message}",
             f"machine.costs.reply_per_client={3 * costs.reply_per_client}",
-        )
+        ),
+        keep_frames=KEEP_ALL,
     )
     fb, fs = base.frames, slow.frames
     assert (fs["end_s"] - fs["start_s"]).mean() > (fb["end_s"] - fb["start_s"]).mean()
@@ -83,7 +84,7 @@ def test_closed_loop_longer_messages_mean_fewer_longer_frames(short_scenario):
 
 
 def test_sequential_frame_time_is_the_sum_of_its_costs(short_scenario):
-    result = run(short_scenario(), keep_trace=KEEP_ALL)
+    result = run(short_scenario(), keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
     scenario, frames, trace = result.scenario, result.frames, result.trace
     costs = load_platform(scenario.machine.platform).costs
     busy = trace.groupby("frame")[["start_s", "end_s"]].agg({"start_s": "min", "end_s": "max"})
@@ -104,7 +105,7 @@ def test_sequential_frame_time_is_the_sum_of_its_costs(short_scenario):
 
 
 def test_world_physics_runs_at_most_once_per_mintic(short_scenario):
-    frames = run(short_scenario("run.duration_s=1")).frames
+    frames = run(short_scenario("run.duration_s=1"), keep_frames=KEEP_ALL).frames
     times = frames.loc[frames["physics"], "start_s"].to_numpy()
     assert (np.diff(times) >= 0.03 - 1e-12).all()
     # and it does run: about once per 30 ms of a busy server
@@ -133,7 +134,7 @@ def test_small_socket_buffer_drops_under_overload(short_scenario):
 
 
 def test_lost_packets_replay_their_commands(short_scenario):
-    result = run(short_scenario("clients.packet_loss=0.3"))
+    result = run(short_scenario("clients.packet_loss=0.3"), keep_frames=KEEP_ALL)
     commands = result.frames["commands"].sum()
     messages = result.frames["messages"].sum()
     # each delivered packet executes 1 + the lost ones before it (max 3): mean 1/(1-p) ~ 1.4

@@ -14,6 +14,7 @@ from scipy import stats
 
 from simsrv import result as result_module
 from simsrv.errors import InputError
+from simsrv.keep_window import KEEP_ALL
 from simsrv.result import run
 from simsrv.sweep import CompareResults, compare, format_table, mean_ci
 from simsrv.sweep import records as records_module
@@ -111,7 +112,7 @@ def test_run_rows_match_a_direct_run_of_the_same_point(small):
 
 def test_group_size_counts_conserve_the_grouped_entities(small):
     grid = build_grid(_base(), ["bsp-group"], [2], None, 1)
-    result = run(grid[0].scenario)
+    result = run(grid[0].scenario, keep_frames=KEEP_ALL)
     t0, t1 = 0.05, 0.2
     frames = result.frames[(result.frames.start_s >= t0) & (result.frames.start_s < t1)]
     sizes = small.group_sizes.query("cpus == 2 and seed_index == 0")
@@ -150,10 +151,10 @@ def test_tables_are_saved_after_every_run_and_load_back(tmp_path):
 def test_a_failing_run_is_recorded_and_the_others_finish(monkeypatch):
     real_simulate = result_module.simulate
 
-    def flaky(scenario, keep_trace=None):
+    def flaky(scenario, keep_trace=None, keep_frames=None):
         if scenario.run.seed == 2:
             raise ZeroDivisionError("boom")
-        return real_simulate(scenario, keep_trace)
+        return real_simulate(scenario, keep_trace, keep_frames)
 
     monkeypatch.setattr(result_module, "simulate", flaky)
     results = compare(None, TINY, ["sequential"], [2], seeds=3, workers=1)
@@ -193,7 +194,7 @@ def test_mean_ci_and_table_per_point():
 
 
 def test_run_returns_the_error_instead_of_raising_when_asked(monkeypatch):
-    def broken(scenario, keep_trace=None):
+    def broken(scenario, keep_trace=None, keep_frames=None):
         raise RuntimeError("no CPU")
 
     monkeypatch.setattr(result_module, "simulate", broken)
@@ -208,7 +209,7 @@ def test_run_returns_the_error_instead_of_raising_when_asked(monkeypatch):
 
 def test_summary_frame_is_one_flat_row_with_provenance():
     scenario = build_grid(_base(), ["bsp-group"], [2], None, 1)[0].scenario
-    result = run(scenario)
+    result = run(scenario, keep_frames=KEEP_ALL)
     row = result.summary_frame()
     assert len(row) == 1
     assert row["frames_per_s"].iloc[0] == result.summary["frames_per_s"]

@@ -228,10 +228,10 @@ def test_a_failed_run_runs_again_and_its_new_row_replaces_the_merged_one(
     real_simulate = result_module.simulate
     unlucky = scenario_hash(sweep.runs[5].scenario)
 
-    def flaky(scenario, keep_trace=None):
+    def flaky(scenario, keep_trace=None, keep_frames=None):
         if scenario_hash(scenario) == unlucky:
             raise ZeroDivisionError("boom")
-        return real_simulate(scenario, keep_trace)
+        return real_simulate(scenario, keep_trace, keep_frames)
 
     monkeypatch.setattr(result_module, "simulate", flaky)
     store = SweepStore(tmp_path / "out", compact_every=3)

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 
 from simsrv import trace_stream
 from simsrv.compiled_loop import runner
+from simsrv.frame_stream import FrameStream
+from simsrv.frame_table import FrameTable
 from simsrv.invariants import InvariantViolation, TraceChecks, check_locks, check_trace
+from simsrv.keep_window import KEEP_ALL, KeepWindow
 from simsrv.machine import Machine
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.machine.trace import US, LockHolds, Trace
@@ -23,7 +26,7 @@ from simsrv.result import run
 from simsrv.scenario import load_scenario
 from simsrv.sweep.grid import GridPoint, GridRun
 from simsrv.sweep.records import _gantt, gantt_window
-from simsrv.trace_stream import KEEP_ALL, TraceStream, TraceWindow
+from simsrv.trace_stream import TraceStream
 from tests.test_engines import scripts_with_run_first
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +119,7 @@ def _run_in_blocks(monkeypatch, path: str, sets: list[str], block_rows: int):
     monkeypatch.setattr(TraceStream, "__init__", counting_init)
     monkeypatch.setattr(runner, "STORE_ROOM", min(block_rows, runner.STORE_ROOM))  # calls stop
     scenario = load_scenario(ROOT / path, ["run.duration_s=0.4", "run.warmup_s=0.2", *sets])
-    result = run(scenario, keep_trace=KEEP_ALL)
+    result = run(scenario, keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
     return result, max(stream.blocks for stream in blocks)
 
 
@@ -141,7 +144,7 @@ def test_a_run_keeps_no_trace_unless_asked_and_the_window_it_asks_for():
     )
     assert run(scenario).trace is None
     everything = run(scenario, keep_trace=KEEP_ALL).trace
-    window = run(scenario, keep_trace=TraceWindow(0.25, 0.3)).trace
+    window = run(scenario, keep_trace=KeepWindow(0.25, 0.3)).trace
     inside = everything[(everything["end_s"] > 0.25) & (everything["start_s"] < 0.3)]
     pd.testing.assert_frame_equal(
         window.reset_index(drop=True).astype({"thread": str, "activity": str}),
@@ -159,8 +162,9 @@ def test_the_sweeps_gantt_rows_are_the_same_from_its_window(monkeypatch, strateg
     point = GridPoint(strategy=strategy, cpus=2, clients=160, seed_index=0, seed=1)
     grid_run = GridRun(point, scenario)
     monkeypatch.setattr(trace_stream, "BLOCK_ROWS", 64)
-    whole = _gantt(grid_run, run(scenario, keep_trace=KEEP_ALL))
-    kept = run(scenario, keep_trace=gantt_window(grid_run))
+    whole = _gantt(grid_run, run(scenario, keep_trace=KEEP_ALL, keep_frames=KEEP_ALL))
+    window = gantt_window(grid_run)
+    kept = run(scenario, keep_trace=window, keep_frames=window)
     assert len(kept.trace) < len(run(scenario, keep_trace=KEEP_ALL).trace)
     pd.testing.assert_frame_equal(_gantt(grid_run, kept), whole, check_exact=True)
 
@@ -289,14 +293,20 @@ def _no_holds() -> tuple[np.ndarray, np.ndarray]:
 
 def test_a_trace_window_of_frames_ends_with_its_last_frame():
     machine = Machine(1)
-    stream = TraceStream(machine, (0.0, 1.0), 1.0, TraceWindow(start_s=2e-6, frames=2), 1)
+    table = FrameTable()
+    window = KeepWindow(start_s=2e-6, frames=2)
+    stream = TraceStream(machine, table, (0.0, 1.0), 1.0, window, 1)
+    frames = FrameStream(table, (0.0, 1.0), window)
     trace: Trace = machine.trace
-    times = []
     for f in range(6):  # frames of 1 us, one row each, from 0 us
         trace.record(f, 0, "main", "world", f, f + 1.0)
         machine.charged_us.append(1.0)
-        times.append((f * US, (f + 1) * US))
-        stream.drain((f + 1) * US, lambda t=times: np.array(t))
-    stream.close(np.array(times))
-    kept = stream.kept_trace()
-    assert kept["frame"].tolist() == [2, 3]  # frames 2 and 3 start at or after 2 us
+        table.append((f, f * US, (f + 1) * US, US, 1, 1, 0, 0, False, 0), None)
+        stream.drain((f + 1) * US)
+        frames.release(stream.closed_frames)
+    assert table.base >= 4  # frames taken as the run went (drained every 1-row block)
+    stream.close()
+    frames.close()
+    assert stream.kept_trace()["frame"].tolist() == [2, 3]  # frames 2, 3 start at or after 2 us
+    assert frames.kept_frames()["frame"].tolist() == [2, 3]
+    assert frames.kept_frames().index.tolist() == [2, 3]

@@ -42,10 +42,10 @@ def add_parser(subparsers) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv run`` (the simulator is imported here, not at start-up)."""
     from simsrv.errors import InvariantViolation
+    from simsrv.keep_window import KeepWindow
     from simsrv.machine.trace_export import check_trace_path, write_trace
     from simsrv.result import run
     from simsrv.scenario.load import load_scenario
-    from simsrv.trace_stream import TraceWindow
 
     if args.trace is not None:
         check_trace_path(args.trace)
@@ -53,7 +53,7 @@ def run_command(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     keep = None
     if args.trace is not None:  # the rows written, and the warm-up's: a violation there
-        keep = TraceWindow(*trace_span(scenario, keep_warmup=True))  # writes them all
+        keep = KeepWindow(*trace_span(scenario, keep_warmup=True))  # writes them all
     try:
         result = run(scenario, keep_trace=keep)
     except InvariantViolation as violation:  # keep the trace: it shows the violation

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from simsrv.cluster.socket import NodeSocket
+from simsrv.frame_table import FrameTable
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
 from simsrv.platforms.profile import Platform
@@ -20,9 +21,9 @@ from simsrv.world.world import World
 
 @dataclass
 class Node:
-    """A node's server state and its records (``rows``: the frame columns of
-    :data:`simsrv.frame_table.FRAME_COLUMNS`; ``mirrored_out``: entity states it sent per
-    frame; ``exchanged``: interconnect messages it paid CPU for per frame)."""
+    """A node's server state and its records (``table``: its frames, every one kept: the
+    cluster's metrics index the per-frame lists by frame; ``mirrored_out``: entity states it
+    sent per frame; ``exchanged``: interconnect messages it paid CPU for per frame)."""
 
     index: int
     machine: Machine
@@ -31,8 +32,7 @@ class Node:
     socket: NodeSocket
     now: float = 0.0
     processed: int = 0
-    rows: list[tuple] = field(default_factory=list)
-    extra_rows: list[dict[str, Any]] = field(default_factory=list)
+    table: FrameTable = field(default_factory=FrameTable)
     mirrored_out: list[int] = field(default_factory=list)
     exchanged: list[int] = field(default_factory=list)
     entities: list[int] = field(default_factory=list)

@@ -5,6 +5,7 @@ node by node, node ``k``'s CPU ``c`` as ``k * cpus + c``)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +13,8 @@ import pandas as pd
 
 from simsrv.cluster.metrics import summarize_cluster
 from simsrv.cluster.simulation import simulate_cluster
+from simsrv.keep_window import KeepWindow, window_rows
 from simsrv.scenario.schema import Scenario
-from simsrv.trace_stream import TraceWindow
 
 
 @dataclass
@@ -21,23 +22,38 @@ class ClusterRun:
     """What :func:`simsrv.result.run` keeps of a cluster run."""
 
     summary: dict[str, Any]
-    frames: pd.DataFrame
+    frames: pd.DataFrame | None
     trace: pd.DataFrame | None
     accounting: dict[str, int]
     checks: dict[str, bool]
+    group_sizes: dict[int, int]
 
 
-def run_cluster(scenario: Scenario, keep_trace: TraceWindow | None = None) -> ClusterRun:
-    """Simulate and summarise a scenario with a ``[cluster]`` section (``keep_trace``: the
-    rows of each node's trace kept, :func:`simsrv.simulation.simulate`)."""
+def run_cluster(
+    scenario: Scenario,
+    keep_trace: KeepWindow | None = None,
+    keep_frames: KeepWindow | None = None,
+) -> ClusterRun:
+    """Simulate and summarise a scenario with a ``[cluster]`` section (``keep_trace``,
+    ``keep_frames``: the rows of each node's trace and the frames kept,
+    :func:`simsrv.simulation.simulate`; a cluster's nodes keep every frame while it runs: its
+    metrics are per frame)."""
     out = simulate_cluster(scenario, keep_trace=keep_trace)
     summary = summarize_cluster(scenario, out)
+    sizes: Counter[int] = Counter()
+    for node in out.nodes:
+        sizes.update(node.frame_digest.group_sizes)
+    kept = [
+        window_rows(n.frames, keep_frames) if keep_frames is not None else None for n in out.nodes
+    ]
     if len(out.nodes) == 1:
-        frames, trace = out.nodes[0].frames, out.nodes[0].trace
+        frames, trace = kept[0], out.nodes[0].trace
     else:
         cpus = scenario.machine.cpus
-        frames = pd.concat(
-            [n.frames.assign(node=k) for k, n in enumerate(out.nodes)], ignore_index=True
+        frames = (
+            pd.concat([f.assign(node=k) for k, f in enumerate(kept)], ignore_index=True)
+            if keep_frames is not None
+            else None
         )
         trace = (
             pd.concat(
@@ -47,4 +63,6 @@ def run_cluster(scenario: Scenario, keep_trace: TraceWindow | None = None) -> Cl
             if keep_trace is not None
             else None
         )
-    return ClusterRun(summary, frames, trace, out.accounting, out.checks)
+    return ClusterRun(
+        summary, frames, trace, out.accounting, out.checks, dict(sorted(sizes.items()))
+    )

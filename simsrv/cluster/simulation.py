@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from simsrv.cluster.actions import RemoteActions
 from simsrv.cluster.exchange import Exchange, with_ops
@@ -31,9 +30,11 @@ from simsrv.cluster.node import Node, build_node
 from simsrv.cluster.router import Handoff, Router
 from simsrv.cluster.zones import Rebalance, ZonedWorld
 from simsrv.cluster.zoning import ZONINGS
-from simsrv.frame_table import FRAME_COLUMNS, frame_row
+from simsrv.frame_stream import FrameStream
+from simsrv.frame_table import frame_row
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
+from simsrv.keep_window import KEEP_ALL, KeepWindow
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
@@ -44,7 +45,7 @@ from simsrv.simulation import (
     gc_paused,
     slowest_speed,
 )
-from simsrv.trace_stream import TraceStream, TraceWindow
+from simsrv.trace_stream import TraceStream
 from simsrv.workload.clients import CHUNK_TICKS, ClientStream
 
 
@@ -74,7 +75,7 @@ class ClusterOutput:
 
 
 def simulate_cluster(
-    scenario: Scenario, record_packets: bool = False, keep_trace: TraceWindow | None = None
+    scenario: Scenario, record_packets: bool = False, keep_trace: KeepWindow | None = None
 ) -> ClusterOutput:
     """Run ``scenario`` (with a ``[cluster]`` section) to ``warmup_s + duration_s``;
     ``record_packets`` keeps every frame's packets per node (for tests); ``keep_trace`` the
@@ -99,7 +100,9 @@ def simulate_cluster(
         build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)
     ]
     for node in nodes:
-        node.records = TraceStream(node.machine, window, slowest_speed(node.machine), keep_trace)
+        node.records = TraceStream(
+            node.machine, node.table, window, slowest_speed(node.machine), keep_trace
+        )
     exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes)
     router = Router(
         zoned,
@@ -145,7 +148,7 @@ def simulate_cluster(
     }
     outputs = [node_output(n, accounting) for n in nodes]
     with gc_paused():
-        check_conservation(accounting, sum(int(o.frames["messages"].sum()) for o in outputs))
+        check_conservation(accounting, sum(o.frame_digest.messages_read for o in outputs))
     return ClusterOutput(
         nodes=outputs,
         exchange=exchange,
@@ -226,7 +229,7 @@ def run_frame(
     """One frame of ``node`` starting at ``now`` s (its socket is not empty)."""
     batch = node.socket.read(limit)
     node.builder.entities = zoned.entities_at(node.index, now)
-    frame = node.builder.build(len(node.rows), now, batch)
+    frame = node.builder.build(len(node.table), now, batch)
     plan = node.strategy.plan(frame)
     exchange.advance(now)
     mirrored = 0
@@ -240,9 +243,8 @@ def run_frame(
         actions.request(node.index, batch, now)
     ops = exchange.take_ops(node.index)
     end = node.machine.execute(with_ops(plan, ops), frame.index, now)
-    node.rows.append(frame_row(frame, end, len(batch), len(node.socket)))
-    if node.reports_extra:
-        node.extra_rows.append(node.strategy.frame_record())
+    extra = node.strategy.frame_record() if node.reports_extra else None
+    node.table.append(frame_row(frame, end, len(batch), len(node.socket)), extra)
     node.mirrored_out.append(mirrored)
     node.entities.append(frame.entities)
     node.exchanged.append(len(exchange.posted) - messages + exchange.take_received(node.index))
@@ -251,33 +253,27 @@ def run_frame(
     node.processed += len(batch)
     node.now = end
     try:
-        node.records.drain(end, lambda: node_frame_times(node))
+        node.records.drain(end)
     except InvariantViolation as violation:  # the machine checks, as the run goes
         violation.trace = node.records.kept_trace()
         raise
 
 
-def node_frame_times(node: Node) -> np.ndarray:
-    """Every frame's ``(start_s, end_s)`` of ``node`` so far, (frames, 2)."""
-    return np.array([row[1:3] for row in node.rows], dtype=np.float64).reshape(-1, 2)
-
-
 def node_output(node: Node, accounting: dict[str, int]) -> SimulationOutput:
-    """The node's facts as a single server's, its invariants checked."""
-    frames = pd.DataFrame(node.rows, columns=list(FRAME_COLUMNS))
-    if node.extra_rows:
-        frames = pd.concat([frames, pd.DataFrame(node.extra_rows)], axis=1)
+    """The node's facts as a single server's (every frame kept), its invariants checked."""
     socket = node.socket
+    frame_records = FrameStream(node.table, node.records.window, KEEP_ALL)
     with gc_paused():
         try:
             node.strategy.check_invariants()
-            trace_metrics = node.records.close(node_frame_times(node))
+            trace_metrics = node.records.close()
         except InvariantViolation as violation:
             violation.trace = node.records.kept_trace()
             raise
+        digest = frame_records.close()
     trace = node.records.kept_trace()
     return SimulationOutput(
-        frames=frames,
+        frames=frame_records.kept_frames(),
         trace=trace,
         arrived=socket.arrived_in_window,
         dropped=socket.dropped_in_window,
@@ -286,4 +282,5 @@ def node_output(node: Node, accounting: dict[str, int]) -> SimulationOutput:
         wall_time_s=0.0,
         checks=dict.fromkeys(CHECKS, True),
         trace_metrics=trace_metrics,
+        frame_digest=digest,
     )

@@ -7,7 +7,7 @@ A strategy's compiled loop (e.g. :func:`simsrv.strategies.abdelkhalek._frames`) 
         ... plan the frame from frame_messages(loop) and the reply arrays ...
         if not finish_frame(loop, thread, kind, cost, arg, activity):
             break
-        ... write the frame's strategy columns at row loop.ints[FRAME] - 1 ...
+        ... write the frame's strategy columns at row loop.ints[ROW] - 1 ...
     return loop.ints[REASON]
 
 Each step is a transcription of its Python twin in :func:`simsrv.simulation.simulate`,
@@ -200,7 +200,7 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
         or ints[TRACE_SIZE] + n > len(loop.trace_times)
         or ints[HOLDS_SIZE] + n > len(loop.holds_times)
         or row >= len(loop.charged_us)
-        or ints[FRAME] >= len(loop.frame_times)
+        or row >= len(loop.frame_times)
     ):
         ints[NEED] = n
         return stop(loop, ROOM)
@@ -235,12 +235,12 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
     if ints[PHYSICS]:
         floats[LAST_PHYSICS] = now
     ints[HEAD], ints[READ] = ints[CUT], last
-    # the frame's row (row ``frame`` of the run's frame table)
-    loop.frame_times[frame, 0], loop.frame_times[frame, 1] = now, end
+    # the frame's row (row ``row`` of the frame columns: the call's frames after the stored)
+    loop.frame_times[row, 0], loop.frame_times[row, 1] = now, end
     f = loop.frame_ints
-    f[frame, F_MESSAGES], f[frame, F_COMMANDS] = last - first, ints[COMMANDS]
-    f[frame, F_REPLIES], f[frame, F_CHOKED] = ints[REPLIES], 0
-    f[frame, F_PHYSICS], f[frame, F_QUEUED] = ints[PHYSICS], ints[CUT] - last
+    f[row, F_MESSAGES], f[row, F_COMMANDS] = last - first, ints[COMMANDS]
+    f[row, F_REPLIES], f[row, F_CHOKED] = ints[REPLIES], 0
+    f[row, F_PHYSICS], f[row, F_QUEUED] = ints[PHYSICS], ints[CUT] - last
     ints[PROCESSED] += last - first
     ints[FRAME] += 1
     ints[ROW] += 1

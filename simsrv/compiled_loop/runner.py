@@ -11,7 +11,8 @@ Either way every frame is the same, bit for bit: the compiled steps are transcri
 Python ones, applied to the same state (:mod:`simsrv.compiled_loop.kernels`).
 
 A call costs a few tens of microseconds of Python around it (the registers in and out; the
-frames are written straight into the run's :class:`~simsrv.frame_table.FrameTable`); the
+frames are written straight into the run's :class:`~simsrv.frame_table.FrameTable`, after
+its stored rows); the
 stream needs Python about three times per simulated second, so a call runs hundreds of
 frames.  A call whose first plan the engine refuses (a strategy
 whose plans it never takes, say) doubles the number of Python frames before the next try, up
@@ -152,6 +153,7 @@ class CompiledLoop:
         scratch_ints, scratch_times = machine.scratch_rows(self.room)
         plan = kernel.plan_names
         table.reserve(FRAMES_PER_CALL)
+        stored = table.stored  # the call writes its frames' rows after these
         ints[s.HEAD], ints[s.READ] = head, read
         ints[s.LATER] = later
         ints[s.FRAME] = table.size
@@ -169,9 +171,9 @@ class CompiledLoop:
             self.builder.latest,
             *self.replies, plan.thread_cpu, plan.barrier_parties, waits, threads, activities,
             locks, scratch_ints, scratch_times, machine.engine_out, trace.ints, trace.times,
-            holds.ints, holds.times, table.times, table.ints, self.charged_us,
+            holds.ints, holds.times, table.times[stored:], table.ints[stored:], self.charged_us,
         )  # fmt: skip
-        reason = int(kernel.run(loop, *kernel.args, table.extra))
+        reason = int(kernel.run(loop, *kernel.args, table.extra[stored:]))
         self.calls[s.REASONS[reason]] += 1
         done = int(ints[s.ROW])
         self.frames += done

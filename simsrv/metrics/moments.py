@@ -1,4 +1,4 @@
-"""The four moments of a parallel frame, the OS cost shares and group statistics [P §5.2].
+"""The four moments of a parallel frame and the OS cost shares [P §5.2].
 
 Moments (the paper's trace analysis of the final BSP-group server), per frame from its start to
 its end (the coordinator's finish):
@@ -153,21 +153,4 @@ def os_time_fraction(trace: pd.DataFrame, cpus: int, span_s: float) -> dict[str,
     return {
         key: float(sum(by_activity.get(a, 0.0) for a in acts) / (cpus * span_s))
         for key, acts in OS_ACTIVITIES.items()
-    }
-
-
-def group_statistics(frames: pd.DataFrame) -> dict[str, float]:
-    """Mean groups per frame, mean group size (entities per group), largest group, largest share.
-
-    ``largest_share`` is the mean over frames of the largest group's share of the frame's
-    grouped entities.  Frames without packets (no groups) are skipped.
-    """
-    f = frames[frames["groups"] > 0]
-    if f.empty:
-        return {"mean_count": 0.0, "mean_size": 0.0, "max_size": 0.0, "largest_share": 0.0}
-    return {
-        "mean_count": float(f["groups"].mean()),
-        "mean_size": float(f["group_entities"].sum() / f["groups"].sum()),
-        "max_size": float(f["largest_group"].max()),
-        "largest_share": float((f["largest_group"] / f["group_entities"]).mean()),
     }

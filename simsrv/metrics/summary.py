@@ -1,8 +1,9 @@
 """The one-row summary of a run (the ``simsrv run --json`` metrics).
 
 Every metric covers the measured window ``[warmup_s, warmup_s + duration_s]``: frames that start
-in it, packets that arrive in it, and trace intervals clipped to it (digested as the trace is
-recorded, :mod:`simsrv.metrics.trace_digest`).
+in it, packets that arrive in it, and trace intervals clipped to it (the frames and the trace
+digested as they are recorded, :mod:`simsrv.metrics.frame_digest` and
+:mod:`simsrv.metrics.trace_digest`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from simsrv.metrics.moments import group_statistics
+from simsrv.metrics.frame_digest import MEMORY_COLUMNS
 from simsrv.metrics.stages import stage_time_fraction
 from simsrv.metrics.waiting import WAITING_FRACTIONS
 from simsrv.scenario.schema import Scenario
@@ -25,6 +26,16 @@ def measured_frames(scenario: Scenario, frames: pd.DataFrame) -> pd.DataFrame:
     t0 = scenario.run.warmup_s
     t1 = t0 + scenario.run.duration_s
     return frames[(frames["start_s"] >= t0) & (frames["start_s"] < t1)]
+
+
+FRAME_RATES = (
+    "frames_per_s",
+    "messages_per_frame",
+    "messages_per_s",
+    "replies_per_s",
+    "choked_per_s",
+)
+"""The summary's first keys, from the frame digest."""
 
 
 def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
@@ -42,35 +53,25 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     (resident and reserved thread-stack memory, bytes) for strategies that record them.
     """
     t0 = scenario.run.warmup_s
-    t1 = t0 + scenario.run.duration_s
-    span = t1 - t0
-    frames = measured_frames(scenario, out.frames)
-    n = len(frames)
-    messages = int(frames["messages"].sum())
+    span = (t0 + scenario.run.duration_s) - t0  # as the digests' window
+    framed = out.frame_digest.summary(span)
     arrived, dropped = out.arrived, out.dropped
-
     traced = out.trace_metrics
     result = {
-        "frames_per_s": n / span,
-        "messages_per_frame": messages / n if n else 0.0,
-        "messages_per_s": messages / span,
-        "replies_per_s": float(frames["replies"].sum()) / span,
-        "choked_per_s": float(frames["choked"].sum()) / span,
+        **{key: framed[key] for key in FRAME_RATES},
         "dropped_fraction": dropped / arrived if arrived else 0.0,
         "parallel_fraction": traced["parallel_fraction"],
         "cpu_utilization": traced["cpu_utilization"],
         "time_breakdown": traced["time_breakdown"],
         "simulated_time_s": span,
-        "frames": n,
+        "frames": framed["frames"],
         "moments": traced["moments"],
         "os_time_fraction": traced["os_time_fraction"],
         **{key: traced[key] for key in WAITING_FRACTIONS},
         "stage_time_fraction": stage_time_fraction(traced["per_thread"]),
         "per_thread": traced["per_thread"],
     }
-    if "groups" in frames:
-        result["groups"] = group_statistics(frames)
-    for name in ("memory_bytes", "memory_reserved_bytes"):  # strategies with static threads
-        if name in frames and n:
-            result[name] = int(frames[name].max())
+    for key in ("groups", *MEMORY_COLUMNS):  # strategies that group; with static threads
+        if key in framed:
+            result[key] = framed[key]
     return result

@@ -71,8 +71,7 @@ from pydantic import Field
 
 from simsrv.compiled import borrowing, compiled
 from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
-from simsrv.compiled_loop.state import FRAME as FRAME_INDEX
-from simsrv.compiled_loop.state import PHYSICS, REASON, REPLIES, RING
+from simsrv.compiled_loop.state import PHYSICS, REASON, REPLIES, RING, ROW
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -403,7 +402,7 @@ def _frames(
             return RING
         if not finish_frame(loop, thread, kind, cost, arg, activity):
             break
-        row = ints[FRAME_INDEX] - 1  # the frame's row in the run's frame table
+        row = ints[ROW] - 1  # the frame's row in the call's frame columns
         records[row, 0], records[row, 1] = constants[0], master
         records[row, 2], records[row, 3] = constants[1], constants[2]
     return ints[REASON]

@@ -77,10 +77,10 @@ from simsrv.compiled_loop.state import (
     REASON,
     REPLIES,
     RING,
+    ROW,
     VIOLATION,
     VISIBLE,
 )
-from simsrv.compiled_loop.state import FRAME as FRAME_INDEX
 from simsrv.invariant_kernels import packet_workers_kernel
 from simsrv.invariants import report_partition
 from simsrv.machine.plan_arrays import (
@@ -436,7 +436,7 @@ def _frames(
             return VIOLATION
         if not finish_frame(loop, thread, kind, cost, arg, activity):
             break
-        row = ints[FRAME_INDEX] - 1  # the frame's row in the run's frame table
+        row = ints[ROW] - 1  # the frame's row in the call's frame columns
         records[row, 0], records[row, 1], records[row, 2] = flags[0], boundary, spread
     return ints[REASON]
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsrv.keep_window import KEEP_ALL
 from simsrv.result import run
 from simsrv.scenario.load import apply_override, build_scenario
 from simsrv.scheduling.balancers import lpt, makespan
@@ -66,7 +67,7 @@ def _row(job: tuple[str, str, int, str, int, float]) -> dict:
         *STRATEGIES[strategy],
     ]:
         apply_override(raw, item)
-    result = run(build_scenario(raw))
+    result = run(build_scenario(raw), keep_frames=KEEP_ALL)
     s, frames = result.summary, result.frames
     groups = s.get("groups", {})  # only grouping strategies report groups
     grouped = frames[frames["groups"] > 0] if "groups" in frames else frames.iloc[:0]

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsrv.keep_window import KEEP_ALL
 from simsrv.metrics.summary import measured_frames
 from simsrv.result import run
 from simsrv.scenario.load import apply_override, build_scenario
@@ -106,7 +107,7 @@ def _row(job: tuple[str, str, int, float]) -> dict:
     ]:
         apply_override(raw, item)
     scenario = build_scenario(raw)
-    result = run(scenario)
+    result = run(scenario, keep_frames=KEEP_ALL)
     s = result.summary
     frames = measured_frames(scenario, result.frames)
     grouped = frames[frames["groups"] > 0]

@@ -52,12 +52,12 @@ from typing import Any
 
 import pandas as pd
 
+from simsrv.keep_window import KeepWindow
 from simsrv.metrics.summary import measured_frames
 from simsrv.metrics.timeline import clip_intervals
 from simsrv.result import RunResult, describe_error, run
 from simsrv.scenario.schema import Scenario
 from simsrv.sweep.grid import GridRun
-from simsrv.trace_stream import TraceWindow
 from simsrv.version import __version__
 
 GANTT_FRAMES = 4
@@ -116,7 +116,8 @@ def scenario_hash(scenario: Scenario) -> str:
 
 def execute(grid_run: GridRun) -> RunRecords:
     """Run one grid point; a failure becomes a row with the error and NaN metrics."""
-    result = run(grid_run.scenario, raise_errors=False, keep_trace=gantt_window(grid_run))
+    gantt = gantt_window(grid_run)
+    result = run(grid_run.scenario, raise_errors=False, keep_trace=gantt, keep_frames=gantt)
     if result.error is not None:  # a bug in a strategy must not lose the rest of the grid
         return failed(grid_run, result.error)
     try:
@@ -125,13 +126,13 @@ def execute(grid_run: GridRun) -> RunRecords:
         return failed(grid_run, describe_error(error))
 
 
-def gantt_window(grid_run: GridRun) -> TraceWindow | None:
-    """The trace rows a Gantt chart needs: those of the first :data:`GANTT_FRAMES` frames of
-    the measured window (a superset: :func:`_gantt` cuts them to those frames' span), for the
-    runs of seed index 0; None (no trace) for the others."""
+def gantt_window(grid_run: GridRun) -> KeepWindow | None:
+    """The frames and trace rows a Gantt chart needs: those of the first :data:`GANTT_FRAMES`
+    frames of the measured window (a superset: :func:`_gantt` cuts them to those frames'
+    span), for the runs of seed index 0; None (none kept) for the others."""
     if grid_run.point.seed_index != 0:
         return None
-    return TraceWindow(start_s=grid_run.scenario.run.warmup_s, frames=GANTT_FRAMES)
+    return KeepWindow(start_s=grid_run.scenario.run.warmup_s, frames=GANTT_FRAMES)
 
 
 def failed(grid_run: GridRun, error: str) -> RunRecords:
@@ -187,12 +188,7 @@ def metrics_row(scenario: Scenario, result: RunResult | None, error: str | None)
 
 
 def _group_sizes(result: RunResult) -> list[dict[str, Any]]:
-    frames = measured_frames(result.scenario, result.frames)
-    if "group_sizes" not in frames:
-        return []
-    sizes = frames["group_sizes"].explode().dropna().astype(int)
-    counts = sizes.value_counts().sort_index()
-    return [{"size": int(size), "groups": int(n)} for size, n in counts.items()]
+    return [{"size": size, "groups": n} for size, n in result.group_sizes.items()]
 
 
 def _gantt(grid_run: GridRun, result: RunResult) -> pd.DataFrame | None:
