@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from simsrv.frame_table import FrameTable
+from simsrv.frame_table import FrameBlock, FrameTable
 from simsrv.keep_window import KeepWindow, WindowEnd
 from simsrv.metrics.frame_digest import FrameDigest
 
@@ -41,8 +41,8 @@ class FrameStream:
         block = self.table.take(upto)
         self.digest.add(block)
         if self._keep_end is not None:
-            self._keep_end.see(block[["start_s", "end_s"]].to_numpy())
-            self._kept.append(self._kept_rows(block))
+            self._keep_end.see(block.times)
+            self._keep(block)
 
     def close(self) -> FrameDigest:
         """At the end of the run: every frame taken.  Returns the digest."""
@@ -54,12 +54,19 @@ class FrameStream:
         filtered the same way), or None when the run keeps none."""
         if self.keep is None:
             return None
+        kept = list(self._kept)
         rest = self.table.peek()
-        blocks = [b for b in (*self._kept, self._kept_rows(rest)) if len(b)]
-        if not blocks:
-            return rest.iloc[:0]
-        return pd.concat(blocks) if len(blocks) > 1 else blocks[0]
+        self._keep(rest, kept)
+        if not kept:
+            return rest.to_frame().iloc[:0]
+        return pd.concat(kept) if len(kept) > 1 else kept[0]
 
-    def _kept_rows(self, block: pd.DataFrame) -> pd.DataFrame:
-        inside = self._keep_end.overlaps(block["start_s"].to_numpy(), block["end_s"].to_numpy())
-        return block if inside.all() else block[inside]
+    def _keep(self, block: FrameBlock, kept: list[pd.DataFrame] | None = None) -> None:
+        """Append the frames of ``block`` the window keeps to ``kept`` (default: the
+        stream's)."""
+        inside = self._keep_end.overlaps(block.times[:, 0], block.times[:, 1])
+        if inside.any():
+            frames = block.to_frame()
+            (self._kept if kept is None else kept).append(
+                frames if inside.all() else frames[inside]
+            )

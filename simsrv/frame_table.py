@@ -8,13 +8,14 @@ straight into the columns after the stored ones (:meth:`FrameTable.reserve`, the
 names them up front (strategies with a compiled loop), else dicts gathered as they come.
 
 The run takes the frames out as it goes (:meth:`FrameTable.take`: the frames before a number,
-as a DataFrame), so the table holds only the frames not taken yet (from :attr:`FrameTable.base`).
-:func:`block_frame` gives the same DataFrame, column types included, as building it from one
-tuple and one dict per frame.
+as a :class:`FrameBlock`), so the table holds only the frames not taken yet (from
+:attr:`FrameTable.base`).  :meth:`FrameBlock.to_frame` gives the same DataFrame, column types
+included, as building it from one tuple and one dict per frame.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -115,18 +116,20 @@ class FrameTable:
         """(stored, 2): the stored frames' start and end, s (a view)."""
         return self.times[: self.stored]
 
-    def peek(self, rows: int | None = None) -> pd.DataFrame:
-        """The first ``rows`` stored frames (None: all) as a DataFrame (:func:`block_frame`)."""
+    def peek(self, rows: int | None = None) -> FrameBlock:
+        """The first ``rows`` stored frames (None: all), copied."""
         n = self.stored if rows is None else rows
-        extra = self.extra[:n].copy() if self.extra_names else None
-        return block_frame(
-            self.base, self.times[:n], self.ints[:n], self.extra_names, extra,
+        return FrameBlock(
+            self.base,
+            self.times[:n].copy(),
+            self.ints[:n].copy(),
+            self.extra_names,
+            self.extra[:n].copy() if self.extra_names else None,
             self.extra_dicts[:n],
-        )  # fmt: skip
+        )
 
-    def take(self, upto: int) -> pd.DataFrame:
-        """The frames from :attr:`base` to ``upto - 1`` as a DataFrame (:func:`block_frame`),
-        removed from the table."""
+    def take(self, upto: int) -> FrameBlock:
+        """The frames from :attr:`base` to ``upto - 1``, removed from the table."""
         n = max(0, min(upto, self.size) - self.base)
         block = self.peek(n)
         rest = self.stored - n
@@ -137,35 +140,66 @@ class FrameTable:
         return block
 
 
-def block_frame(
-    first: int,
-    times: np.ndarray,
-    ints: np.ndarray,
-    extra_names: tuple[str, ...] | None,
-    extra: np.ndarray | None,
-    extra_dicts: list[dict[str, Any]],
-) -> pd.DataFrame:
-    """Frames ``first`` onwards as a DataFrame indexed by frame number: :data:`FRAME_COLUMNS`,
-    then the strategy's columns (``extra`` named ``extra_names``, or ``extra_dicts``), from the
-    :class:`FrameTable` columns ``times`` and ``ints``."""
-    n = len(times)
-    if n == 0:  # the types a frame of no rows has always had
-        frames = pd.DataFrame([], columns=list(FRAME_COLUMNS))
-    else:
-        start, end = times[:, 0], times[:, 1]
-        columns: dict[str, np.ndarray] = {
-            "frame": np.arange(first, first + n, dtype=np.int64),
-            "start_s": start.copy(),
-            "end_s": end.copy(),
-            "duration_s": end - start,
-        }
-        for j, name in enumerate(INT_COLUMNS):
-            columns[name] = ints[:, j].copy()
-        columns["physics"] = columns["physics"].astype(bool)
-        frames = pd.DataFrame(columns)
-    if extra_names and n:
-        frames = pd.concat([frames, pd.DataFrame(extra, columns=list(extra_names))], axis=1)
-    elif extra_dicts:
-        frames = pd.concat([frames, pd.DataFrame(extra_dicts)], axis=1)
-    frames.index = pd.RangeIndex(first, first + n)  # the frame numbers
-    return frames
+@dataclass(frozen=True)
+class FrameBlock:
+    """Frames ``first`` to ``first + len - 1`` taken from a :class:`FrameTable`: its columns
+    ``times`` (start and end, s), ``ints`` (:data:`INT_COLUMNS`) and the strategy's values
+    (``extra`` named ``extra_names``, or one dict per frame in ``extra_dicts``)."""
+
+    first: int
+    times: np.ndarray
+    ints: np.ndarray
+    extra_names: tuple[str, ...] | None
+    extra: np.ndarray | None
+    extra_dicts: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def names(self) -> tuple[str, ...]:
+        """Its columns: :data:`FRAME_COLUMNS`, then the strategy's."""
+        if self.extra_names:
+            return (*FRAME_COLUMNS, *self.extra_names)
+        return (*FRAME_COLUMNS, *(self.extra_dicts[0] if self.extra_dicts else ()))
+
+    def column(self, name: str) -> np.ndarray:
+        """A numeric column's values."""
+        if name in ("start_s", "end_s"):
+            return self.times[:, 0 if name == "start_s" else 1]
+        if name in INT_COLUMNS:
+            return self.ints[:, INT_COLUMNS.index(name)]
+        if self.extra_names:
+            return self.extra[:, self.extra_names.index(name)]
+        return np.array(self.values(name))
+
+    def values(self, name: str) -> list[Any]:
+        """A strategy's column as a list (e.g. BSP-group's ``group_sizes`` tuples)."""
+        if self.extra_names:
+            return self.extra[:, self.extra_names.index(name)].tolist()
+        return [d[name] for d in self.extra_dicts]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The frames as a DataFrame indexed by frame number, with the same columns and types
+        as building it from one tuple and one dict per frame."""
+        n, first, times = len(self), self.first, self.times
+        if n == 0:  # the types a frame of no rows has always had
+            frames = pd.DataFrame([], columns=list(FRAME_COLUMNS))
+        else:
+            start, end = times[:, 0], times[:, 1]
+            columns: dict[str, np.ndarray] = {
+                "frame": np.arange(first, first + n, dtype=np.int64),
+                "start_s": start,
+                "end_s": end,
+                "duration_s": end - start,
+            }
+            for j, name in enumerate(INT_COLUMNS):
+                columns[name] = self.ints[:, j]
+            columns["physics"] = columns["physics"].astype(bool)
+            frames = pd.DataFrame(columns)
+        if self.extra_names and n:
+            extra = pd.DataFrame(self.extra, columns=list(self.extra_names))
+            frames = pd.concat([frames, extra], axis=1)
+        elif self.extra_dicts:
+            frames = pd.concat([frames, pd.DataFrame(self.extra_dicts)], axis=1)
+        frames.index = pd.RangeIndex(first, first + n)  # the frame numbers
+        return frames

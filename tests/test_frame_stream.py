@@ -53,9 +53,16 @@ def frame_tables(draw) -> pd.DataFrame:
 
 
 def _digest(frames: pd.DataFrame, cuts: list[int]) -> FrameDigest:
+    """The digest of ``frames`` put in a frame table (the strategy's values as dicts) and
+    taken in blocks cut before the frames ``cuts``."""
+    table = FrameTable()
+    extra = ["groups", "group_entities", "largest_group", "group_sizes", "memory_bytes"]
+    for row in frames.itertuples(index=False):
+        values = (row.frame, row.start_s, row.end_s, 0.001, row.messages, 0, row.replies)
+        table.append((*values, row.choked, False, 0), {k: getattr(row, k) for k in extra})
     digest = FrameDigest(T0, T1)
-    for a, b in zip([0, *cuts], [*cuts, len(frames)], strict=True):
-        digest.add(frames.iloc[a:b])
+    for cut in [*cuts, len(frames)]:
+        digest.add(table.take(cut))
     return digest
 
 
@@ -111,14 +118,15 @@ def test_the_frame_table_gives_its_frames_by_number_and_keeps_the_rest():
     for f in range(10):
         table.append((f, f * 1.0, f + 0.5, 0.5, f, 0, 0, 0, True, 0), {"a": 10 * f})
     first = table.take(4)
-    assert first["frame"].tolist() == [0, 1, 2, 3] == first.index.tolist()
+    assert first.to_frame()["frame"].tolist() == [0, 1, 2, 3] == first.to_frame().index.tolist()
     assert (table.base, table.stored, len(table)) == (4, 6, 10)
     table.append((10, 10.0, 10.5, 0.5, 10, 0, 0, 0, False, 0), {"a": 100})
     rest = table.take(100)
-    assert rest.index.tolist() == list(range(4, 11))
-    assert rest["a"].tolist() == [10 * f for f in range(4, 11)]
-    assert rest["messages"].tolist() == list(range(4, 11))
-    assert table.stored == 0 and table.take(11).empty
+    assert rest.to_frame().index.tolist() == list(range(4, 11))
+    assert rest.column("a").tolist() == [10 * f for f in range(4, 11)]
+    assert rest.column("messages").tolist() == list(range(4, 11))
+    assert rest.to_frame()["physics"].tolist() == [True] * 6 + [False]
+    assert table.stored == 0 and len(table.take(11)) == 0
 
 
 def test_a_run_keeps_no_frames_unless_asked_and_the_window_it_asks_for():

@@ -5,52 +5,29 @@ the frame table.
 window ``[t0_s, t1_s)``, only counts, integer sums and maxima (exact in any order), and one mean
 of ratios: ``groups.largest_share``, the mean over grouped frames of the largest group's share
 of the frame's grouped entities.  That mean is the correctly rounded mean of the exact sum
-(:class:`ExactSum`), so it does not depend on how the frames are cut into blocks; pandas' mean
-sums pairwise and may differ from it in the last bit.  The conservation check needs every
-frame's packets (:attr:`FrameDigest.messages_read`).
+(:class:`simsrv.metrics.kahan.ExactSum`), so it does not depend on how the frames are cut into
+blocks; pandas' mean sums pairwise and may differ from it in the last bit.  The conservation
+check needs every frame's packets (:attr:`FrameDigest.messages_read`).
 
-:meth:`FrameDigest.add` takes frames in order, in blocks of any size (DataFrames with the
-frame table's columns, :func:`simsrv.frame_table.block_frame`).  Memory: a few numbers, and the
+:meth:`FrameDigest.add` takes frames in order, in blocks of any size
+(:class:`simsrv.frame_table.FrameBlock`).  Memory: a few numbers, and the
 count of groups of each size for strategies that record them (the sweep's group-size table).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from simsrv.frame_table import FrameBlock
+from simsrv.metrics.kahan import ExactSum
 
 GROUP_COLUMNS = ("groups", "group_entities", "largest_group")
 """The columns a strategy that groups entities records per frame."""
 MEMORY_COLUMNS = ("memory_bytes", "memory_reserved_bytes")
 """Per-frame memory columns of strategies with static threads (the summary takes their max)."""
-
-
-class ExactSum:
-    """The exact sum of floats added in any order, kept as a few floats (their exact sum)."""
-
-    __slots__ = ("partials",)
-
-    def __init__(self) -> None:
-        self.partials: list[float] = []
-
-    def add(self, values: np.ndarray) -> None:
-        """Add finite ``values``."""
-        terms = self.partials + np.asarray(values, float).tolist()
-        partials: list[float] = []
-        while True:  # the rounded sum, then the rounded rest, until nothing is left
-            rest = math.fsum(terms + [-p for p in partials])
-            if rest == 0.0:
-                break
-            partials.append(rest)
-        self.partials = partials
-
-    def value(self) -> float:
-        """The exact sum, correctly rounded."""
-        return math.fsum(self.partials)
 
 
 class FrameDigest:
@@ -73,38 +50,42 @@ class FrameDigest:
         self.memory: dict[str, int] = {}  # column -> max over the measured frames
         self.group_sizes: Counter[int] = Counter()  # groups of each size, measured frames
 
-    def add(self, frames: pd.DataFrame) -> None:
+    def add(self, frames: FrameBlock) -> None:
         """The next frames of the run, in order."""
         if len(frames) == 0:
             return
-        self.columns = tuple(frames.columns)
+        self.columns = frames.names()
         self.total_frames += len(frames)
-        self.messages_read += int(frames["messages"].sum())
-        start = frames["start_s"]
-        f = frames[(start >= self.t0_s) & (start < self.t1_s)]
-        if len(f) == 0:
+        messages = frames.column("messages")
+        self.messages_read += int(messages.sum())
+        start = frames.column("start_s")
+        measured = (start >= self.t0_s) & (start < self.t1_s)
+        if not measured.any():
             return
-        self.frames += len(f)
-        for name in ("messages", "replies", "choked"):
-            self.sums[name] += int(f[name].sum())
+        self.frames += int(measured.sum())
+        self.sums["messages"] += int(messages[measured].sum())
+        for name in ("replies", "choked"):
+            self.sums[name] += int(frames.column(name)[measured].sum())
         for name in MEMORY_COLUMNS:
-            if name in f:
-                self.memory[name] = max(self.memory.get(name, 0), int(f[name].max()))
-        if "groups" in f:
-            self._add_groups(f[f["groups"] > 0])
+            if name in self.columns:
+                top = int(frames.column(name)[measured].max())
+                self.memory[name] = max(self.memory.get(name, 0), top)
+        if "groups" in self.columns:
+            self._add_groups(frames, measured & (frames.column("groups") > 0))
 
-    def _add_groups(self, f: pd.DataFrame) -> None:
-        if len(f) == 0:
+    def _add_groups(self, frames: FrameBlock, grouped: np.ndarray) -> None:
+        if not grouped.any():
             return
-        self.grouped += len(f)
+        self.grouped += int(grouped.sum())
         for name in ("groups", "group_entities"):
-            self.group_sums[name] += int(f[name].sum())
-        self.largest_group = max(self.largest_group, int(f["largest_group"].max()))
-        largest, entities = f["largest_group"].to_numpy(), f["group_entities"].to_numpy()
-        self.largest_share.add(largest / entities)
-        if "group_sizes" in f:
-            for sizes in f["group_sizes"]:
-                self.group_sizes.update(sizes)
+            self.group_sums[name] += int(frames.column(name)[grouped].sum())
+        largest = frames.column("largest_group")[grouped]
+        self.largest_group = max(self.largest_group, int(largest.max()))
+        self.largest_share.add(largest / frames.column("group_entities")[grouped])
+        if "group_sizes" in self.columns:
+            sizes = frames.values("group_sizes")
+            for i in np.flatnonzero(grouped).tolist():
+                self.group_sizes.update(sizes[i])
 
     def summary(self, span_s: float) -> dict[str, Any]:
         """The summary's frame metrics over a window of ``span_s`` s (keys of

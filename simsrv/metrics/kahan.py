@@ -1,4 +1,5 @@
-"""Compensated (Kahan) sums per group, in row order, that can be continued block by block.
+"""Sums that can be continued block by block: compensated (Kahan) sums per group in row order,
+and exact sums.
 
 pandas sums a float column per group with Kahan's compensation, row by row
 (``Series.groupby(...).sum()``); these kernels do the same arithmetic in the same order, so a
@@ -6,9 +7,14 @@ sum streamed over blocks of rows equals, to the bit, the pandas sum of all the r
 (``tests/test_trace_digest.py`` checks it).  For each row ``i`` in group ``g``::
 
     y = value[i] - comp[g];  t = sum[g] + y;  comp[g] = (t - sum[g]) - y;  sum[g] = t
+
+Where no pandas sum is to be matched, :class:`ExactSum` keeps the exact sum, whose correctly
+rounded value (``math.fsum`` of every value) does not depend on the order or the blocks.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -68,3 +74,27 @@ class GroupSums:
         if 0 <= group < len(self.counts) and self.counts[group]:
             return float(self.sums[group])
         return default
+
+
+class ExactSum:
+    """The exact sum of floats added in any order, kept as a few floats (their exact sum)."""
+
+    __slots__ = ("partials",)
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+
+    def add(self, values: np.ndarray) -> None:
+        """Add finite ``values``."""
+        terms = self.partials + np.asarray(values, float).tolist()
+        partials: list[float] = []
+        while True:  # the rounded sum, then the rounded rest, until nothing is left
+            rest = math.fsum(terms + [-p for p in partials])
+            if rest == 0.0:
+                break
+            partials.append(rest)
+        self.partials = partials
+
+    def value(self) -> float:
+        """The exact sum, correctly rounded."""
+        return math.fsum(self.partials)

@@ -19,6 +19,7 @@ teardown intervals (``teardown``) do not start the parallel moment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -130,20 +131,42 @@ def marks_of_rows(
     return b1, b2
 
 
+def moment_terms(
+    start: np.ndarray, end: np.ndarray, b1: np.ndarray, b2: np.ndarray, overlap: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Per frame, the terms whose sums make the moments (:data:`MOMENT_TERMS`), s: from the
+    frame's start, end and boundaries ``b1`` and ``b2`` and its all-CPUs-busy time from its
+    start to ``b1`` (``overlap``)."""
+    return end - start, overlap, b1 - start, b2 - b1, end - b2
+
+
+MOMENT_TERMS = ("duration", "overlap", "to_b1", "parallel", "tail")
+"""The sums :func:`moments_from_sums` takes (:func:`moment_terms`)."""
+
+
+def moments_from_sums(sums: list[float], frames: int) -> dict[str, float]:
+    """The four fractions from the sums over ``frames`` frames of :func:`moment_terms`
+    (correctly rounded: ``math.fsum`` or :class:`simsrv.metrics.kahan.ExactSum`, so that the
+    result does not depend on how the frames are cut into blocks)."""
+    total, overlap, to_b1, parallel, tail = sums
+    if frames == 0 or total <= 0:
+        return dict.fromkeys(MOMENTS, 0.0)
+    values = {
+        "overlap": overlap,
+        "sequential": to_b1 - overlap,
+        "parallel": parallel,
+        "tail": tail,
+    }
+    return {key: v / total for key, v in values.items()}
+
+
 def moments_from_marks(marks: pd.DataFrame, overlap: np.ndarray) -> dict[str, float]:
     """The four fractions from :func:`frame_marks` and each frame's all-CPUs-busy time between
     its start and ``b1`` (``overlap``, s)."""
-    start, end, b1, b2 = marks["start_s"], marks["end_s"], marks["b1"], marks["b2"]
-    total = float((end - start).sum())
-    if len(marks) == 0 or total <= 0:
-        return dict.fromkeys(MOMENTS, 0.0)
-    values = {
-        "overlap": float(overlap.sum()),
-        "sequential": float((b1 - start).sum() - overlap.sum()),
-        "parallel": float((b2 - b1).sum()),
-        "tail": float((end - b2).sum()),
-    }
-    return {key: v / total for key, v in values.items()}
+    terms = moment_terms(
+        *(marks[c].to_numpy() for c in ("start_s", "end_s", "b1", "b2")), np.asarray(overlap)
+    )
+    return moments_from_sums([math.fsum(t.tolist()) for t in terms], len(marks))
 
 
 def os_time_fraction(trace: pd.DataFrame, cpus: int, span_s: float) -> dict[str, float]:

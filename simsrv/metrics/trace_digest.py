@@ -11,7 +11,7 @@ and two step functions over the measured window ``[t0_s, t1_s]``:
   (:mod:`simsrv.metrics.level_sweep`);
 * per measured frame, the moments' boundaries (:func:`simsrv.metrics.moments.marks_of_rows`,
   the arrays' :func:`~simsrv.metrics.moments.frame_bounds`), computed once all the frame's
-  rows are in.
+  rows are in, and added to the moments' exact sums (:class:`~simsrv.metrics.kahan.ExactSum`).
 
 :meth:`TraceDigest.add` takes rows in trace order, in blocks of any size;
 :meth:`TraceDigest.advance` says how far the trace is complete (no later row starts before the
@@ -28,9 +28,15 @@ import numpy as np
 import pandas as pd
 
 from simsrv.machine.trace import US, Trace, is_wait, wait_codes
-from simsrv.metrics.kahan import GroupSums
+from simsrv.metrics.kahan import ExactSum, GroupSums
 from simsrv.metrics.level_sweep import LevelSweep
-from simsrv.metrics.moments import MOMENTS, OS_ACTIVITIES, marks_of_rows, moments_from_marks
+from simsrv.metrics.moments import (
+    MOMENT_TERMS,
+    OS_ACTIVITIES,
+    marks_of_rows,
+    moment_terms,
+    moments_from_sums,
+)
 from simsrv.metrics.stages import thread_shares
 from simsrv.metrics.waiting import (
     BARRIER_WAIT,
@@ -49,7 +55,7 @@ class TraceDigest:
     """Trace metrics of the window ``[t0_s, t1_s]`` of a machine with ``cpus`` CPUs.
 
     Memory: a few numbers per CPU, activity and (thread, activity); the step functions' steps
-    not yet needed and the rows of frames not yet complete; four numbers per measured frame.
+    not yet needed and the rows of frames not yet complete.
     """
 
     def __init__(self, t0_s: float, t1_s: float, cpus: int) -> None:
@@ -65,9 +71,8 @@ class TraceDigest:
         self.threads: list[str] = []
         self.activities: list[str] = []
         self._open: list[tuple[np.ndarray, ...]] = []  # rows of frames not complete yet
-        self._marks: list[np.ndarray] = []  # (4, frames): start, end, b1, b2 ...
-        self._overlap: list[np.ndarray] = []  # ... of the measured frames closed; their
-        # all-busy time from start to b1, s
+        self._moment_sums = [ExactSum() for _ in MOMENT_TERMS]  # of the measured frames
+        self._marked = 0  # measured frames closed
         # each level's F(t0_s) and F(t1_s), once the sweep has reached them
         self._at_window: dict[str, list[float | None]] = {
             "busy": [None, None],
@@ -151,8 +156,12 @@ class TraceDigest:
             b1, b2 = marks_of_rows(
                 tuple(column[inside] for column in rows), self.activities, frame, start, end
             )
-            self._marks.append(np.array([start, end, b1, b2]))
-            self._overlap.append(self.all_busy.at(b1) - self.all_busy.at(start))
+            overlap = self.all_busy.at(b1) - self.all_busy.at(start)
+            for total, term in zip(
+                self._moment_sums, moment_terms(start, end, b1, b2, overlap), strict=True
+            ):
+                total.add(term)
+            self._marked += len(frame)
         self.all_busy.forget_before(horizon_s)  # F is asked for later at or after it only
         self.any_waiting.forget_before(horizon_s)
 
@@ -179,11 +188,7 @@ class TraceDigest:
         parallel = float((f1 - f0) / span) if span > 0 else 0.0
         w0, w1 = self._at_window["wait"]
         any_share = float((w1 - w0) / span) if span > 0 else 0.0
-        moments = dict.fromkeys(MOMENTS, 0.0)
-        if self._marks:
-            start, end, b1, b2 = np.concatenate(self._marks, axis=1)
-            marks = pd.DataFrame({"start_s": start, "end_s": end, "b1": b1, "b2": b2})
-            moments = moments_from_marks(marks, np.concatenate(self._overlap))
+        moments = moments_from_sums([s.value() for s in self._moment_sums], self._marked)
         pairs = sorted(
             ((self.threads[t], self.activities[a], code) for (t, a), code in self.pairs.items()),
         )
