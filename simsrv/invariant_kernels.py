@@ -84,3 +84,43 @@ def listed_in_order_without_overlap(rows, owner, start, end, owners, by_end):
             return False  # an overlap: the exact check reports it
         last_start[o], last_end[o] = s, e
     return True
+
+
+NOT_KNOWN = 1  # the rows are not listed in order per CPU: the exact check decides
+EARLY_FRAME = 2  # a: a busy row of a frame already complete
+
+
+@compiled
+def scan_busy_rows(ints, times_us, busy, to_s, last_start, last_end, first_open, traced):
+    """One pass over a block of trace rows (``ints`` frame, cpu, thread, activity;
+    ``times_us``), for ``cpu_exclusive`` and ``costs_accounted`` as the run goes.
+
+    The busy rows must be listed, per CPU, in the order of their start (in seconds:
+    ``times_us * to_s``), none starting before the previous one of its CPU ends, the previous
+    ones being those of earlier blocks (``last_start``, ``last_end``: per CPU, s); else
+    :data:`NOT_KNOWN` (nothing changed).  Then each busy row's length (us) is added to
+    ``traced[frame - first_open]`` in row order (:data:`EARLY_FRAME` with the row when its
+    frame is before ``first_open``), and the per-CPU state is advanced.  Returns ``(code,
+    row)``."""
+    cpus = last_start.shape[0]
+    starts = last_start.copy()
+    ends = last_end.copy()
+    for r in range(ints.shape[0]):
+        if not busy[r]:
+            continue
+        c = ints[r, 1]
+        if c < 0 or c >= cpus:
+            return NOT_KNOWN, r
+        s, e = times_us[r, 0] * to_s, times_us[r, 1] * to_s
+        if s < starts[c] or s < ends[c]:
+            return NOT_KNOWN, r
+        starts[c], ends[c] = s, e
+    for r in range(ints.shape[0]):
+        if busy[r]:
+            f = ints[r, 0] - first_open
+            if f < 0:
+                return EARLY_FRAME, r
+            traced[f] += times_us[r, 1] - times_us[r, 0]
+    last_start[:] = starts
+    last_end[:] = ends
+    return OK, 0

@@ -252,6 +252,9 @@ class TraceChecks:
         self.threads, self.locks, self.speed = threads, locks, slowest_speed
         self._busy = np.empty((0, 3), np.int64)  # frame, cpu, thread of busy rows kept
         self._busy_us = np.empty((0, 2))
+        self._pending: list[tuple[np.ndarray, ...]] = []  # blocks since the last horizon
+        self._last_start_s = np.zeros(0)  # per CPU: the latest busy row's start ...
+        self._last_end_s = np.zeros(0)  # ... and the latest end, s
         self._holds = np.empty((0, 3), np.int64)
         self._holds_us = np.empty((0, 2))
         self._first_open = 0  # frames before it are checked and forgotten
@@ -274,11 +277,44 @@ class TraceChecks:
         self._charged_us += charged_us
         if len(ints):
             self._last_frame = max(self._last_frame, int(ints[:, 0].max()))
+            if not self._scan(ints, times_us, busy):
+                self._check_exactly(ints, times_us, busy)
+        self._holds = np.concatenate([self._holds, holds_ints])
+        self._holds_us = np.concatenate([self._holds_us, holds_us])
+        check_lock_rows(self._holds, self._holds_us, self.locks, self.threads)
+
+    def _scan(self, ints: np.ndarray, times_us: np.ndarray, busy: np.ndarray) -> bool:
+        """The compiled pass (:func:`simsrv.invariant_kernels.scan_busy_rows`): True when the
+        block's busy rows are listed in order per CPU after the earlier ones (their busy
+        time then added to their frames); False: not known."""
+        cpus = int(ints[:, 1].max()) + 1
+        if cpus > len(self._last_start_s):
+            grow = np.full(cpus - len(self._last_start_s), -np.inf)
+            self._last_start_s = np.concatenate([self._last_start_s, grow])
+            self._last_end_s = np.concatenate([self._last_end_s, grow])
+        traced = np.zeros(max(self._last_frame - self._first_open + 1, 0))
+        kernels = _kernels()
+        code, _ = kernels.scan_busy_rows(
+            ints, times_us, busy, US, self._last_start_s, self._last_end_s, self._first_open,
+            traced,
+        )  # fmt: skip
+        if code == kernels.NOT_KNOWN:
+            return False
+        if code == kernels.EARLY_FRAME:
+            self._raise_early(ints[busy, 0])
+        self._grow(len(traced))
+        self._traced_us[: len(traced)] += traced
+        self._pending.append((ints, times_us, busy))
+        return True
+
+    def _check_exactly(self, ints: np.ndarray, times_us: np.ndarray, busy: np.ndarray) -> None:
+        """The block's busy rows sorted with the kept ones and checked (the rows out of order
+        per CPU, or on no CPU)."""
+        self._keep_pending(-np.inf)
         b = np.flatnonzero(busy)
         kept = len(self._busy)
-        new, new_us = ints[b, :3], times_us[b]
-        if kept:
-            new, new_us = np.concatenate([self._busy, new]), np.concatenate([self._busy_us, new_us])
+        new = np.concatenate([self._busy, ints[b, :3]])
+        new_us = np.concatenate([self._busy_us, times_us[b]])
         self._busy, self._busy_us = new, new_us
         frame, cpu, thread = new[:, 0], new[:, 1], new[:, 2]
         start_s, end_s = new_us[:, 0] * US, new_us[:, 1] * US  # as the whole-trace check:
@@ -287,10 +323,26 @@ class TraceChecks:
         names = self.threads
         rows = np.arange(len(frame))
         check_cpus(frame, cpu, start_s, end_s, rows, lambda r: names[thread[r]])
+        on_cpu = cpu >= 0  # the latest start and end per CPU, for the next compiled pass
+        np.maximum.at(self._last_start_s, cpu[on_cpu], start_s[on_cpu])
+        np.maximum.at(self._last_end_s, cpu[on_cpu], end_s[on_cpu])
         self._add_traced(frame[kept:], (new_us[kept:, 1] - new_us[kept:, 0]))
-        self._holds = np.concatenate([self._holds, holds_ints])
-        self._holds_us = np.concatenate([self._holds_us, holds_us])
-        check_lock_rows(self._holds, self._holds_us, self.locks, self.threads)
+
+    def _keep_pending(self, horizon_us: float) -> None:
+        """The busy rows of the blocks scanned since the last horizon that end after
+        ``horizon_us`` join the kept ones."""
+        for ints, times_us, busy in self._pending:
+            b = np.flatnonzero(busy & (times_us[:, 1] > horizon_us))
+            self._busy = np.concatenate([self._busy, ints[b, :3]])
+            self._busy_us = np.concatenate([self._busy_us, times_us[b]])
+        self._pending.clear()
+
+    def _raise_early(self, frame: np.ndarray) -> None:
+        raise InvariantViolation(
+            "costs_accounted",
+            int(frame.min()),
+            "trace rows of a frame recorded after it was complete",
+        )
 
     def _add_traced(self, frame: np.ndarray, length_us: np.ndarray) -> None:
         """Busy time of new rows added to their frames' sums."""
@@ -298,11 +350,7 @@ class TraceChecks:
             return
         index = frame - self._first_open
         if index.min() < 0:
-            raise InvariantViolation(
-                "costs_accounted",
-                int(frame.min()),
-                "trace rows of a frame recorded after it was complete",
-            )
+            self._raise_early(frame)
         self._grow(int(index.max()) + 1)
         self._traced_us += np.bincount(index, weights=length_us, minlength=len(self._traced_us))
 
@@ -318,6 +366,7 @@ class TraceChecks:
         the class docstring)."""
         keep = self._busy_us[:, 1] > trace_horizon_us
         self._busy, self._busy_us = self._busy[keep], self._busy_us[keep]
+        self._keep_pending(trace_horizon_us)
         keep = self._holds_us[:, 1] > holds_horizon_us
         self._holds, self._holds_us = self._holds[keep], self._holds_us[keep]
         done = min(complete_frames - self._first_open, len(self._charged_us))
