@@ -40,14 +40,37 @@ CASES = {
         ROOT / "scenarios/scale/clients100000-cpus256.toml",
         (0.15, 0.5, 1.0, 2.0),
     ),
+    "cluster-nodes4-240": (
+        ROOT / "scenarios/cluster/nodes4-cpus2-640.toml",
+        (1.0, 4.0, 16.0),
+        ["players.count=240"],  # not overloaded: no socket backlog grows by design
+        "run",
+    ),
 }
-"""name -> (scenario, measured durations in simulated s[, overrides])."""
+"""name -> (scenario, measured durations in simulated s[, overrides[, "run"]]): "run" times
+``simsrv.run`` (a cluster), else ``simulate``."""
+
+RUN_CHILD = r"""
+import json, resource, sys, time
+from simsrv import load_scenario, run
+scenario = load_scenario(sys.argv[1], sys.argv[2:])
+start = time.perf_counter()
+result = run(scenario)
+print(json.dumps({
+    "wall_s": time.perf_counter() - start,
+    "simulated_s": scenario.run.warmup_s + scenario.run.duration_s,
+    "frames": result.summary["frames"],
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+"""One fresh process: ``simsrv.run`` of the scenario with overrides; its frames are the
+measured ones (every node's)."""
 
 FIELDS = ("label", "case", "duration_s", "simulated_s", "frames", "wall_s", "peak_rss_mb")
 
 
-def measure(scenario: Path, duration: float, overrides: list[str]) -> dict:
-    return child(CHILD, scenario, [*overrides, f"run.duration_s={duration}"])
+def measure(scenario: Path, duration: float, overrides: list[str], code: str = CHILD) -> dict:
+    return child(code, scenario, [*overrides, f"run.duration_s={duration}"])
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -97,10 +120,11 @@ def main() -> int:
     for name in names:
         scenario, durations, *rest = CASES[name]
         overrides = rest[0] if rest else []
+        code = RUN_CHILD if rest[1:] == ["run"] else CHILD
         if args.durations:
             durations = tuple(float(d) for d in args.durations.split(","))
         for duration in durations:
-            got = measure(scenario, duration, overrides)
+            got = measure(scenario, duration, overrides, code)
             row = {
                 "label": args.label,
                 "case": name,

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -57,11 +56,3 @@ class WindowEnd:
     def overlaps(self, start_s: np.ndarray, end_s: np.ndarray) -> np.ndarray:
         """Which records (their start and end, s) overlap the window as far as it is known."""
         return (end_s > self.window.start_s) & (start_s < self.end_s)
-
-
-def window_rows(frames: pd.DataFrame, window: KeepWindow) -> pd.DataFrame:
-    """The frames (in order, columns ``start_s`` and ``end_s``) that ``window`` keeps."""
-    end = WindowEnd(window)
-    end.see(frames[["start_s", "end_s"]].to_numpy())
-    inside = end.overlaps(frames["start_s"].to_numpy(), frames["end_s"].to_numpy())
-    return frames if inside.all() else frames[inside]

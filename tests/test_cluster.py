@@ -69,7 +69,7 @@ def test_border_entity_update_costs_the_modelled_message():
     counts = zoning.mirror_counts(xy, owner)
     assert owner.tolist() == [0, 0] and counts.tolist() == [[0, 1], [0, 0]]
 
-    exchange = Exchange(profile, 2)
+    exchange = Exchange(profile, 2, keep=True)
     start_s = 0.5
     exchange.advance(start_s)
     exchange.post("mirror", 0, 1, state_bytes * int(counts[0, 1]), start_s, int(counts[0, 1]))
@@ -119,7 +119,7 @@ def test_handoff_serves_each_player_from_one_node_and_loses_no_packet():
     scenario = load_scenario(
         CUBE, ["run.duration_s=3", "run.warmup_s=0.5", "players.count=24", "cluster.nodes=2"]
     )
-    out = simulate_cluster(scenario, record_packets=True)
+    out = simulate_cluster(scenario, record_packets=True, keep_messages=True)
     assert out.handoffs, "the players should cross the border in 3.5 s"
     a = out.accounting
     assert a["sent"] == a["lost"] + a["in_flight"] + a["dropped"] + a["processed"] + a["queued"]
@@ -194,8 +194,9 @@ def test_four_node_scenario_metrics_aggregate_the_nodes():
 
 def test_four_node_scenario_is_the_same_on_both_engines():
     sets = ["run.duration_s=0.3", "run.warmup_s=0.1"]
-    fast = simulate_cluster(load_scenario(FOUR, sets))
-    slow = simulate_cluster(load_scenario(FOUR, [*sets, 'machine.engine="simpy"']))
+    keep = {"keep_frames": KEEP_ALL, "keep_messages": True}
+    fast = simulate_cluster(load_scenario(FOUR, sets), **keep)
+    slow = simulate_cluster(load_scenario(FOUR, [*sets, 'machine.engine="simpy"']), **keep)
     for a, b in zip(fast.nodes, slow.nodes, strict=True):
         assert a.frames.equals(b.frames)
     assert fast.accounting == slow.accounting

@@ -223,7 +223,7 @@ def test_a_border_move_hands_over_exactly_the_migrated_players():
     migrated = np.flatnonzero(before != after)  # walking players 0 and 1 are not among them
     assert migrated.tolist() == [4, 5] and move.migrated == 2
 
-    exchange = Exchange(load_profile("libvip"), 2)
+    exchange = Exchange(load_profile("libvip"), 2, keep=True)
     sockets = [NodeSocket(), NodeSocket()]
     builders = [SimpleNamespace(last_tick=np.zeros(8, dtype=np.int64)) for _ in range(2)]
     router = Router(zoned, sockets, builders, exchange, handoff_bytes=8192)
@@ -261,7 +261,7 @@ def test_a_cross_border_action_costs_a_request_and_a_reply():
     )
     state = zoned.advance(0.032)
     assert zoned.owner_at(0).tolist() == [0, 1, 0] and zoned.target_of(0, 0) == (1, 1)
-    exchange = Exchange(profile, 2)
+    exchange = Exchange(profile, 2, keep=True)
     actions = RemoteActions(zoned, exchange, action_bytes=32)
     t0 = 0.5
     exchange.advance(t0)
@@ -327,7 +327,7 @@ def test_load_aware_balances_a_hotspot_and_conserves_packets():
     change of a player's node is a handoff, and no packet is lost or read twice."""
     grid = run(load_scenario(FOUR, [*HOT_CORNER, 'cluster.zoning="grid"'])).to_json_dict()
     scenario = load_scenario(FOUR, [*HOT_CORNER, 'cluster.zoning="load-aware"'])
-    out = simulate_cluster(scenario, record_packets=True)
+    out = simulate_cluster(scenario, record_packets=True, keep_messages=True)
     aware = summarize_cluster(scenario, out)
     assert grid["zoning"]["max_over_mean_clients"] > 2.0
     assert aware["zoning"]["max_over_mean_clients"] < 1.5

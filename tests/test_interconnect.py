@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from simsrv.errors import InputError
 from simsrv.interconnect import Network, load_profile, run_size, send_one
-from simsrv.interconnect.links import max_min_rates
+from simsrv.interconnect.links import Links, max_min_rates
 from simsrv.interconnect.pingpong import elapsed_us
 from simsrv.interconnect.profile import InterconnectProfile
 
@@ -178,3 +178,16 @@ def test_pingpong_time_grows_with_size_and_async_is_never_slower(profile, size, 
     asyn = profile.model_copy(update={"semantics": "async"})
     assert elapsed_us(asyn, size, 5) <= elapsed_us(sync, size, 5) * (1 + 1e-12) + 1e-9
     assert math.isfinite(small)
+
+
+def test_a_flow_whose_rest_the_clock_cannot_tell_finishes_late_in_a_long_run():
+    """At ~1.7e7 us (a cluster run's 17th simulated second) the clock moves by ~3.7e-9 us: a
+    rest of 8e-8 bytes (above the 7.2e-8 sliver of a 72-byte message) at 44.8 bytes/us takes
+    less than that.  It used to never finish: the network spun at that instant forever."""
+    links = Links(44.762376200000006)
+    links.now_us = 16896884.833351232
+    links.add(1, 0, 2, 72.0)
+    links.flows[1].remaining = 7.969728699208645e-08
+    assert links.next_finish_us() == links.now_us
+    assert links.advance(links.now_us) == [1]
+    assert links.carried[0] == pytest.approx(7.969728699208645e-08)

@@ -50,7 +50,7 @@ class RemoteActions:
     exchange: Exchange
     action_bytes: int
     replied: dict[int, int] = field(default_factory=dict)
-    """``{reply message id: request message id}``."""
+    """``{reply message id: request message id}`` (when the exchange keeps its messages)."""
 
     def answer(self, node: int, now: float) -> int:
         """At ``node``'s frame start ``now`` s: reply to every request it received; returns
@@ -58,8 +58,11 @@ class RemoteActions:
         answered = 0
         for request in self.exchange.take_requests(node):
             size = self.action_bytes * request.items
-            reply = self.exchange.post("action_reply", node, request.src, size, now, request.items)
-            self.replied[reply] = request.message_id
+            reply = self.exchange.post(
+                "action_reply", node, request.src, size, now, request.items, answers=request
+            )
+            if self.exchange.keep:
+                self.replied[reply] = request.message_id
             answered += request.items
         return answered
 

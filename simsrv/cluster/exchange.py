@@ -12,15 +12,21 @@ charged twice; a message still in flight at the end of the run is never charged 
 receiver.  A cross-border action request (kind ``action``) waits, once received, in its
 receiver's :meth:`Exchange.take_requests` until that node answers it (kind ``action_reply``,
 :mod:`simsrv.cluster.actions`).
+
+The interconnect metrics of the measured window are digested as messages are posted and
+received (:class:`ExchangeDigest`); the messages themselves are kept only when asked (``keep``:
+:attr:`Exchange.posted` and :attr:`Exchange.deliveries`, for tests and inspection), and the
+network forgets a message once it is received.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simsrv.interconnect import Delivery, InterconnectProfile, Network
 from simsrv.machine.plan import Compute, FramePlan
 from simsrv.machine.plan_arrays import PlanArrays
+from simsrv.metrics.kahan import ExactSum
 
 KINDS = ("mirror", "handoff", "action", "action_reply")
 """Message kinds (``action``: a cross-border action's request, ``action_reply``: its answer);
@@ -41,24 +47,96 @@ class Posted:
     items: int
 
 
-class Exchange:
-    """The interconnect of ``nodes`` nodes and what each node still has to pay for."""
+@dataclass
+class ExchangeDigest:
+    """The measured window's ``[t0_s, t1_s)`` messages, digested as they are posted and
+    received (:func:`simsrv.cluster.metrics.interconnect_metrics`): counts and integer sums of
+    the messages posted in it, and the exact sums (:class:`~simsrv.metrics.kahan.ExactSum`)
+    of the latencies of its mirror messages and of the round trips of its action requests,
+    received by the end of the run."""
 
-    def __init__(self, profile: InterconnectProfile, nodes: int) -> None:
+    t0_s: float
+    t1_s: float
+    messages: int = 0
+    message_bytes: int = 0
+    action_items: int = 0
+    mirror_latency_us: ExactSum = field(default_factory=ExactSum)
+    mirrors_received: int = 0
+    round_trip_us: ExactSum = field(default_factory=ExactSum)
+    round_trips: int = 0
+
+    def inside(self, t_s: float) -> bool:
+        """Whether ``t_s`` is in the window."""
+        return self.t0_s <= t_s < self.t1_s
+
+    def posted(self, message: Posted) -> None:
+        if self.inside(message.posted_s):
+            self.messages += 1
+            self.message_bytes += message.message_bytes
+            if message.kind == "action":
+                self.action_items += message.items
+
+    def received(self, message: Posted, delivery: Delivery, request_s: float | None) -> None:
+        """``message`` was received; an action reply answers a request posted at
+        ``request_s`` s."""
+        if message.kind == "mirror" and self.inside(message.posted_s):
+            self.mirror_latency_us.add([delivery.latency_us])
+            self.mirrors_received += 1
+        if request_s is not None and self.inside(request_s):
+            self.round_trip_us.add([delivery.received_us - request_s * 1e6])
+            self.round_trips += 1
+
+
+class Exchange:
+    """The interconnect of ``nodes`` nodes and what each node still has to pay for; its
+    messages digested over the measured ``window`` (s) and kept with ``keep``."""
+
+    def __init__(
+        self,
+        profile: InterconnectProfile,
+        nodes: int,
+        window: tuple[float, float] = (0.0, float("inf")),
+        keep: bool = False,
+    ) -> None:
         self.profile = profile
         self.nodes = nodes
-        self.network = Network(profile, nodes) if nodes > 1 else None
+        self.network = Network(profile, nodes, forget_received=True) if nodes > 1 else None
+        self.keep = keep
+        self.digest = ExchangeDigest(*window)
         self.posted: list[Posted] = []
+        """Every message posted, in posting order (with ``keep``)."""
         self.deliveries: dict[int, Delivery] = {}
+        """Message id -> its delivery, for the messages received (with ``keep``)."""
+        self.posted_count = 0
+        """Messages posted so far."""
+        self._in_flight: dict[int, Posted] = {}
+        self._request_s: dict[int, float] = {}  # action reply id -> its request's post time
         self._due: list[dict[str, float]] = [{} for _ in range(nodes)]
         self._received = [0] * nodes
         self._requests: list[list[Posted]] = [[] for _ in range(nodes)]
 
-    def post(self, kind: str, src: int, dst: int, message_bytes: int, at_s: float, items: int):
-        """Post a message at ``at_s`` s; its send CPU is due on ``src``'s next frame."""
+    def post(
+        self,
+        kind: str,
+        src: int,
+        dst: int,
+        message_bytes: int,
+        at_s: float,
+        items: int,
+        answers: Posted | None = None,
+    ) -> int:
+        """Post a message at ``at_s`` s (an action reply: ``answers`` its request); its send
+        CPU is due on ``src``'s next frame.  Returns its id."""
         assert self.network is not None, "one node has nobody to send to"
         message_id = self.network.post(src, dst, message_bytes, at_s * 1e6)
-        self.posted.append(Posted(message_id, kind, src, dst, message_bytes, at_s, items))
+        message = Posted(message_id, kind, src, dst, message_bytes, at_s, items)
+        self._in_flight[message_id] = message
+        self.posted_count += 1
+        if answers is not None:
+            self._request_s[message_id] = answers.posted_s
+        if self.keep:
+            self.posted.append(message)
+        self.digest.posted(message)
         self._charge(src, f"{kind}_send", self.profile.send_cpu_us)
         return message_id
 
@@ -68,12 +146,15 @@ class Exchange:
         if self.network is None or t_s * 1e6 <= self.network.now_us:
             return
         for delivery in self.network.advance(t_s * 1e6):
-            self.deliveries[delivery.message_id] = delivery
-            kind = self.posted[delivery.message_id].kind
+            message = self._in_flight.pop(delivery.message_id)
+            if self.keep:
+                self.deliveries[delivery.message_id] = delivery
+            self.digest.received(message, delivery, self._request_s.pop(message.message_id, None))
+            kind = message.kind
             self._charge(delivery.dst, f"{kind}_recv", delivery.recv_cpu_us)
             self._received[delivery.dst] += 1
             if kind == "action":
-                self._requests[delivery.dst].append(self.posted[delivery.message_id])
+                self._requests[delivery.dst].append(message)
 
     def take_ops(self, node: int) -> tuple[Compute, ...]:
         """The ``Compute`` ops ``node`` owes now (receives first, then sends), and forget them."""

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from simsrv.cluster.simulation import ClusterOutput
-from simsrv.metrics.summary import measured_frames, summarize
+from simsrv.metrics.summary import summarize
 from simsrv.scenario.schema import Scenario
 
 SUMMED = ("frames", "messages_per_s", "replies_per_s", "choked_per_s")
@@ -92,52 +92,35 @@ def node_metrics(
     ticks = np.arange(len(out.owned_per_tick)) / rate
     window = (ticks >= t0) & (ticks < t0 + scenario.run.duration_s)
     result = []
-    for i, (node, summary) in enumerate(zip(out.nodes, summaries, strict=True)):
-        frames = measured_frames(scenario, node.frames).index.to_numpy()
-        n = len(frames)
+    for i, (measured, summary) in enumerate(zip(out.measured, summaries, strict=True)):
+        n = summary["frames"]
         metrics = {key: summary[key] for key in NODE_KEYS}
         owned = out.owned_per_tick[window, i]
         metrics["clients"] = float(owned.mean()) if len(owned) else 0.0
-        metrics["interconnect_messages_per_frame"] = (
-            float(out.exchanged[i][frames].sum()) / n if n else 0.0
-        )
-        metrics["mirrored_per_frame"] = float(out.mirrored_out[i][frames].sum()) / n if n else 0.0
+        metrics["interconnect_messages_per_frame"] = float(measured["exchanged"]) / n if n else 0.0
+        metrics["mirrored_per_frame"] = float(measured["mirrored"]) / n if n else 0.0
         result.append(metrics)
     return result
 
 
 def interconnect_metrics(scenario: Scenario, out: ClusterOutput) -> dict[str, float]:
-    """The interconnect's traffic and cost in the measured window (module docstring)."""
-    t0 = scenario.run.warmup_s
+    """The interconnect's traffic and cost in the measured window (module docstring), from
+    the exchange's digest (:class:`simsrv.cluster.exchange.ExchangeDigest`)."""
     span = scenario.run.duration_s
-    t1 = t0 + span
-    posted = [p for p in out.exchange.posted if t0 <= p.posted_s < t1]
-    mirrors = [p for p in posted if p.kind == "mirror"]
-    latencies = [
-        out.exchange.deliveries[p.message_id].latency_us
-        for p in mirrors
-        if p.message_id in out.exchange.deliveries
-    ]
-    handoffs = sum(1 for h in out.handoffs if t0 <= h.t_s < t1)
-    requests = [p for p in posted if p.kind == "action"]
-    round_trips = [
-        out.exchange.deliveries[reply].received_us - out.exchange.posted[request].posted_s * 1e6
-        for reply, request in out.replied.items()
-        if reply in out.exchange.deliveries and t0 <= out.exchange.posted[request].posted_s < t1
-    ]
-    simulated = sent = 0
-    for i, node in enumerate(out.nodes):
-        frames = measured_frames(scenario, node.frames).index.to_numpy()
-        simulated += int(out.entities[i][frames].sum())
-        sent += int(out.mirrored_out[i][frames].sum())
+    digest = out.exchange.digest
+    simulated = sum(m["entities"] for m in out.measured)
+    sent = sum(m["mirrored"] for m in out.measured)
+    mirrors, trips = digest.mirrors_received, digest.round_trips
+    latency_us = digest.mirror_latency_us.value() / mirrors if mirrors else 0.0
+    round_trip_us = digest.round_trip_us.value() / trips if trips else 0.0
     return {
-        "bytes_per_s": sum(p.message_bytes for p in posted) / span,
-        "messages_per_s": len(posted) / span,
-        "handoffs_per_s": handoffs / span,
+        "bytes_per_s": digest.message_bytes / span,
+        "messages_per_s": digest.messages / span,
+        "handoffs_per_s": out.handoffs_in_window / span,
         "mirrored_share": sent / simulated if simulated else 0.0,
-        "added_reply_latency_ms": float(np.mean(latencies)) / 1e3 if latencies else 0.0,
-        "cross_border_actions_per_s": sum(p.items for p in requests) / span,
-        "action_round_trip_ms": float(np.mean(round_trips)) / 1e3 if round_trips else 0.0,
+        "added_reply_latency_ms": latency_us / 1e3,
+        "cross_border_actions_per_s": digest.action_items / span,
+        "action_round_trip_ms": round_trip_us / 1e3,
     }
 
 

@@ -21,9 +21,11 @@ from simsrv.world.world import World
 
 @dataclass
 class Node:
-    """A node's server state and its records (``table``: its frames, every one kept: the
-    cluster's metrics index the per-frame lists by frame; ``mirrored_out``: entity states it
-    sent per frame; ``exchanged``: interconnect messages it paid CPU for per frame)."""
+    """A node's server state and its records: ``table``, its frames not taken yet
+    (:mod:`simsrv.frame_stream`); ``measured``, sums over its frames that start in the
+    measured window: ``mirrored`` entity states it sent, ``exchanged`` interconnect messages it
+    paid CPU for (posted and received), ``entities`` its world physics simulated (its zone's
+    plus mirrored in)."""
 
     index: int
     machine: Machine
@@ -33,14 +35,15 @@ class Node:
     now: float = 0.0
     processed: int = 0
     table: FrameTable = field(default_factory=FrameTable)
-    mirrored_out: list[int] = field(default_factory=list)
-    exchanged: list[int] = field(default_factory=list)
-    entities: list[int] = field(default_factory=list)
-    """Entities its world physics simulated, per frame (its zone's plus mirrored in)."""
+    measured: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("mirrored", "exchanged", "entities"), 0)
+    )
     served: list[tuple[int, float, np.ndarray]] = field(default_factory=list)
     """With packet recording: ``(frame, start_s, packets read)`` per frame."""
     records: Any = None
     """Its trace taken as the run goes (a :class:`simsrv.trace_stream.TraceStream`)."""
+    frame_records: Any = None
+    """Its frames taken as the run goes (a :class:`simsrv.frame_stream.FrameStream`)."""
 
     @property
     def reports_extra(self) -> bool:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from simsrv.cluster.metrics import summarize_cluster
 from simsrv.cluster.simulation import simulate_cluster
-from simsrv.keep_window import KeepWindow, window_rows
+from simsrv.keep_window import KeepWindow
 from simsrv.scenario.schema import Scenario
 
 
@@ -36,22 +36,18 @@ def run_cluster(
 ) -> ClusterRun:
     """Simulate and summarise a scenario with a ``[cluster]`` section (``keep_trace``,
     ``keep_frames``: the rows of each node's trace and the frames kept,
-    :func:`simsrv.simulation.simulate`; a cluster's nodes keep every frame while it runs: its
-    metrics are per frame)."""
-    out = simulate_cluster(scenario, keep_trace=keep_trace)
+    :func:`simsrv.simulation.simulate`)."""
+    out = simulate_cluster(scenario, keep_trace=keep_trace, keep_frames=keep_frames)
     summary = summarize_cluster(scenario, out)
     sizes: Counter[int] = Counter()
     for node in out.nodes:
         sizes.update(node.frame_digest.group_sizes)
-    kept = [
-        window_rows(n.frames, keep_frames) if keep_frames is not None else None for n in out.nodes
-    ]
     if len(out.nodes) == 1:
-        frames, trace = kept[0], out.nodes[0].trace
+        frames, trace = out.nodes[0].frames, out.nodes[0].trace
     else:
         cpus = scenario.machine.cpus
         frames = (
-            pd.concat([f.assign(node=k) for k, f in enumerate(kept)], ignore_index=True)
+            pd.concat([n.frames.assign(node=k) for k, n in enumerate(out.nodes)], ignore_index=True)
             if keep_frames is not None
             else None
         )

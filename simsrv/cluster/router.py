@@ -59,6 +59,9 @@ class Router:
         self.served = np.zeros(len(sockets), dtype=np.int64)
         """Players each node serves (whose packets go to it): from a player's first packet."""
         self.handoffs: list[Handoff] = []
+        """Every handoff (when the exchange keeps its messages)."""
+        self.handoffs_in_window = 0
+        """Handoffs in the exchange's measured window."""
         self.touched: set[int] = set()
         """Nodes whose socket got packets (the caller clears it)."""
 
@@ -124,4 +127,6 @@ class Router:
         self.serving[client] = dst
         self.served[src] -= 1
         self.served[dst] += 1
-        self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))
+        if self.exchange.keep:
+            self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))
+        self.handoffs_in_window += self.exchange.digest.inside(t_s)

@@ -34,7 +34,7 @@ from simsrv.frame_stream import FrameStream
 from simsrv.frame_table import frame_row
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
-from simsrv.keep_window import KEEP_ALL, KeepWindow
+from simsrv.keep_window import KeepWindow
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.seeding import run_streams
@@ -52,18 +52,20 @@ from simsrv.workload.clients import CHUNK_TICKS, ClientStream
 @dataclass
 class ClusterOutput:
     """Raw facts of a cluster run: one :class:`SimulationOutput` per node (its frames, trace,
-    arrivals and drops; its ``accounting`` is the cluster's), the messages and handoffs, the
-    players per zone per tick, the border moves, the cross-border actions (``replied``:
-    ``{reply id: request id}``) and the cluster-wide ``accounting``; with packet recording,
-    ``owner_history`` (every tick's owners)."""
+    arrivals and drops; its ``accounting`` is the cluster's), the exchange (its digest of the
+    measured window; with ``keep_messages`` every message and delivery), the handoffs in the
+    window (with ``keep_messages`` every one in ``handoffs``), the players per zone per tick,
+    the border moves, the cross-border actions (``replied``: ``{reply id: request id}``, with
+    ``keep_messages``), each node's sums over its measured frames (``measured``,
+    :class:`~simsrv.cluster.node.Node`) and the cluster-wide ``accounting``; with packet
+    recording, ``owner_history`` (every tick's owners)."""
 
     nodes: list[SimulationOutput]
     exchange: Exchange
     handoffs: list[Handoff]
+    handoffs_in_window: int
     owned_per_tick: np.ndarray
-    mirrored_out: list[np.ndarray]
-    exchanged: list[np.ndarray]
-    entities: list[np.ndarray]
+    measured: list[dict[str, int]]
     served: list[list[tuple[int, float, np.ndarray]]]
     accounting: dict[str, int]
     end_s: float
@@ -75,11 +77,17 @@ class ClusterOutput:
 
 
 def simulate_cluster(
-    scenario: Scenario, record_packets: bool = False, keep_trace: KeepWindow | None = None
+    scenario: Scenario,
+    record_packets: bool = False,
+    keep_trace: KeepWindow | None = None,
+    keep_frames: KeepWindow | None = None,
+    keep_messages: bool = False,
 ) -> ClusterOutput:
     """Run ``scenario`` (with a ``[cluster]`` section) to ``warmup_s + duration_s``;
-    ``record_packets`` keeps every frame's packets per node (for tests); ``keep_trace`` the
-    rows of each node's trace in a window (:func:`simsrv.simulation.simulate`)."""
+    ``record_packets`` keeps every frame's packets per node (for tests); ``keep_trace`` and
+    ``keep_frames`` the rows of each node's trace and its frames in a window
+    (:func:`simsrv.simulation.simulate`); ``keep_messages`` every interconnect message,
+    delivery and handoff (else only their digest of the measured window)."""
     wall_start = time.perf_counter()
     cluster = scenario.cluster
     assert cluster is not None and cluster.border_width is not None
@@ -103,7 +111,8 @@ def simulate_cluster(
         node.records = TraceStream(
             node.machine, node.table, window, slowest_speed(node.machine), keep_trace
         )
-    exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes)
+        node.frame_records = FrameStream(node.table, window, keep_frames)
+    exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes, window, keep_messages)
     router = Router(
         zoned,
         [n.socket for n in nodes],
@@ -153,10 +162,9 @@ def simulate_cluster(
         nodes=outputs,
         exchange=exchange,
         handoffs=router.handoffs,
+        handoffs_in_window=router.handoffs_in_window,
         owned_per_tick=np.array(zoned.owned_history).reshape(-1, cluster.nodes),
-        mirrored_out=[np.array(n.mirrored_out, dtype=np.int64) for n in nodes],
-        exchanged=[np.array(n.exchanged, dtype=np.int64) for n in nodes],
-        entities=[np.array(n.entities, dtype=np.int64) for n in nodes],
+        measured=[n.measured for n in nodes],
         served=[n.served for n in nodes],
         accounting=accounting,
         end_s=end_s,
@@ -233,7 +241,7 @@ def run_frame(
     plan = node.strategy.plan(frame)
     exchange.advance(now)
     mirrored = 0
-    messages = len(exchange.posted)
+    messages = exchange.posted_count
     for dst, count in enumerate(zoned.mirror_at(now)[node.index].tolist()):
         if count:
             exchange.post("mirror", node.index, dst, state_bytes * count, now, count)
@@ -245,24 +253,28 @@ def run_frame(
     end = node.machine.execute(with_ops(plan, ops), frame.index, now)
     extra = node.strategy.frame_record() if node.reports_extra else None
     node.table.append(frame_row(frame, end, len(batch), len(node.socket)), extra)
-    node.mirrored_out.append(mirrored)
-    node.entities.append(frame.entities)
-    node.exchanged.append(len(exchange.posted) - messages + exchange.take_received(node.index))
+    exchanged = exchange.posted_count - messages + exchange.take_received(node.index)
+    if exchange.digest.inside(now):  # a measured frame
+        measured = node.measured
+        measured["mirrored"] += mirrored
+        measured["entities"] += frame.entities
+        measured["exchanged"] += exchanged
     if record_packets:
         node.served.append((frame.index, now, batch.copy()))
     node.processed += len(batch)
     node.now = end
     try:
         node.records.drain(end)
+        node.frame_records.release(node.records.closed_frames)
     except InvariantViolation as violation:  # the machine checks, as the run goes
         violation.trace = node.records.kept_trace()
         raise
 
 
 def node_output(node: Node, accounting: dict[str, int]) -> SimulationOutput:
-    """The node's facts as a single server's (every frame kept), its invariants checked."""
+    """The node's facts as a single server's, its invariants checked."""
     socket = node.socket
-    frame_records = FrameStream(node.table, node.records.window, KEEP_ALL)
+    frame_records = node.frame_records
     with gc_paused():
         try:
             node.strategy.check_invariants()

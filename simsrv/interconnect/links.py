@@ -90,7 +90,7 @@ class Links:
         """When the next flow finishes at the current rates (infinity if none is sending)."""
         finish = math.inf
         for flow in self.flows.values():
-            if flow.remaining <= _sliver(flow):
+            if _finished(flow, self.now_us):
                 return self.now_us
             if flow.rate > 0:
                 finish = min(finish, self.now_us + flow.remaining / flow.rate)
@@ -108,7 +108,7 @@ class Links:
             for port in (flow.src, flow.dst):
                 self.carried[port] = self.carried.get(port, 0.0) + moved
         self.now_us = to_us
-        done = sorted(k for k, f in self.flows.items() if f.remaining <= _sliver(f))
+        done = sorted(k for k, f in self.flows.items() if _finished(f, to_us))
         for key in done:
             flow = self.flows.pop(key)
             for port in (flow.src, flow.dst):  # the rounding sliver is carried too
@@ -125,3 +125,13 @@ class Links:
 
 def _sliver(flow: Flow) -> float:
     return FINISHED_BYTES * max(1.0, flow.size)
+
+
+def _finished(flow: Flow, now_us: float) -> bool:
+    """Whether ``flow`` has sent its bytes at ``now_us``: what is left is a rounding sliver,
+    or would take less time than the clock can tell (``now + remaining / rate == now``: late
+    in a long run a clock of ~1e7 us moves by ~2e-9 us, more than a sliver takes to send;
+    without this the flow would never finish and the network would spin at that instant)."""
+    if flow.remaining <= _sliver(flow):
+        return True
+    return flow.rate > 0 and now_us + flow.remaining / flow.rate <= now_us

@@ -75,16 +75,22 @@ _START, _DELIVER, _RECEIVE = 0, 1, 2
 
 
 class Network:
-    """``nodes`` nodes connected by the interconnect of ``profile``."""
+    """``nodes`` nodes connected by the interconnect of ``profile``; with ``forget_received``
+    a message received is forgotten (a long run's memory then does not grow with the messages
+    it sent; :meth:`sent_us` is then known until the message is received)."""
 
-    def __init__(self, profile: InterconnectProfile, nodes: int) -> None:
+    def __init__(
+        self, profile: InterconnectProfile, nodes: int, forget_received: bool = False
+    ) -> None:
         if nodes < 2:
             raise ValueError(f"nodes: a network needs at least 2 nodes, got {nodes}")
         self.profile = profile
         self.nodes = nodes
         self.links = Links(profile.bytes_per_us)
         self.now_us = 0.0
+        self.forget_received = forget_received
         self._messages: dict[int, _Message] = {}
+        self._posted = 0  # messages posted (the next message id)
         self._events: list[tuple[float, int, int, int]] = []  # (time, kind, seq, id)
         self._seq = 0
         self._send_free: dict[tuple[int, int], float] = {}
@@ -106,7 +112,8 @@ class Network:
         start = max(at_us, self._send_free.get(connection, -math.inf))
         sent = start + self.profile.send_cpu_us
         self._send_free[connection] = sent
-        message_id = len(self._messages)
+        message_id = self._posted
+        self._posted += 1
         self._messages[message_id] = _Message(message_id, src, dst, message_bytes, at_us, sent)
         self._push(sent, _START, message_id)
         return message_id
@@ -151,6 +158,8 @@ class Network:
                 self._push(message.received_us, _RECEIVE, message_id)
             else:
                 received.append(self._delivery(message))
+                if self.forget_received:
+                    del self._messages[message_id]
         if math.isfinite(until_us):
             self.links.advance(max(until_us, self.links.now_us))
             self.now_us = until_us
