@@ -24,8 +24,6 @@ import numpy as np
 from simsrv.frame_table import FrameBlock
 from simsrv.metrics.kahan import ExactSum
 
-GROUP_COLUMNS = ("groups", "group_entities", "largest_group")
-"""The columns a strategy that groups entities records per frame."""
 MEMORY_COLUMNS = ("memory_bytes", "memory_reserved_bytes")
 """Per-frame memory columns of strategies with static threads (the summary takes their max)."""
 
@@ -42,7 +40,7 @@ class FrameDigest:
         """Frames of the whole run."""
         self.frames = 0  # measured frames
         self.sums: Counter[str] = Counter()  # messages, replies, choked of the measured frames
-        self.columns: tuple[str, ...] = ()  # the strategy's columns seen
+        self.columns: tuple[str, ...] = ()  # the frames' columns (the strategy's included)
         self.grouped = 0  # measured frames with groups
         self.group_sums: Counter[str] = Counter()  # groups, group_entities of those frames
         self.largest_group = 0
