@@ -10,7 +10,7 @@ out of the run's :class:`~simsrv.frame_table.FrameTable` and gives them to
   (:class:`~simsrv.keep_window.KeepWindow`), if any.
 
 Whatever the blocks, the metrics and the kept frames are equal to the bit
-(``tests/test_frame_stream.py``).
+(``tests/test_frame_stream.py``, ``tests/test_trace_stream.py``).
 """
 
 from __future__ import annotations
@@ -50,23 +50,17 @@ class FrameStream:
         return self.digest
 
     def kept_frames(self) -> pd.DataFrame | None:
-        """The frames kept (indexed by frame number; with the table's frames not taken yet,
-        filtered the same way), or None when the run keeps none."""
+        """After :meth:`close`: the frames kept, indexed by frame number (none: an empty
+        table), or None when the run keeps none."""
         if self.keep is None:
             return None
-        kept = list(self._kept)
-        rest = self.table.peek()
-        self._keep(rest, kept)
-        if not kept:
-            return rest.to_frame().iloc[:0]
-        return pd.concat(kept) if len(kept) > 1 else kept[0]
+        if not self._kept:
+            return self.table.peek(0).to_frame()
+        return pd.concat(self._kept) if len(self._kept) > 1 else self._kept[0]
 
-    def _keep(self, block: FrameBlock, kept: list[pd.DataFrame] | None = None) -> None:
-        """Append the frames of ``block`` the window keeps to ``kept`` (default: the
-        stream's)."""
+    def _keep(self, block: FrameBlock) -> None:
+        """Keep the frames of ``block`` the window keeps."""
         inside = self._keep_end.overlaps(block.times[:, 0], block.times[:, 1])
         if inside.any():
             frames = block.to_frame()
-            (self._kept if kept is None else kept).append(
-                frames if inside.all() else frames[inside]
-            )
+            self._kept.append(frames if inside.all() else frames[inside])

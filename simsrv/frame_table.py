@@ -116,9 +116,8 @@ class FrameTable:
         """(stored, 2): the stored frames' start and end, s (a view)."""
         return self.times[: self.stored]
 
-    def peek(self, rows: int | None = None) -> FrameBlock:
-        """The first ``rows`` stored frames (None: all), copied."""
-        n = self.stored if rows is None else rows
+    def peek(self, n: int) -> FrameBlock:
+        """The first ``n`` stored frames, copied."""
         return FrameBlock(
             self.base,
             self.times[:n].copy(),

@@ -1,6 +1,7 @@
 """The frame records taken as the run goes: the digest gives the summary's per-frame metrics
-whatever the blocks, the frame table holds only the frames not taken yet, and the frames kept
-are those asked for."""
+whatever the blocks, and the frame table holds only the frames not taken yet.  The frames kept
+(windows, whole runs in small blocks) are checked in ``tests/test_trace_stream.py``, beside the
+trace rows kept."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 import simsrv.compiled_loop.runner as runner
 import simsrv.trace_stream as trace_stream
 from simsrv.frame_table import FrameTable
-from simsrv.keep_window import KEEP_ALL, KeepWindow
+from simsrv.keep_window import KeepWindow
 from simsrv.metrics.frame_digest import ExactSum, FrameDigest
 from simsrv.result import run
 from simsrv.scenario.load import load_scenario
@@ -127,22 +128,6 @@ def test_the_frame_table_gives_its_frames_by_number_and_keeps_the_rest():
     assert rest.column("messages").tolist() == list(range(4, 11))
     assert rest.to_frame()["physics"].tolist() == [True] * 6 + [False]
     assert table.stored == 0 and len(table.take(11)) == 0
-
-
-def test_a_run_keeps_no_frames_unless_asked_and_the_window_it_asks_for():
-    scenario = load_scenario(
-        ROOT / "scenarios/cube-160.toml",
-        ["run.duration_s=0.3", "run.warmup_s=0.2", "server.strategy=abdelkhalek"],
-    )
-    assert run(scenario).frames is None
-    everything = run(scenario, keep_frames=KEEP_ALL).frames
-    assert everything.index.tolist() == everything["frame"].tolist() == list(range(len(everything)))
-    window = run(scenario, keep_frames=KeepWindow(0.25, 0.3)).frames
-    inside = everything[(everything["end_s"] > 0.25) & (everything["start_s"] < 0.3)]
-    pd.testing.assert_frame_equal(window, inside, check_exact=True)
-    first = run(scenario, keep_frames=KeepWindow(0.25, frames=3)).frames
-    starting = everything[everything["start_s"] >= 0.25].head(3)
-    pd.testing.assert_frame_equal(first[first["start_s"] >= 0.25], starting, check_exact=True)
 
 
 @pytest.mark.parametrize("strategy", ["abdelkhalek", "bsp-group", "sequential"])

@@ -137,20 +137,28 @@ def test_a_run_taken_in_small_blocks_is_the_same_to_the_bit(monkeypatch, case):
     pd.testing.assert_frame_equal(whole.trace, blocks.trace, check_exact=True)
 
 
-def test_a_run_keeps_no_trace_unless_asked_and_the_window_it_asks_for():
+def test_a_run_keeps_no_trace_or_frames_unless_asked_and_the_windows_it_asks_for():
     scenario = load_scenario(
         ROOT / "scenarios/cube-160.toml",
         ["run.duration_s=0.3", "run.warmup_s=0.2", "server.strategy=abdelkhalek"],
     )
-    assert run(scenario).trace is None
-    everything = run(scenario, keep_trace=KEEP_ALL).trace
-    window = run(scenario, keep_trace=KeepWindow(0.25, 0.3)).trace
+    nothing = run(scenario)
+    assert nothing.trace is None and nothing.frames is None
+    whole = run(scenario, keep_trace=KEEP_ALL, keep_frames=KEEP_ALL)
+    everything, frames = whole.trace, whole.frames
+    assert frames.index.tolist() == frames["frame"].tolist() == list(range(len(frames)))
+    window = run(scenario, keep_trace=KeepWindow(0.25, 0.3), keep_frames=KeepWindow(0.25, 0.3))
     inside = everything[(everything["end_s"] > 0.25) & (everything["start_s"] < 0.3)]
     pd.testing.assert_frame_equal(
-        window.reset_index(drop=True).astype({"thread": str, "activity": str}),
+        window.trace.reset_index(drop=True).astype({"thread": str, "activity": str}),
         inside.reset_index(drop=True).astype({"thread": str, "activity": str}),
         check_exact=True,
     )
+    inside = frames[(frames["end_s"] > 0.25) & (frames["start_s"] < 0.3)]
+    pd.testing.assert_frame_equal(window.frames, inside, check_exact=True)
+    first = run(scenario, keep_frames=KeepWindow(0.25, frames=3)).frames
+    starting = frames[frames["start_s"] >= 0.25].head(3)
+    pd.testing.assert_frame_equal(first[first["start_s"] >= 0.25], starting, check_exact=True)
 
 
 @pytest.mark.parametrize("strategy", ["abdelkhalek", "bsp-group"])
