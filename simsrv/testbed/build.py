@@ -1,0 +1,138 @@
+"""Build the instrumented QuakeWorld server from the shared GPL source.
+
+The server (mvdsv 0.35), id's game logic and id's maps are GPL and live outside this
+repository, in the shared folder beside the checkout (``../shared/qw-testbed/`` and
+``../shared/maps/quake-gpl/``).  :func:`build_server` unpacks the source into a cache
+directory, applies our patch (``patches/mvdsv-0.35-simsrv-testbed.patch``, GPL-2.0-or-later)
+and builds it with cmake; the binary is kept per (source, patch) digest, so the ~15-20 s
+build runs once per machine.  Concurrent builds wait on a file lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from simsrv.errors import InputError
+
+SOURCE_ARCHIVE = "mvdsv-0.35.tar.gz"
+PATCH = Path(__file__).with_name("patches") / "mvdsv-0.35-simsrv-testbed.patch"
+MAPS = ("dm1", "dm2", "dm3", "dm4", "dm5", "dm6", "e1m2", "start")
+
+
+@dataclass(frozen=True)
+class SharedFolder:
+    """Where the GPL server source, game logic and maps are (never copied into the repo)."""
+
+    root: Path
+
+    @property
+    def testbed(self) -> Path:
+        return self.root / "qw-testbed"
+
+    @property
+    def archive(self) -> Path:
+        return self.testbed / SOURCE_ARCHIVE
+
+    @property
+    def progs(self) -> Path:
+        return self.testbed / "qwprogs.dat"
+
+    def map_file(self, name: str) -> Path:
+        return self.root / "maps" / "quake-gpl" / f"{name}.bsp.gz"
+
+    def available_maps(self) -> list[str]:
+        return [m for m in MAPS if self.map_file(m).is_file()]
+
+
+def default_shared_root() -> Path:
+    """``$SIMSRV_SHARED``, else the ``shared`` folder beside the checkout (or the cwd)."""
+    env = os.environ.get("SIMSRV_SHARED")
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[2]
+    for candidate in (checkout.parent / "shared", Path.cwd().parent / "shared"):
+        if (candidate / "qw-testbed").is_dir():
+            return candidate
+    return checkout.parent / "shared"
+
+
+def find_shared(root: Path | None = None) -> SharedFolder:
+    """The shared folder, checked: one :class:`InputError` line when a part is missing."""
+    shared = SharedFolder(Path(root) if root is not None else default_shared_root())
+    for what, path in (("the server source", shared.archive), ("id's qwprogs.dat", shared.progs)):
+        if not path.is_file():
+            raise InputError(
+                f"testbed --shared: {what} is not at {path}; the testbed needs the shared folder "
+                "(qw-testbed/ and maps/quake-gpl/) beside the checkout, or --shared DIR")
+    return shared
+
+
+def missing_build_tools() -> list[str]:
+    """The build tools (cmake, make, a C compiler, patch) this machine lacks."""
+    return [tool for tool in ("cmake", "make", "cc", "patch") if shutil.which(tool) is None]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "simsrv" / "testbed"
+
+
+@dataclass(frozen=True)
+class ServerBuild:
+    """A built, patched server: its binary and its unpacked (patched) source tree."""
+
+    binary: Path
+    source: Path
+    digest: str
+
+
+def _digest(shared: SharedFolder) -> str:
+    h = hashlib.sha256()
+    h.update(shared.archive.read_bytes())
+    h.update(PATCH.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_server(shared: SharedFolder, *, quiet: bool = True) -> ServerBuild:
+    """Unpack, patch and build the server once per (source, patch); return the build."""
+    missing = missing_build_tools()
+    if missing:
+        raise InputError(f"testbed: the build needs {', '.join(missing)} on PATH "
+                         "(Debian: apt-get install cmake build-essential patch)")
+    digest = _digest(shared)
+    home = cache_root() / digest
+    home.parent.mkdir(parents=True, exist_ok=True)
+    binary = home / "mvdsv-0.35" / "build" / "mvdsv"
+    with open(home.parent / f"{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.is_file():
+            return ServerBuild(binary, home / "mvdsv-0.35", digest)
+        if home.exists():
+            shutil.rmtree(home)
+        staging = home.with_name(digest + ".staging")
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir()
+        with tarfile.open(shared.archive) as archive:
+            archive.extractall(staging, filter="data")
+        tree = staging / "mvdsv-0.35"
+        out = subprocess.DEVNULL if quiet else None
+        try:
+            subprocess.run(["patch", "-p1", "--quiet", "-i", str(PATCH)], cwd=tree, check=True,
+                           stdout=out)
+            (tree / "build").mkdir()
+            subprocess.run(["cmake", "-DCMAKE_BUILD_TYPE=Release", ".."], cwd=tree / "build",
+                           check=True, stdout=out, stderr=out)
+            subprocess.run(["make", f"-j{os.cpu_count() or 2}"], cwd=tree / "build", check=True,
+                           stdout=out, stderr=out)
+        except subprocess.CalledProcessError as error:
+            raise RuntimeError(f"building the testbed server failed: {error}") from error
+        staging.rename(home)
+    return ServerBuild(binary, home / "mvdsv-0.35", digest)

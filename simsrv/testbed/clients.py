@@ -1,0 +1,327 @@
+"""Synthetic QuakeWorld clients: sign on, play at a set rate and phase pattern, disconnect.
+
+All clients run in one asyncio loop in the calling process (which the harness pins to a CPU
+other than the server's).  One scheduler sends every due client's packet at its own times
+``t0 + phase_i + k / rate_hz``; the phase pattern decides ``phase_i``:
+
+- ``step``: every client at the same instant (phase 0);
+- ``independent``: each client its own phase, uniform in one period;
+- ``hosts:H``: clients spread round-robin over H hosts, each host one uniform phase, the
+  host's clients sent back to back at that instant (simsrv's ``clients.hosts`` with
+  ``host_burst_s = 0``).
+
+What a client does while playing is the automated player of Cordeiro et al. [P §5]: in a
+cycle of 20 client frames it stands for 10, walks for 10 and, after 5 frames of walking,
+takes one action drawn at random (jump, fire, or a new heading).  Each client's choices come
+from its own seeded generator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simsrv.testbed import protocol as qw
+
+PHASES = ("step", "independent", "hosts")
+SIGNON_RESEND_S = 0.5
+ORIGIN_HZ = 10.0  # how often a playing client parses a reply to record its origin
+WALK_SPEED = 320  # sv_maxspeed
+RATE_BYTES_PER_S = 100_000  # mvdsv's largest rate: bandwidth control chokes no reply
+
+
+@dataclass(frozen=True)
+class PhasePattern:
+    """How client send times are placed in each period (see the module docstring)."""
+
+    kind: str
+    hosts: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> PhasePattern:
+        from simsrv.errors import InputError
+
+        kind, _, arg = text.partition(":")
+        if kind not in PHASES:
+            raise InputError(f"testbed --phases must be one of step, independent, hosts:H; "
+                             f"got {text!r}")
+        if kind == "hosts":
+            if not arg.isdigit() or int(arg) < 1:
+                raise InputError(f"testbed --phases hosts:H needs an integer H >= 1, got {text!r}")
+            return cls("hosts", int(arg))
+        if arg:
+            raise InputError(f"testbed --phases {kind} takes no argument, got {text!r}")
+        return cls(kind)
+
+    def label(self) -> str:
+        return f"hosts:{self.hosts}" if self.kind == "hosts" else self.kind
+
+    def phases(self, clients: int, period_s: float, rng: np.random.Generator) -> np.ndarray:
+        """Each client's send phase in seconds, in [0, period_s)."""
+        if self.kind == "step":
+            return np.zeros(clients)
+        if self.kind == "independent":
+            return rng.uniform(0.0, period_s, clients)
+        host_phase = rng.uniform(0.0, period_s, self.hosts)
+        return host_phase[np.arange(clients) % self.hosts]
+
+
+@dataclass
+class ClientLog:
+    """What one client saw: send times, reply times and round trips, its origins."""
+
+    index: int
+    move_times: list[float] = field(default_factory=list)
+    reply_times: list[float] = field(default_factory=list)
+    round_trips: list[float] = field(default_factory=list)
+    origins: list[tuple[float, float, float, float]] = field(default_factory=list)
+    began_at: float | None = None
+    connected_at: float | None = None
+    parse_errors: int = 0
+    playernum: int | None = None
+
+
+class Bot:
+    """The automated player [P §5]: 20-frame cycle of standing, walking and one action."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.frame = int(rng.integers(0, 20))
+        self.yaw = float(rng.uniform(0, 360))
+
+    def next_command(self, msec: int) -> qw.UserCmd:
+        step = self.frame % 20
+        self.frame += 1
+        walking = step >= 10
+        buttons = 0
+        if step == 15:
+            action = int(self.rng.integers(0, 3))
+            if action == 0:
+                buttons = qw.BUTTON_JUMP
+            elif action == 1:
+                buttons = qw.BUTTON_ATTACK
+            else:
+                self.yaw = (self.yaw + float(self.rng.uniform(45, 315))) % 360
+        return qw.UserCmd(msec=msec, angles=(0.0, self.yaw, 0.0),
+                          forward=WALK_SPEED if walking else 0, buttons=buttons)
+
+
+class _Client(asyncio.DatagramProtocol):
+    def __init__(self, index: int, table: bytes, rng: np.random.Generator, msec: int,
+                 name: str, rate_hz: float) -> None:
+        self.log = ClientLog(index)
+        self.table, self.bot, self.msec, self.name = table, Bot(rng), msec, name
+        self.chan = qw.Netchan(qport=(index * 7919 + 1234) & 0xFFFF)
+        self.state = "challenge"
+        self.servercount = 0
+        self.transport: asyncio.DatagramTransport | None = None
+        self.cmds = [qw.NULL_CMD, qw.NULL_CMD, qw.NULL_CMD]
+        self.sent_at: dict[int, float] = {}
+        self.last_oob = -math.inf
+        self.begin_sent = False
+        self.replies = 0
+        self.origin_every = max(1, round(rate_hz / ORIGIN_HZ))
+
+    # -- receiving ---------------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        now = time.monotonic()
+        if data.startswith(qw.CONNECTIONLESS):
+            self._connectionless(data[4:], now)
+            return
+        payload = self.chan.process(data)
+        if payload is None:
+            return
+        sent = self.sent_at.pop(self.chan.incoming_acknowledged, None)
+        if self.state == "active":
+            if sent is not None:
+                self.log.reply_times.append(now)
+                self.log.round_trips.append(now - sent)
+            # While playing, a reply is parsed only when it carries reliable data (string
+            # commands the client must obey) or to sample the player's origin at ~ORIGIN_HZ:
+            # parsing every reply would cost the clients' CPU more than the server's.
+            self.replies += 1
+            if not (data[3] & 0x80) and self.replies % self.origin_every:
+                return
+        events = qw.parse_server_message(payload)
+        if events.parse_error:
+            self.log.parse_errors += 1
+        self._act(events, now)
+
+    def _connectionless(self, text: bytes, now: float) -> None:
+        if text[:1] == b"c" and self.state == "challenge":
+            digits = b""
+            for ch in text[1:]:
+                if 48 <= ch <= 57 or (ch == 45 and not digits):
+                    digits += bytes([ch])
+                else:
+                    break
+            userinfo = (f"\\name\\{self.name}\\topcolor\\0\\bottomcolor\\0"
+                        f"\\rate\\{RATE_BYTES_PER_S}\\pmodel\\33168\\emodel\\6967")
+            self._send_oob(f'connect {qw.PROTOCOL_VERSION} {self.chan.qport} '
+                           f'{int(digits or b"0")} "{userinfo}"\n')
+            self.state = "connecting"
+            self.last_oob = now
+        elif text[:1] == b"j" and self.state in ("challenge", "connecting"):
+            self.state = "signon"
+            self.log.connected_at = now
+            self.chan.queue_reliable(qw.string_command("new"))
+
+    def _act(self, events: qw.ServerEvents, now: float) -> None:
+        if events.serverdata is not None:
+            self.servercount, self.log.playernum = events.serverdata
+            self.chan.queue_reliable(qw.string_command(f"soundlist {self.servercount} 0"))
+        if events.soundlist_next is not None:
+            nxt = events.soundlist_next
+            cmd = (f"soundlist {self.servercount} {nxt}" if nxt
+                   else f"modellist {self.servercount} 0")
+            self.chan.queue_reliable(qw.string_command(cmd))
+        if events.modellist_next is not None:
+            nxt = events.modellist_next
+            cmd = (f"modellist {self.servercount} {nxt}" if nxt
+                   else f"prespawn {self.servercount} 0 0")
+            self.chan.queue_reliable(qw.string_command(cmd))
+        for text in events.stufftext:
+            for line in text.replace(";", "\n").splitlines():
+                line = line.strip()
+                if line.startswith("cmd "):
+                    self.chan.queue_reliable(qw.string_command(line[4:]))
+                elif line == "skins" and not self.begin_sent:
+                    self.chan.queue_reliable(qw.string_command(f"begin {self.servercount}"))
+                    self.begin_sent = True
+                elif line == "reconnect":
+                    self.chan.queue_reliable(qw.string_command("new"))
+        if self.begin_sent and self.state == "signon" and not self.chan.reliable \
+                and not self.chan.pending:
+            self.state = "active"
+            self.log.began_at = now
+        if self.state == "active" and self.log.playernum in events.origins:
+            self.log.origins.append((now, *events.origins[self.log.playernum]))
+
+    # -- sending -----------------------------------------------------------------------------
+    def _send_oob(self, text: str) -> None:
+        if self.transport is not None:
+            self.transport.sendto(qw.connectionless(text))
+
+    def tick(self, now: float) -> None:
+        """Send this client's packet for one client frame."""
+        if self.transport is None:
+            return
+        if self.state in ("challenge", "connecting"):
+            if now - self.last_oob >= SIGNON_RESEND_S:
+                self.state = "challenge"
+                self._send_oob("getchallenge\n")
+                self.last_oob = now
+            return
+        if self.state == "dropped":
+            return
+        if self.state == "active":
+            cmd = self.bot.next_command(self.msec)
+            self.cmds = [self.cmds[1], self.cmds[2], cmd]
+            sequence = self.chan.outgoing_sequence
+            move = qw.move_message(self.table, sequence, tuple(self.cmds))
+            packet, sequence = self.chan.transmit(move)
+            self.sent_at[sequence] = now
+            if len(self.sent_at) > 256:
+                for old in sorted(self.sent_at)[:128]:
+                    del self.sent_at[old]
+            self.log.move_times.append(now)
+        else:
+            packet, _ = self.chan.transmit(bytes([qw.CLC_NOP]))
+        self.transport.sendto(packet)
+
+    def drop(self) -> None:
+        if self.transport is not None and self.state not in ("challenge", "connecting"):
+            for _ in range(3):
+                packet, _ = self.chan.transmit(qw.string_command("drop"))
+                self.transport.sendto(packet)
+        self.state = "dropped"
+
+
+@dataclass(frozen=True)
+class ClientPlan:
+    """The synthetic load: how many clients, their rate and phases, and the seed."""
+
+    clients: int
+    rate_hz: float
+    phases: PhasePattern
+    seed: int = 1
+
+
+@dataclass
+class ClientRun:
+    """The clients' logs and the measured window [start, end] in CLOCK_MONOTONIC seconds."""
+
+    logs: list[ClientLog]
+    window: tuple[float, float]
+    signon_s: float
+    cpu_s: float
+    wall_s: float
+    phases_s: np.ndarray
+
+
+async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_s: float,
+                 signon_timeout_s: float) -> ClientRun:
+    loop = asyncio.get_running_loop()
+    rng = np.random.default_rng(plan.seed)
+    period = 1.0 / plan.rate_hz
+    msec = max(1, min(255, round(1000.0 / plan.rate_hz)))
+    child = rng.spawn(plan.clients + 1)
+    phases = plan.phases.phases(plan.clients, period, child[-1])
+    clients = []
+    for i in range(plan.clients):
+        _, proto = await loop.create_datagram_endpoint(
+            lambda i=i: _Client(i, table, child[i], msec, f"bot{i:03d}", plan.rate_hz),
+            remote_addr=("127.0.0.1", port))
+        clients.append(proto)
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    t0 = time.monotonic() + 0.05
+    heap = [(t0 + phases[i], i, 0) for i in range(plan.clients)]
+    heapq.heapify(heap)
+    signon_deadline = t0 + signon_timeout_s
+    window: tuple[float, float] | None = None
+    end = math.inf
+    signed_on_at = None
+    try:
+        while heap:
+            due, i, k = heap[0]
+            now = time.monotonic()
+            if due > now:
+                await asyncio.sleep(due - now)
+                continue
+            heapq.heapreplace(heap, (t0 + phases[i] + (k + 1) * period, i, k + 1))
+            clients[i].tick(now)
+            if window is None:
+                if all(c.state == "active" for c in clients):
+                    signed_on_at = now
+                    start = now + warmup_s
+                    end = start + duration_s
+                    window = (start, end)
+                elif now > signon_deadline:
+                    stuck = sum(c.state != "active" for c in clients)
+                    raise RuntimeError(f"{stuck} of {plan.clients} clients did not sign on "
+                                       f"within {signon_timeout_s} s")
+            elif now >= end + 0.05:
+                break
+    finally:
+        for c in clients:
+            c.drop()
+        await asyncio.sleep(0.05)
+        for c in clients:
+            if c.transport is not None:
+                c.transport.close()
+    return ClientRun([c.log for c in clients], window, signed_on_at - t0,
+                     time.process_time() - cpu0, time.monotonic() - wall0, phases)
+
+
+def run_clients(plan: ClientPlan, port: int, table: bytes, *, warmup_s: float,
+                duration_s: float, signon_timeout_s: float = 20.0) -> ClientRun:
+    """Sign the clients on, play ``warmup_s`` then the measured ``duration_s``, drop them."""
+    return asyncio.run(_drive(plan, port, table, warmup_s, duration_s, signon_timeout_s))

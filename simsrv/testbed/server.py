@@ -1,0 +1,211 @@
+"""Run the instrumented server: a base directory, the process, a CPU quota, a clean stop.
+
+The server is started with its own CPU (``taskset``-like affinity set before exec), the
+record file named by ``SIMSRV_TESTBED_FRAMES``, and, when asked, inside a cgroup v1 CPU
+controller group with ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``.  It dies with its parent
+(``PR_SET_PDEATHSIG``), and :meth:`ServerProcess.stop` asks it to ``quit`` on its console,
+then terminates and kills it; the cgroup is removed afterwards.  Nothing outlives a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gzip
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from simsrv.errors import InputError
+from simsrv.testbed.build import ServerBuild, SharedFolder
+
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
+MIN_QUOTA_US = 1000  # the kernel's minimum cfs quota per period
+MAX_MAP_BYTES = 64 << 20  # a GPL deathmatch map is ~0.3-1.5 MB unpacked
+
+SERVER_CFG = """\
+sv_getrealip 0
+sv_mapcheck 0
+maxclients {maxclients}
+maxspectators 0
+deathmatch 1
+timelimit 0
+fraglimit 0
+hostname simsrv-testbed
+timeout 65
+sys_select_timeout 1000000
+map {map}
+"""
+
+
+@dataclass(frozen=True)
+class CpuQuota:
+    """A cgroup v1 CFS quota: ``quota_us`` of CPU time per ``period_us`` of wall time."""
+
+    quota_us: int
+    period_us: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.quota_us < MIN_QUOTA_US:
+            raise InputError(f"testbed --quota-us must be >= {MIN_QUOTA_US} (the kernel's "
+                             f"minimum), got {self.quota_us}")
+        if not MIN_QUOTA_US <= self.period_us <= 1_000_000:
+            raise InputError("testbed --period-us must be in [1000, 1000000], "
+                             f"got {self.period_us}")
+
+    @property
+    def share(self) -> float:
+        """The fraction of one CPU the quota allows."""
+        return self.quota_us / self.period_us
+
+
+def cgroup_available() -> bool:
+    return (CGROUP_CPU / "cpu.cfs_quota_us").exists() and os.access(CGROUP_CPU, os.W_OK)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def prepare_basedir(directory: Path, shared: SharedFolder, map_name: str,
+                    maxclients: int) -> Path:
+    """A server base directory: ``qw/qwprogs.dat``, ``qw/maps/MAP.bsp``, ``qw/server.cfg``."""
+    source = shared.map_file(map_name)
+    if not source.is_file():
+        raise InputError(f"testbed --map: no map {map_name!r} in {source.parent} "
+                         f"(available: {', '.join(shared.available_maps()) or 'none'})")
+    qw = directory / "qw"
+    (qw / "maps").mkdir(parents=True, exist_ok=True)
+    progs = qw / "qwprogs.dat"
+    if not progs.exists():
+        progs.symlink_to(shared.progs)
+    with gzip.open(source) as packed:
+        data = packed.read(MAX_MAP_BYTES + 1)
+    if len(data) > MAX_MAP_BYTES:
+        raise InputError(f"testbed --map: {source} unpacks to more than {MAX_MAP_BYTES} bytes")
+    (qw / "maps" / f"{map_name}.bsp").write_bytes(data)
+    (qw / "server.cfg").write_text(SERVER_CFG.format(map=map_name, maxclients=maxclients))
+    return directory
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class ServerProcess:
+    """The running server; a context manager that always stops it and its cgroup."""
+
+    def __init__(self, build: ServerBuild, basedir: Path, port: int, frames_file: Path, *,
+                 cpu: int | None = None, quota: CpuQuota | None = None) -> None:
+        self.build, self.basedir, self.port = build, basedir, port
+        self.frames_file, self.cpu, self.quota = frames_file, cpu, quota
+        self.process: subprocess.Popen | None = None
+        self.cgroup: Path | None = None
+        self.log_path = basedir / "server.log"
+
+    def _preexec(self) -> None:
+        _die_with_parent()
+        os.setsid()
+        if self.cpu is not None:
+            os.sched_setaffinity(0, {self.cpu})
+        if self.cgroup is not None:
+            (self.cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+    def start(self, ready_timeout_s: float = 15.0) -> None:
+        if self.quota is not None:
+            if not cgroup_available():
+                raise InputError("testbed --quota-us: needs a writable cgroup v1 cpu controller "
+                                 f"at {CGROUP_CPU} (run as root on a cgroup v1 machine)")
+            self.cgroup = CGROUP_CPU / f"simsrv-testbed-{os.getpid()}-{self.port}"
+            self.cgroup.mkdir(exist_ok=True)
+            (self.cgroup / "cpu.cfs_period_us").write_text(str(self.quota.period_us))
+            (self.cgroup / "cpu.cfs_quota_us").write_text(str(self.quota.quota_us))
+        env = dict(os.environ, SIMSRV_TESTBED_FRAMES=str(self.frames_file))
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [str(self.build.binary), "-basedir", str(self.basedir), "-port", str(self.port),
+             "-ip", "127.0.0.1"],
+            cwd=self.basedir, env=env, stdin=subprocess.PIPE, stdout=self.log,
+            stderr=subprocess.STDOUT, preexec_fn=self._preexec)
+        self._wait_ready(ready_timeout_s)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.settimeout(0.2)
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"the server exited at start (code "
+                                       f"{self.process.returncode}); see {self.log_path}")
+                probe.sendto(b"\xff\xff\xff\xffstatus\n", ("127.0.0.1", self.port))
+                with contextlib.suppress(TimeoutError, ConnectionRefusedError, OSError):
+                    data, _ = probe.recvfrom(4096)
+                    if data.startswith(b"\xff\xff\xff\xffn"):
+                        return
+                time.sleep(0.05)
+        raise RuntimeError(f"the server did not answer on port {self.port} within {timeout_s} s")
+
+    def stop(self) -> int | None:
+        """Quit the server (console ``quit``, then SIGTERM, then SIGKILL); remove its cgroup."""
+        code = None
+        if self.process is not None:
+            if self.process.poll() is None:
+                with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                    self.process.stdin.write(b"quit\n")
+                    self.process.stdin.flush()
+                for sig, wait_s in ((None, 3.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+                    if sig is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(self.process.pid, sig)
+                    try:
+                        self.process.wait(wait_s)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+            code = self.process.returncode
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+            self.log.close()
+            self.process = None
+        if self.cgroup is not None:
+            for _ in range(50):
+                try:
+                    self.cgroup.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+            self.cgroup = None
+        return code
+
+    def throttling(self) -> dict[str, int]:
+        """The cgroup's ``cpu.stat`` (periods, throttled periods, throttled time in ns)."""
+        if self.cgroup is None:
+            return {}
+        stats = {}
+        for line in (self.cgroup / "cpu.stat").read_text().splitlines():
+            key, value = line.split()
+            stats[key] = int(value)
+        return stats
+
+    def __enter__(self) -> ServerProcess:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
