@@ -12,6 +12,7 @@ from simsrv.cli import (
     pingpong_command,
     run_command,
     sweep_command,
+    testbed_command,
     validate_command,
 )
 from simsrv.cli.parser import Parser
@@ -27,6 +28,7 @@ SUBCOMMANDS = (
     validate_command,
     calibrate_command,
     pingpong_command,
+    testbed_command,
 )
 """Modules that each add one subcommand (``add_parser(subparsers)``)."""
 

@@ -25,11 +25,14 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from simsrv.testbed import protocol as qw
 
 PHASES = ("step", "independent", "hosts")
 SIGNON_RESEND_S = 0.5
+SIGNON_SPACING_S = 0.05
+SPIN_S = 0.002  # the last stretch before a send is polled, not slept (see _drive)
 ORIGIN_HZ = 10.0  # how often a playing client parses a reply to record its origin
 WALK_SPEED = 320  # sv_maxspeed
 RATE_BYTES_PER_S = 100_000  # mvdsv's largest rate: bandwidth control chokes no reply
@@ -125,6 +128,8 @@ class _Client(asyncio.DatagramProtocol):
         self.last_oob = -math.inf
         self.begin_sent = False
         self.replies = 0
+        self.last_command = ""
+        self.last_parse_error = ""
         self.origin_every = max(1, round(rate_hz / ORIGIN_HZ))
 
     # -- receiving ---------------------------------------------------------------------------
@@ -153,6 +158,7 @@ class _Client(asyncio.DatagramProtocol):
         events = qw.parse_server_message(payload)
         if events.parse_error:
             self.log.parse_errors += 1
+            self.last_parse_error = f"{events.parse_error} in {payload[:48].hex()}"
         self._act(events, now)
 
     def _connectionless(self, text: bytes, now: float) -> None:
@@ -172,32 +178,36 @@ class _Client(asyncio.DatagramProtocol):
         elif text[:1] == b"j" and self.state in ("challenge", "connecting"):
             self.state = "signon"
             self.log.connected_at = now
-            self.chan.queue_reliable(qw.string_command("new"))
+            self._command("new")
+
+    def _command(self, text: str) -> None:
+        self.last_command = text
+        self.chan.queue_reliable(qw.string_command(text))
 
     def _act(self, events: qw.ServerEvents, now: float) -> None:
         if events.serverdata is not None:
             self.servercount, self.log.playernum = events.serverdata
-            self.chan.queue_reliable(qw.string_command(f"soundlist {self.servercount} 0"))
+            self._command(f"soundlist {self.servercount} 0")
         if events.soundlist_next is not None:
             nxt = events.soundlist_next
             cmd = (f"soundlist {self.servercount} {nxt}" if nxt
                    else f"modellist {self.servercount} 0")
-            self.chan.queue_reliable(qw.string_command(cmd))
+            self._command(cmd)
         if events.modellist_next is not None:
             nxt = events.modellist_next
             cmd = (f"modellist {self.servercount} {nxt}" if nxt
                    else f"prespawn {self.servercount} 0 0")
-            self.chan.queue_reliable(qw.string_command(cmd))
+            self._command(cmd)
         for text in events.stufftext:
             for line in text.replace(";", "\n").splitlines():
                 line = line.strip()
                 if line.startswith("cmd "):
-                    self.chan.queue_reliable(qw.string_command(line[4:]))
+                    self._command(line[4:])
                 elif line == "skins" and not self.begin_sent:
-                    self.chan.queue_reliable(qw.string_command(f"begin {self.servercount}"))
+                    self._command(f"begin {self.servercount}")
                     self.begin_sent = True
                 elif line == "reconnect":
-                    self.chan.queue_reliable(qw.string_command("new"))
+                    self._command("new")
         if self.begin_sent and self.state == "signon" and not self.chan.reliable \
                 and not self.chan.pending:
             self.state = "active"
@@ -265,6 +275,10 @@ class ClientRun:
     cpu_s: float
     wall_s: float
     phases_s: np.ndarray
+    send_lateness_s: float = float("nan")
+    """mean delay of a send after its due time (the clients' scheduling jitter)"""
+    burst_width_s: float = float("nan")
+    """mean time from a burst's first send to its last (0 for independent phases)"""
 
 
 async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_s: float,
@@ -283,21 +297,31 @@ async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, dur
         clients.append(proto)
     cpu0, wall0 = time.process_time(), time.monotonic()
     t0 = time.monotonic() + 0.05
-    heap = [(t0 + phases[i], i, 0) for i in range(plan.clients)]
+    # Clients join one at a time, SIGNON_SPACING_S apart: 32 players spawning in the same
+    # frame on a small map telefrag each other in bursts that overflow one of mvdsv 0.35's
+    # message buffers (Sys_Error "SZ_GetSpace: overflow without allowoverflow set").
+    first = np.ceil(np.arange(plan.clients) * SIGNON_SPACING_S * plan.rate_hz)
+    heap = [(t0 + phases[i] + first[i] * period, i, int(first[i])) for i in range(plan.clients)]
     heapq.heapify(heap)
     signon_deadline = t0 + signon_timeout_s
     window: tuple[float, float] | None = None
     end = math.inf
     signed_on_at = None
+    sends: list[tuple[int, int, float, float]] = []  # client, tick, due, sent (measured window)
     try:
         while heap:
             due, i, k = heap[0]
             now = time.monotonic()
             if due > now:
-                await asyncio.sleep(due - now)
+                # asyncio's selector sleeps in whole milliseconds (epoll), which would clump
+                # sends to millisecond boundaries: sleep until SPIN_S before the due time, then
+                # poll the sockets without blocking until it comes.
+                await asyncio.sleep(due - now - SPIN_S if due - now > SPIN_S else 0)
                 continue
             heapq.heapreplace(heap, (t0 + phases[i] + (k + 1) * period, i, k + 1))
             clients[i].tick(now)
+            if window is not None and window[0] <= now <= end:
+                sends.append((i, k, due, time.monotonic()))
             if window is None:
                 if all(c.state == "active" for c in clients):
                     signed_on_at = now
@@ -305,9 +329,12 @@ async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, dur
                     end = start + duration_s
                     window = (start, end)
                 elif now > signon_deadline:
-                    stuck = sum(c.state != "active" for c in clients)
-                    raise RuntimeError(f"{stuck} of {plan.clients} clients did not sign on "
-                                       f"within {signon_timeout_s} s")
+                    stuck = [c for c in clients if c.state != "active"]
+                    detail = "; ".join(f"client {c.log.index}: {c.state}, last command "
+                                       f"{c.last_command!r}, {c.log.parse_errors} unparsed replies "
+                                       f"{c.last_parse_error}" for c in stuck[:2])
+                    raise RuntimeError(f"{len(stuck)} of {plan.clients} clients did not sign "
+                                       f"on within {signon_timeout_s} s ({detail})")
             elif now >= end + 0.05:
                 break
     finally:
@@ -318,7 +345,29 @@ async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, dur
             if c.transport is not None:
                 c.transport.close()
     return ClientRun([c.log for c in clients], window, signed_on_at - t0,
-                     time.process_time() - cpu0, time.monotonic() - wall0, phases)
+                     time.process_time() - cpu0, time.monotonic() - wall0, phases,
+                     *_send_timing(sends, plan))
+
+
+def _send_timing(sends: list[tuple[int, int, float, float]],
+                 plan: ClientPlan) -> tuple[float, float]:
+    """(mean lateness of a send after its due time, mean width of a host's burst) in s.
+
+    A host's burst is the sends due at one instant (all clients for ``step``, one host's for
+    ``hosts:H``); its width is its last send minus its first.  ``independent`` has no bursts.
+    """
+    if not sends:
+        return float("nan"), float("nan")
+    arr = np.asarray(sends)
+    lateness = float(np.mean(arr[:, 3] - arr[:, 2]))
+    if plan.phases.kind == "independent":
+        return lateness, 0.0
+    hosts = 1 if plan.phases.kind == "step" else plan.phases.hosts
+    host = arr[:, 0].astype(int) % hosts
+    frame = pd.DataFrame({"host": host, "tick": arr[:, 1], "sent": arr[:, 3]})
+    spans = frame.groupby(["host", "tick"])["sent"].agg(["min", "max", "count"])
+    spans = spans[spans["count"] > 1]
+    return lateness, float((spans["max"] - spans["min"]).mean()) if len(spans) else 0.0
 
 
 def run_clients(plan: ClientPlan, port: int, table: bytes, *, warmup_s: float,

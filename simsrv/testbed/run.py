@@ -202,6 +202,8 @@ def summarize(config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame
         "clients_began": int(clients["began"].sum()),
         "clients_moved": int((clients["distance_travelled_units"] > 0).sum()),
         "client_cpu_share": run.cpu_s / run.wall_s if run.wall_s else float("nan"),
+        "send_lateness_ms": run.send_lateness_s * 1e3,
+        "burst_width_ms": run.burst_width_s * 1e3,
         "signon_s": run.signon_s,
         **extra,
     }
@@ -252,7 +254,11 @@ def run_testbed(config: TestbedConfig, *, shared_root: Path | None = None,
         finally:
             os.sched_setaffinity(0, affinity)
         throttling = server.throttling()
+        crashed = server.exit_code_so_far()
         server.stop()
+        if crashed is not None:
+            raise RuntimeError(f"the server exited during the run (code {crashed}): "
+                               f"{server.last_log_line()}")
         frames = read_frames(frames_file)
         wall = time.monotonic() - wall0
     start, end = run.window

@@ -189,6 +189,18 @@ class ServerProcess:
             self.cgroup = None
         return code
 
+    def exit_code_so_far(self) -> int | None:
+        """The server's exit code if it has already exited (a crash), else None."""
+        return None if self.process is None else self.process.poll()
+
+    def last_log_line(self) -> str:
+        """The server's last console line (its error message after a crash)."""
+        with contextlib.suppress(OSError):
+            self.log.flush()
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+            return lines[-1] if lines else ""
+        return ""
+
     def throttling(self) -> dict[str, int]:
         """The cgroup's ``cpu.stat`` (periods, throttled periods, throttled time in ns)."""
         if self.cgroup is None:

@@ -1,0 +1,196 @@
+"""A measurement campaign: many testbed conditions, stored as they finish, resumable.
+
+A campaign is a list of :class:`Condition` (a :class:`TestbedConfig`, its role in the
+validation: ``calibration`` or ``prediction``, and the question it belongs to) plus,
+optionally, a capacity search.  :func:`run_campaign` measures each condition not yet stored
+under ``OUT/runs/LABEL/`` (``summary.json``, ``frames.parquet``, ``clients.parquet``), so an
+interrupted campaign resumes where it stopped and nothing measured is lost; a condition
+whose server crashes is recorded in ``OUT/runs/LABEL/error.txt`` and skipped.  The gathered
+table is ``OUT/runs.parquet`` (one row per condition, the summary flattened with dots).
+
+:data:`STANDARD` is the campaign behind docs/testbed.md: calibration on dm1 with 8 and 16
+clients in independent phases; predictions for other client counts, the other phase
+patterns, the other maps, a slower client rate and CPU-quota-saturated runs, and the
+capacity under a 5 % CPU quota.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import pandas as pd
+
+from simsrv.errors import InputError
+from simsrv.testbed.run import TestbedConfig, run_testbed
+
+ROLES = ("calibration", "prediction")
+MIN_REPLY_RATIO = 0.95  # the capacity rule simsrv capacity uses
+CAPACITY_QUOTA_US, CAPACITY_PERIOD_US = 1000, 20_000  # 5 % of one CPU
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One measured condition and what it is for."""
+
+    config: TestbedConfig
+    role: str = "prediction"
+    question: str = ""
+
+
+@dataclass(frozen=True)
+class CapacitySearch:
+    """Find the most clients a quota-limited server answers at >= ``min_reply_ratio``."""
+
+    base: TestbedConfig
+    clients: tuple[int, ...]
+    min_reply_ratio: float = MIN_REPLY_RATIO
+
+
+@dataclass(frozen=True)
+class Campaign:
+    conditions: tuple[Condition, ...]
+    capacity: CapacitySearch | None = None
+
+
+def standard_campaign(duration_s: float = 10.0, seed: int = 1) -> Campaign:
+    """The campaign of docs/testbed.md (~20 conditions and a capacity search)."""
+    base = TestbedConfig(duration_s=duration_s, seed=seed, map="dm1", rate_hz=77.0,
+                         phases="independent")
+    out: list[Condition] = []
+    for n in (8, 16):
+        out.append(Condition(replace(base, clients=n), "calibration", "clients"))
+    for n in (4, 24, 32):
+        out.append(Condition(replace(base, clients=n), "prediction", "clients"))
+    for phases in ("step", "hosts:4"):
+        for n in (8, 16, 32):
+            out.append(Condition(replace(base, clients=n, phases=phases), "prediction",
+                                 "phases"))
+    for map_name in ("dm2", "dm3", "dm4", "dm5", "dm6"):
+        out.append(Condition(replace(base, clients=16, map=map_name), "prediction", "maps"))
+    out.append(Condition(replace(base, clients=32, rate_hz=31.25), "prediction", "rate"))
+    for n, quota in ((16, 2000), (32, 2000), (32, 1000)):
+        out.append(Condition(replace(base, clients=n, quota_us=quota,
+                                     period_us=CAPACITY_PERIOD_US), "prediction", "quota"))
+    capacity = CapacitySearch(replace(base, quota_us=CAPACITY_QUOTA_US,
+                                      period_us=CAPACITY_PERIOD_US),
+                              tuple(range(4, 33, 4)))
+    return Campaign(tuple(out), capacity)
+
+
+STANDARD = "standard"
+
+
+def load_campaign(source: str | Path, duration_s: float | None = None) -> Campaign:
+    """``standard`` or a TOML file of ``[[run]]`` tables (TestbedConfig fields + ``role``)."""
+    if str(source) == STANDARD:
+        return standard_campaign(duration_s or 10.0)
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(f"testbed --campaign: {STANDARD!r} or a TOML file, got {str(source)!r}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"testbed --campaign: {path}: not valid TOML ({error})") from None
+    names = {f.name for f in fields(TestbedConfig)}
+    conditions = []
+    for i, row in enumerate(data.get("run", [])):
+        if not isinstance(row, dict):
+            raise InputError(f"testbed --campaign: run[{i}] must be a table")
+        row = dict(row)
+        role = row.pop("role", "prediction")
+        question = str(row.pop("question", ""))
+        if role not in ROLES:
+            raise InputError(f"testbed --campaign: run[{i}].role must be one of "
+                             f"{', '.join(ROLES)}, got {role!r}")
+        unknown = sorted(set(row) - names)
+        if unknown:
+            raise InputError(f"testbed --campaign: run[{i}] has unknown field {unknown[0]!r} "
+                             f"(allowed: {', '.join(sorted(names | {'role', 'question'}))})")
+        if duration_s is not None:
+            row["duration_s"] = duration_s
+        try:
+            config = TestbedConfig(**row).checked()
+        except TypeError as error:
+            raise InputError(f"testbed --campaign: run[{i}]: {error}") from None
+        conditions.append(Condition(config, role, question))
+    if not conditions:
+        raise InputError(f"testbed --campaign: {path} has no [[run]] table")
+    return Campaign(tuple(conditions))
+
+
+def _stored(directory: Path) -> dict | None:
+    summary = directory / "summary.json"
+    if summary.is_file():
+        try:
+            return json.loads(summary.read_text())
+        except json.JSONDecodeError:
+            return None
+    return None
+
+
+def measure(condition: Condition, out: Path, shared_root: Path | None,
+            log: Callable[[str], None]) -> dict | None:
+    """The stored or newly measured summary of one condition (None if its server crashed)."""
+    directory = out / "runs" / condition.config.label
+    summary = _stored(directory)
+    if summary is None:
+        log(f"measuring {condition.config.label} ({condition.role})")
+        try:
+            result = run_testbed(condition.config, shared_root=shared_root)
+        except RuntimeError as error:
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "error.txt").write_text(f"{error}\n")
+            log(f"  failed: {error}")
+            return None
+        result.write(directory)
+        summary = result.summary
+    else:
+        log(f"stored    {condition.config.label}")
+    return {**summary, "role": condition.role, "question": condition.question}
+
+
+def run_capacity(search: CapacitySearch, out: Path, shared_root: Path | None,
+                 log: Callable[[str], None]) -> tuple[int, list[dict]]:
+    """Clients ascending until the reply ratio falls below the rule; (capacity, rows)."""
+    rows, capacity = [], 0
+    for n in search.clients:
+        summary = measure(Condition(replace(search.base, clients=n), "prediction", "capacity"),
+                          out, shared_root, log)
+        if summary is None:
+            break
+        rows.append(summary)
+        if summary["reply_ratio"] < search.min_reply_ratio:
+            break
+        capacity = n
+    return capacity, rows
+
+
+def gather(rows: list[dict]) -> pd.DataFrame:
+    """One flat row per condition (nested summary keys joined with dots)."""
+    table = pd.json_normalize(rows, sep=".")
+    return table.drop(columns=[c for c in table.columns if c.startswith("machine.")] +
+                      ["kind"], errors="ignore")
+
+
+def run_campaign(campaign: Campaign, out: Path, *, shared_root: Path | None = None,
+                 log: Callable[[str], None] = print) -> pd.DataFrame:
+    """Measure every condition (resuming), then the capacity search; write ``runs.parquet``."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [row for c in campaign.conditions
+            if (row := measure(c, out, shared_root, log)) is not None]
+    capacity_rows: list[dict] = []
+    if campaign.capacity is not None:
+        capacity, capacity_rows = run_capacity(campaign.capacity, out, shared_root, log)
+        (out / "capacity.json").write_text(json.dumps({
+            "capacity_clients": capacity, "min_reply_ratio": campaign.capacity.min_reply_ratio,
+            "base": asdict(campaign.capacity.base), "clients_tried": [
+                r["config"]["clients"] for r in capacity_rows]}, indent=2) + "\n")
+        log(f"capacity at {campaign.capacity.base.quota_us}/{campaign.capacity.base.period_us}"
+            f" us: {capacity} clients")
+    table = gather(rows + capacity_rows)
+    table.to_parquet(out / "runs.parquet", index=False)
+    return table
