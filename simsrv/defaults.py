@@ -34,6 +34,7 @@ CALIBRATED_PLATFORMS = (
     "area2004-ultrasparc",
     "cordeiro2007-xeon",
     "libvip2004",
+    "this-machine-mvdsv",
 )
 """``simsrv calibrate PLATFORM``: the platforms that have a calibrator (sorted; each module of
 :mod:`simsrv.calibration` registers one, and a test checks that the two lists agree)."""

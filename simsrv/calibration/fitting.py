@@ -37,6 +37,8 @@ class FitOptions:
     duration_s: float = 5.0
     start: float = 1.0
     workers: int = 1
+    data: Path | None = None
+    """Measurements a calibration reads (this-machine-mvdsv: a testbed campaign's store)."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ def add_parser(subparsers) -> None:
         "printing each target's residual, the sensitivity of each target to each parameter and "
         "the condition number; area2004-ultrasparc: three one-dimensional roots over "
         "seed-averaged runs; libvip2004: the interconnect profiles libvip, libvip-altered and "
-        "tcp, a joint fit to the ping-pong of [V], written as a directory of profiles), write "
+        "tcp, a joint fit to the ping-pong of [V], written as a directory of profiles; "
+        "this-machine-mvdsv: the real server measured by simsrv testbed, --data DIR), write "
         "the platform "
         f"file, then check every calibration row with the new file over {VALIDATION_SEEDS} seeds.  "
         f"Platforms: {names}.  Fit cordeiro2007-xeon first: the other two scale its costs.  "
@@ -53,6 +54,14 @@ def add_parser(subparsers) -> None:
         help="measured simulated seconds per evaluation run (default: the platform's, 4-5 s)",
     )
     add_workers_argument(p)
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="this-machine-mvdsv: the campaign store of simsrv testbed --campaign (its "
+        "calibration conditions are the targets)",
+    )
     p.add_argument(
         "--report",
         action="store_true",
@@ -101,6 +110,7 @@ def handle(args: argparse.Namespace) -> int:
         duration_s=args.duration_s or calibrator.duration_s,
         start=args.start,
         workers=workers,
+        data=args.data,
     )
     try:
         fitted = calibrator.fit(options, log_to_stderr)
@@ -144,6 +154,7 @@ def _report(calibrator, args: argparse.Namespace, workers: int) -> int:
         duration_s=args.duration_s or calibrator.duration_s,
         start=args.start,
         workers=workers,
+        data=args.data,
     )
     report = calibrator.report(options, log_to_stderr)
     print(report.format())

@@ -187,7 +187,8 @@ def run_campaign(campaign: Campaign, out: Path, *, shared_root: Path | None = No
         capacity, capacity_rows = run_capacity(campaign.capacity, out, shared_root, log)
         (out / "capacity.json").write_text(json.dumps({
             "capacity_clients": capacity, "min_reply_ratio": campaign.capacity.min_reply_ratio,
-            "base": asdict(campaign.capacity.base), "clients_tried": [
+            "base": asdict(campaign.capacity.base),
+            "clients_grid": list(campaign.capacity.clients), "clients_tried": [
                 r["config"]["clients"] for r in capacity_rows]}, indent=2) + "\n")
         log(f"capacity at {campaign.capacity.base.quota_us}/{campaign.capacity.base.period_us}"
             f" us: {capacity} clients")

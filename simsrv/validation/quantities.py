@@ -148,6 +148,38 @@ def stage2_us_per_packet(summary: Summary, scenario: Scenario) -> float:
     return summary["stage_time_fraction"].get("stage2", 0.0) / mps * 1e6 if mps else 0.0
 
 
+_plain("replies_per_s", "Replies sent per simulated second.")
+
+
+@quantity("busy_fraction")
+def busy_fraction(summary: Summary, scenario: Scenario) -> float:
+    """Share of the machine's CPU time (CPUs x window) that is busy: the server's CPU
+    utilisation, which the testbed measures with the thread CPU clock."""
+    breakdown = summary["time_breakdown"]
+    return sum(v for a, v in breakdown.items() if a != "idle" and not is_wait(a))
+
+
+def _busy_share_quantity(activities: tuple[str, ...], doc: str) -> Quantity:
+    def read(summary: Summary, scenario: Scenario) -> float:
+        return busy_share(summary, activities)
+
+    read.__doc__ = doc
+    return read
+
+
+# The testbed's stage shares (simsrv.testbed: the patched server's thread CPU per stage).
+QUANTITIES.register("net_recv_share", _busy_share_quantity(
+    ("net_recv",), "Share of the busy CPU time in the receive system calls."))
+QUANTITIES.register("request_share", _busy_share_quantity(
+    ("request",), "Share of the busy CPU time executing packets (after the receive call)."))
+QUANTITIES.register("reply_share", _busy_share_quantity(
+    ("reply_info", "reply"), "Share of the busy CPU time building replies."))
+QUANTITIES.register("net_send_share", _busy_share_quantity(
+    ("net_send",), "Share of the busy CPU time in the send system calls."))
+QUANTITIES.register("frame_share", _busy_share_quantity(
+    ("frame",), "Share of the busy CPU time in per-frame work (wake-up, timeouts, console)."))
+
+
 def measure_all(summary: Summary, scenario: Scenario) -> dict[str, float]:
     """Every registered quantity that applies to the run (others are left out)."""
     out = {}

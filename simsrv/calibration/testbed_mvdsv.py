@@ -1,0 +1,231 @@
+"""Calibrate a platform to the real server measured on this machine (``this-machine-mvdsv``).
+
+Run with ``simsrv calibrate this-machine-mvdsv --data DIR`` where DIR is a campaign stored by
+``simsrv testbed --campaign ... --out DIR`` (docs/testbed.md).  The targets are the
+campaign's ``calibration`` conditions (the standard campaign: dm1, 8 and 16 clients,
+independent phases, no quota); every other condition stays a prediction
+(``simsrv testbed --compare DIR``).
+
+Per calibration condition, nine targets: frames/s, messages/frame and the server's CPU busy
+fraction (+-10 %), and the six shares of its CPU time the patched server measures with the
+thread CPU clock (world, receive calls, executing packets, building replies, send calls,
+per-frame work; +-5 points).  The starting point is the direct estimate: each stage's CPU
+time divided by what the model charges it per (frame, world tick, packet, reply), pooled
+over the calibration runs; world physics is split into a fixed part and a part per entity
+(players + the map's entities) by the two runs' ticks, and reply building into a part per
+reply and a part per visible entity by the same two runs.  The joint fit
+(:mod:`simsrv.calibration.joint`) then moves seven factors, one per stage cost, and reports
+what pins each.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
+from simsrv.calibration.joint import FitParameter, FitReport, JointFit, Target
+from simsrv.calibration.platform_file import PlatformFiles, write_atomic
+from simsrv.errors import InputError
+from simsrv.platforms.profile import PLATFORM_DIR
+
+PLATFORM_NAME = "this-machine-mvdsv"
+PLATFORM = PLATFORM_DIR / f"{PLATFORM_NAME}.toml"
+
+PARAMETERS: tuple[FitParameter, ...] = (
+    FitParameter("frame_overhead", ("frame_overhead",), 0.1, 2000.0,
+                 "per-frame work: the select() wake-up, timeouts, console, statistics"),
+    FitParameter("world", ("world_base", "world_per_entity"), 0.01, 5000.0,
+                 "SV_Physics per world tick (ratio of its fixed and per-entity parts kept)"),
+    FitParameter("net_recv_per_message", ("net_recv_per_message",), 0.05, 500.0,
+                 "the recvfrom() system call per packet"),
+    FitParameter("request_per_message", ("request_per_message",), 0.1, 2000.0,
+                 "executing one packet: parse, SV_RunCmd, pmove, relink"),
+    FitParameter("reply_per_client", ("reply_per_client",), 0.05, 2000.0,
+                 "building one reply, fixed part"),
+    FitParameter("reply_per_visible_entity", ("reply_per_visible_entity",), 0.001, 100.0,
+                 "building one reply, per entity the client sees"),
+    FitParameter("net_send_per_reply", ("net_send_per_reply",), 0.05, 500.0,
+                 "the sendto() system call per reply"),
+)
+"""The fitted factors (bounds on the first key, us)."""
+
+RATE_TOLERANCE, SHARE_TOLERANCE = 0.10, 0.05
+TARGET_QUANTITIES = (  # (measured column, model quantity, relative?)
+    ("frames_per_s", "frames_per_s", True),
+    ("messages_per_frame", "messages_per_frame", True),
+    ("server_cpu_utilization", "busy_fraction", True),
+    ("cpu_share.world", "world_share", False),
+    ("cpu_share.net_recv", "net_recv_share", False),
+    ("cpu_share.request", "request_share", False),
+    ("cpu_share.reply", "reply_share", False),
+    ("cpu_share.net_send", "net_send_share", False),
+    ("cpu_share.frame", "frame_share", False),
+)
+
+
+def calibration_runs(data: Path | None) -> pd.DataFrame:
+    """The campaign's calibration rows, or one :class:`InputError` line."""
+    if data is None:
+        raise InputError("calibrate this-machine-mvdsv needs --data DIR: a campaign measured "
+                         "by simsrv testbed --campaign standard --out DIR")
+    table_path = Path(data) / "runs.parquet"
+    if not table_path.is_file():
+        raise InputError(f"calibrate --data: no runs.parquet in {data} (measure a campaign "
+                         "first: simsrv testbed --campaign standard --out DIR)")
+    table = pd.read_parquet(table_path)
+    runs = table[table["role"] == "calibration"]
+    if len(runs) < 2:
+        raise InputError(f"calibrate --data: {data} has {len(runs)} calibration condition(s); "
+                         "the fit needs at least 2 (two client counts separate the fixed and "
+                         "per-entity parts)")
+    return runs.reset_index(drop=True)
+
+
+def _run_directory(data: Path, label: str) -> Path:
+    return Path(data) / "runs" / label
+
+
+def _map_entities(map_file: Path) -> int:
+    from simsrv.scenario.load import load_scenario
+    from simsrv.seeding import run_streams
+    from simsrv.simulation import build_map
+    from simsrv.testbed.model import SCENARIO
+
+    scenario = load_scenario(str(SCENARIO), [f"map.file={map_file}"])
+    return len(build_map(scenario, run_streams(scenario.run)).entities)
+
+
+def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
+    """Each stage's CPU per unit the model charges it by, pooled over the calibration runs
+    (us).  World and reply building are split by a line through the runs' client counts."""
+    from simsrv.testbed.build import find_shared
+
+    shared = find_shared()
+    frames = []
+    for _, row in runs.iterrows():
+        table = pd.read_parquet(_run_directory(data, row["label"]) / "frames.parquet")
+        window = table[table["measured"]]
+        window = window.assign(clients=int(row["config.clients"]),
+                               entities=int(row["config.clients"]) + _map_entities(
+                                   shared.map_file(row["config.map"])))
+        frames.append(window)
+    allf = pd.concat(frames)
+
+    def pooled(column: str, count: str) -> float:
+        return float(allf[column].sum() / max(allf[count].sum(), 1))
+
+    per_run = allf.groupby("entities").agg(
+        physics=("physics_us", "sum"), ticks=("physics_ran", "sum"),
+        build=("build_us", "sum"), replies=("replies", "sum"), clients=("clients", "first"))
+    tick = (per_run["physics"] / per_run["ticks"]).to_numpy()
+    reply = (per_run["build"] / per_run["replies"]).to_numpy()
+    entities = per_run.index.to_numpy(dtype=float)
+    clients = per_run["clients"].to_numpy(dtype=float)
+    slope, intercept = np.polyfit(entities, tick, 1)
+    slope, intercept = max(slope, 1e-3), max(intercept, 0.1)
+    # A reply lists the entities its client sees; with players in view it grows with the
+    # clients: fixed part + per visible entity, where ~every other player is visible.
+    rslope, rintercept = np.polyfit(clients, reply, 1)
+    rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
+    return {
+        "frame_overhead": float((allf["other_us"].sum() + allf["select_us"].sum()) / len(allf)),
+        "world_base": float(intercept),
+        "world_per_entity": float(slope),
+        "net_recv_per_message": pooled("recv_syscall_us", "packets"),
+        "request_per_message": pooled("execute_us", "packets"),
+        "reply_per_client": float(rintercept),
+        "reply_per_visible_entity": float(rslope * 2.0),
+        "net_send_per_reply": pooled("send_syscall_us", "replies"),
+    }
+
+
+def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
+    """Nine targets per calibration condition (module docstring)."""
+    from simsrv.testbed.build import find_shared
+    from simsrv.testbed.model import SCENARIO, config_from_row, scenario_overrides
+
+    shared = find_shared()
+    out = []
+    for _, row in runs.iterrows():
+        config = config_from_row(row.to_dict())
+        overrides = tuple(o for o in scenario_overrides(
+            config, shared, seed=1, platform=PLATFORM_NAME,
+            burst_width_ms=float(row.get("burst_width_ms", 0.0) or 0.0),
+            send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0))
+            if not o.startswith(("run.seed=", "machine.platform=", "run.duration_s=")))
+        for measured, quantity, relative in TARGET_QUANTITIES:
+            value = float(row[measured])
+            scale = RATE_TOLERANCE * value if relative else SHARE_TOLERANCE
+            out.append(Target(f"{row['label']}:{quantity}", str(SCENARIO), overrides, quantity,
+                              value, scale, relative=relative))
+    return out
+
+
+def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformFiles
+               ) -> JointFit:
+    runs = calibration_runs(options.data)
+    start = dict(tomllib.loads(PLATFORM.read_text())["costs"])
+    start.update(direct_estimate(options.data, runs))
+    for p in PARAMETERS:
+        for key in p.keys:
+            start[key] *= options.start
+    log("direct estimate (us): " + ", ".join(f"{k} {start[k]:.3g}" for p in PARAMETERS
+                                            for k in p.keys))
+    return JointFit(PARAMETERS, targets(options.data, runs), start, files, options, log)
+
+
+def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
+    """The identifiability report at the direct estimate (times ``options.start``)."""
+    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
+        return joint.report()
+
+
+def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
+    """The joint fit from the direct estimate; logs the report."""
+    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
+        result = joint.fit()
+    log(result.format())
+    fitted = dict(result.values)
+    fitted["_machine"] = _measured_on(options.data, calibration_runs(options.data))
+    return fitted
+
+
+def _measured_on(data: Path, runs: pd.DataFrame) -> str:
+    import json
+
+    summary = json.loads((_run_directory(data, runs["label"].iloc[0]) / "summary.json")
+                         .read_text())
+    m = summary["machine"]
+    return (f"{m['cpu_model']}, {m['cpus']} CPUs, Linux {m['kernel']}, clocksource "
+            f"{m['clocksource']}; calibration runs: {', '.join(runs['label'])}")
+
+
+def write(fitted: dict[str, float], source: Path, out: Path) -> None:
+    """Write ``source`` to ``out`` with the fitted costs and the machine it was measured on
+    (``description``), the platform named after ``out``'s file name."""
+    machine = fitted.get("_machine", "")
+    lines = source.read_text().splitlines()
+    for i, line in enumerate(lines):
+        key = line.split("=")[0].strip()
+        if "=" not in line or line.lstrip().startswith("#"):
+            continue
+        if key in fitted and key != "_machine":
+            comment = line[line.index("#"):] if "#" in line else ""
+            lines[i] = f"{key} = {fitted[key]:.6g}" + (f"  {comment}" if comment else "")
+        elif key == "name":
+            lines[i] = f'name = "{out.stem}"'
+        elif key == "description" and machine:
+            lines[i] = f'description = "mvdsv 0.35 on one CPU of: {machine}"'
+    write_atomic(out, "\n".join(lines) + "\n")
+
+
+CALIBRATORS.register(
+    PLATFORM_NAME,
+    Calibrator(PLATFORM_NAME, fit, write, duration="about 5 min", duration_s=10.0,
+               report=report),
+)
