@@ -1,8 +1,9 @@
 """Synthetic QuakeWorld clients: sign on, play at a set rate and phase pattern, disconnect.
 
-All clients run in one asyncio loop in the calling process (which the harness pins to a CPU
-other than the server's).  One scheduler sends every due client's packet at its own times
-``t0 + phase_i + k / rate_hz``; the phase pattern decides ``phase_i``:
+All clients run in one loop in the calling process (which the harness pins to a CPU other
+than the server's), each with its own connected UDP socket.  The loop sends every due
+client's packet at its own times ``t0 + phase_i + k / rate_hz`` before it reads any reply;
+the phase pattern decides ``phase_i``:
 
 - ``step``: every client at the same instant (phase 0);
 - ``independent``: each client its own phase, uniform in one period;
@@ -18,9 +19,10 @@ from its own seeded generator.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import math
+import select
+import socket
 import time
 from dataclasses import dataclass, field
 
@@ -32,7 +34,7 @@ from simsrv.testbed import protocol as qw
 PHASES = ("step", "independent", "hosts")
 SIGNON_RESEND_S = 0.5
 SIGNON_SPACING_S = 0.05
-SPIN_S = 0.002  # the last stretch before a send is polled, not slept (see _drive)
+SPIN_S = 0.0003  # the last stretch before a send is polled, not slept (see _drive)
 ORIGIN_HZ = 10.0  # how often a playing client parses a reply to record its origin
 WALK_SPEED = 320  # sv_maxspeed
 RATE_BYTES_PER_S = 100_000  # mvdsv's largest rate: bandwidth control chokes no reply
@@ -114,7 +116,7 @@ class Bot:
                           forward=WALK_SPEED if walking else 0, buttons=buttons)
 
 
-class _Client(asyncio.DatagramProtocol):
+class _Client:
     def __init__(self, index: int, table: bytes, rng: np.random.Generator, msec: int,
                  name: str, rate_hz: float) -> None:
         self.log = ClientLog(index)
@@ -122,7 +124,7 @@ class _Client(asyncio.DatagramProtocol):
         self.chan = qw.Netchan(qport=(index * 7919 + 1234) & 0xFFFF)
         self.state = "challenge"
         self.servercount = 0
-        self.transport: asyncio.DatagramTransport | None = None
+        self.transport: socket.socket | None = None
         self.cmds = [qw.NULL_CMD, qw.NULL_CMD, qw.NULL_CMD]
         self.sent_at: dict[int, float] = {}
         self.last_oob = -math.inf
@@ -133,10 +135,7 @@ class _Client(asyncio.DatagramProtocol):
         self.origin_every = max(1, round(rate_hz / ORIGIN_HZ))
 
     # -- receiving ---------------------------------------------------------------------------
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def datagram_received(self, data: bytes, addr) -> None:
+    def datagram_received(self, data: bytes) -> None:
         now = time.monotonic()
         if data.startswith(qw.CONNECTIONLESS):
             self._connectionless(data[4:], now)
@@ -218,7 +217,7 @@ class _Client(asyncio.DatagramProtocol):
     # -- sending -----------------------------------------------------------------------------
     def _send_oob(self, text: str) -> None:
         if self.transport is not None:
-            self.transport.sendto(qw.connectionless(text))
+            self.transport.send(qw.connectionless(text))
 
     def tick(self, now: float) -> None:
         """Send this client's packet for one client frame."""
@@ -245,13 +244,13 @@ class _Client(asyncio.DatagramProtocol):
             self.log.move_times.append(now)
         else:
             packet, _ = self.chan.transmit(bytes([qw.CLC_NOP]))
-        self.transport.sendto(packet)
+        self.transport.send(packet)
 
     def drop(self) -> None:
         if self.transport is not None and self.state not in ("challenge", "connecting"):
             for _ in range(3):
                 packet, _ = self.chan.transmit(qw.string_command("drop"))
-                self.transport.sendto(packet)
+                self.transport.send(packet)
         self.state = "dropped"
 
 
@@ -279,22 +278,20 @@ class ClientRun:
     """mean delay of a send after its due time (the clients' scheduling jitter)"""
     burst_width_s: float = float("nan")
     """mean time from a burst's first send to its last (0 for independent phases)"""
+    sends: np.ndarray = field(default_factory=lambda: np.empty((0, 4)))
+    """every send of the measured window: client, tick, due and sent times (s)"""
 
 
-async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_s: float,
-                 signon_timeout_s: float) -> ClientRun:
-    loop = asyncio.get_running_loop()
+def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_s: float,
+           signon_timeout_s: float) -> ClientRun:
     rng = np.random.default_rng(plan.seed)
     period = 1.0 / plan.rate_hz
     msec = max(1, min(255, round(1000.0 / plan.rate_hz)))
     child = rng.spawn(plan.clients + 1)
     phases = plan.phases.phases(plan.clients, period, child[-1])
-    clients = []
-    for i in range(plan.clients):
-        _, proto = await loop.create_datagram_endpoint(
-            lambda i=i: _Client(i, table, child[i], msec, f"bot{i:03d}", plan.rate_hz),
-            remote_addr=("127.0.0.1", port))
-        clients.append(proto)
+    clients = [_Client(i, table, child[i], msec, f"bot{i:03d}", plan.rate_hz)
+               for i in range(plan.clients)]
+    by_socket: dict[socket.socket, _Client] = {}
     cpu0, wall0 = time.process_time(), time.monotonic()
     t0 = time.monotonic() + 0.05
     # Clients join one at a time, SIGNON_SPACING_S apart: 32 players spawning in the same
@@ -309,19 +306,23 @@ async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, dur
     signed_on_at = None
     sends: list[tuple[int, int, float, float]] = []  # client, tick, due, sent (measured window)
     try:
+        for c in clients:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.setblocking(False)
+            sock.connect(("127.0.0.1", port))
+            c.transport = sock
+            by_socket[sock] = c
+        sockets = list(by_socket)
         while heap:
-            due, i, k = heap[0]
+            # 1. every send that is due, first: the clients' send times are the experiment
             now = time.monotonic()
-            if due > now:
-                # asyncio's selector sleeps in whole milliseconds (epoll), which would clump
-                # sends to millisecond boundaries: sleep until SPIN_S before the due time, then
-                # poll the sockets without blocking until it comes.
-                await asyncio.sleep(due - now - SPIN_S if due - now > SPIN_S else 0)
-                continue
-            heapq.heapreplace(heap, (t0 + phases[i] + (k + 1) * period, i, k + 1))
-            clients[i].tick(now)
-            if window is not None and window[0] <= now <= end:
-                sends.append((i, k, due, time.monotonic()))
+            while heap[0][0] <= now:
+                due, i, k = heap[0]
+                heapq.heapreplace(heap, (t0 + phases[i] + (k + 1) * period, i, k + 1))
+                clients[i].tick(now)
+                if window is not None and window[0] <= now <= end:
+                    sends.append((i, k, due, time.monotonic()))
+                now = time.monotonic()
             if window is None:
                 if all(c.state == "active" for c in clients):
                     signed_on_at = now
@@ -331,22 +332,34 @@ async def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, dur
                 elif now > signon_deadline:
                     stuck = [c for c in clients if c.state != "active"]
                     detail = "; ".join(f"client {c.log.index}: {c.state}, last command "
-                                       f"{c.last_command!r}, {c.log.parse_errors} unparsed replies "
-                                       f"{c.last_parse_error}" for c in stuck[:2])
+                                       f"{c.last_command!r}, {c.log.parse_errors} unparsed "
+                                       f"replies {c.last_parse_error}" for c in stuck[:2])
                     raise RuntimeError(f"{len(stuck)} of {plan.clients} clients did not sign "
                                        f"on within {signon_timeout_s} s ({detail})")
             elif now >= end + 0.05:
                 break
+            # 2. replies until the next send is due: select() sleeps with microsecond
+            # resolution up to SPIN_S before it, then the sockets are polled without blocking;
+            # a reply is never read once a send is due.
+            wait = heap[0][0] - time.monotonic()
+            ready, _, _ = select.select(sockets, [], [], max(0.0, wait - SPIN_S))
+            for sock in ready:
+                client = by_socket[sock]
+                while heap[0][0] > time.monotonic():
+                    try:
+                        data = sock.recv(65536)
+                    except (BlockingIOError, ConnectionRefusedError):
+                        break
+                    client.datagram_received(data)
     finally:
         for c in clients:
             c.drop()
-        await asyncio.sleep(0.05)
         for c in clients:
             if c.transport is not None:
                 c.transport.close()
     return ClientRun([c.log for c in clients], window, signed_on_at - t0,
                      time.process_time() - cpu0, time.monotonic() - wall0, phases,
-                     *_send_timing(sends, plan))
+                     *_send_timing(sends, plan), sends=np.asarray(sends).reshape(-1, 4))
 
 
 def _send_timing(sends: list[tuple[int, int, float, float]],
@@ -373,4 +386,4 @@ def _send_timing(sends: list[tuple[int, int, float, float]],
 def run_clients(plan: ClientPlan, port: int, table: bytes, *, warmup_s: float,
                 duration_s: float, signon_timeout_s: float = 20.0) -> ClientRun:
     """Sign the clients on, play ``warmup_s`` then the measured ``duration_s``, drop them."""
-    return asyncio.run(_drive(plan, port, table, warmup_s, duration_s, signon_timeout_s))
+    return _drive(plan, port, table, warmup_s, duration_s, signon_timeout_s)

@@ -91,11 +91,15 @@ class TestbedResult:
     frames: pd.DataFrame
     clients: pd.DataFrame
     summary: dict = field(default_factory=dict)
+    sends: pd.DataFrame | None = None
+    """every packet the clients sent in the measured window: client, tick, due_s, sent_s"""
 
     def write(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.frames.to_parquet(out / "frames.parquet", index=False)
         self.clients.to_parquet(out / "clients.parquet", index=False)
+        if self.sends is not None:
+            self.sends.to_parquet(out / "sends.parquet", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
 
 
@@ -269,4 +273,7 @@ def run_testbed(config: TestbedConfig, *, shared_root: Path | None = None,
              "throttled_s": throttling.get("throttled_time", 0) * 1e-9 if throttling else None,
              "machine": machine_description(), "server_build": build.digest,
              "wall_time_s": wall}
-    return TestbedResult(config, frames, clients, summarize(config, frames, clients, run, extra))
+    sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(
+        {"client": "int64", "tick": "int64"})
+    return TestbedResult(config, frames, clients, summarize(config, frames, clients, run, extra),
+                         sends)
