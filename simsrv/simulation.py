@@ -131,7 +131,8 @@ def simulate(
     processed = 0
     now = 0.0
     trimmed_at = 0  # client ticks generated when the world's history was last trimmed
-    fast = CompiledLoop.create(scenario, stream, socket, builder, machine, strategy)
+    wakeup_s = platform.wakeup_latency_us * 1e-6
+    fast = CompiledLoop.create(scenario, stream, socket, builder, machine, strategy, wakeup_s)
     try:
         while now < stop_s:
             if fast is not None:  # frames in compiled calls while it can; this frame in Python
@@ -140,8 +141,8 @@ def simulate(
                 if now >= stop_s:
                     break
             arrived = stream.release_until(now)
-            if len(socket) == 0 and len(arrived) == 0:
-                now = stream.next_arrival_s()
+            if len(socket) == 0 and len(arrived) == 0:  # the server sleeps until a packet wakes it
+                now = stream.next_arrival_s() + wakeup_s
                 continue
             batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
             frame = builder.build(len(table), now, batch)

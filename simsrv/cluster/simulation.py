@@ -139,7 +139,7 @@ def simulate_cluster(
         run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets, actions)
         return True
 
-    event_loop(nodes, stream, router, stop_s, step)
+    event_loop(nodes, stream, router, stop_s, step, platform.wakeup_latency_us * 1e-6)
     end_s = max(n.now for n in nodes)
     stream.close()
     counted_s = accounting_time_s(end_s, stop_s, scenario.run.duration_s)
@@ -182,6 +182,7 @@ def event_loop(
     router: Router,
     stop_s: float,
     step: Callable[[Node, float], bool],
+    wakeup_s: float = 0.0,
 ) -> None:
     """Run the nodes until every clock reaches ``stop_s`` (module docstring).
 
@@ -207,8 +208,8 @@ def event_loop(
         router.touched.clear()
         router.route(stream.release_until(now), now)
         for index in sorted(router.touched & idle):
-            idle.discard(index)
-            heapq.heappush(busy, (now, index))
+            idle.discard(index)  # woken by a packet: its frame starts after the wake-up
+            heapq.heappush(busy, (now + wakeup_s, index))
         while busy and busy[0][0] == now:
             _, index = heapq.heappop(busy)
             node = nodes[index]

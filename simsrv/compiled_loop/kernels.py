@@ -77,6 +77,7 @@ from simsrv.compiled_loop.state import (
     TRACE_SIZE,
     UNIQUE,
     VISIBLE,
+    WAKEUP,
 )
 from simsrv.machine.array_path import execute_and_record
 from simsrv.machine.compiled_engine import SERIAL, phased_backoff
@@ -130,7 +131,7 @@ def next_frame(loop):
             return stop(loop, NEXT_BLOCK)
         if cut == head and read == head:  # nothing queued, nothing arrived
             if head < n and arrivals[head] < floats[HORIZON]:
-                floats[NOW] = arrivals[head]
+                floats[NOW] = arrivals[head] + floats[WAKEUP]  # the server sleeps until woken
                 continue
             return stop(loop, NO_ARRIVAL)
         break

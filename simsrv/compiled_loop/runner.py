@@ -55,6 +55,7 @@ class CompiledLoop:
         builder: FrameBuilder,
         machine: Machine,
         strategy: Strategy,
+        wakeup_s: float = 0.0,
     ) -> None:
         self.stream, self.socket, self.builder = stream, socket, builder
         self.machine, self.strategy = machine, strategy
@@ -68,6 +69,7 @@ class CompiledLoop:
         ints[s.CPUS] = machine.cpus
         floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
         floats[s.MINTIC] = scenario.server.sv_mintic_s
+        floats[s.WAKEUP] = wakeup_s
         self.replies = tuple(np.zeros(players, np.int32) for _ in range(3))
         self.charged_us = np.zeros(FRAMES_PER_CALL)
         self.tables: tuple | None = None
@@ -90,6 +92,7 @@ class CompiledLoop:
         builder: FrameBuilder,
         machine: Machine,
         strategy: Strategy,
+        wakeup_s: float = 0.0,
     ) -> CompiledLoop | None:
         """The run's compiled loop, or None when the run is outside what it covers: a
         strategy without one, a bounded socket, bandwidth control, or a machine whose
@@ -101,7 +104,7 @@ class CompiledLoop:
             or not machine.runs_arrays_compiled
         ):
             return None
-        return cls(scenario, stream, socket, builder, machine, strategy)
+        return cls(scenario, stream, socket, builder, machine, strategy, wakeup_s)
 
     def run(
         self, now: float, table: FrameTable, on_full: Callable[[float], None] | None = None

@@ -69,7 +69,10 @@ MACHINE_NOW_US = 5
 """Machine: its clock, us."""
 POS_US = 6
 """Machine: the time of its processing position, us."""
-FLOAT_REGISTERS = 7
+WAKEUP = 7
+"""The platform's wake-up latency: an idle server's frame starts this long after the packet
+that wakes it, s."""
+FLOAT_REGISTERS = 8
 
 # -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
 STOPPED = 0

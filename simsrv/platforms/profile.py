@@ -102,6 +102,15 @@ class Platform(StrictModel):
     migration_delay_us: float = Field(
         0.0, ge=0, description="time before an idle CPU pulls a runnable task, us"
     )
+    wakeup_latency_us: float = Field(
+        0.0,
+        ge=0,
+        le=1e6,
+        description="time from a packet's arrival at an idle server (blocked in select) to "
+        "the start of the frame it wakes, us: the kernel waking the server's thread (and, on a "
+        "virtual machine, its idle virtual CPU).  Packets arriving meanwhile join that frame.  "
+        "A server with packets already queued does not sleep and pays none",
+    )
     costs: Costs = Costs()
 
 

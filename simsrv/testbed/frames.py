@@ -97,3 +97,27 @@ def frames_table(records: np.ndarray) -> pd.DataFrame:
 
 def read_frames(path: Path) -> pd.DataFrame:
     return frames_table(read_records(path))
+
+
+def wakeup_latencies_us(frames: pd.DataFrame, sent_s: np.ndarray) -> np.ndarray:
+    """How long after the packet that woke it each frame of an idle server started (us).
+
+    A frame follows an idle stretch when the first packet sent after the previous frame's end
+    was sent before this frame's start: that packet woke the server, and the frame started
+    ``start_s`` minus its send time later (the send time is taken after ``sendto()``
+    returned on the loopback interface, where delivery into the server's socket is done by
+    then).  Only frames of the measured window, with a previous frame, count.
+    """
+    frames = frames.sort_values("start_s")
+    starts = frames["start_s"].to_numpy()
+    ends = starts + frames["wall_us"].to_numpy() * 1e-6
+    measured = frames["measured"].to_numpy() if "measured" in frames else np.ones(len(frames),
+                                                                                  bool)
+    sent = np.sort(np.asarray(sent_s, dtype=float))
+    if len(starts) < 2 or len(sent) == 0:
+        return np.empty(0)
+    first = np.searchsorted(sent, ends[:-1], side="right")
+    ok = first < len(sent)
+    waker = np.where(ok, sent[np.minimum(first, len(sent) - 1)], np.inf)
+    woke = ok & (waker < starts[1:]) & measured[1:]
+    return (starts[1:][woke] - waker[woke]) * 1e6

@@ -29,7 +29,7 @@ from simsrv.errors import InputError
 from simsrv.testbed import protocol as qw
 from simsrv.testbed.build import build_server, find_shared
 from simsrv.testbed.clients import ClientPlan, ClientRun, PhasePattern, run_clients
-from simsrv.testbed.frames import read_frames
+from simsrv.testbed.frames import read_frames, wakeup_latencies_us
 from simsrv.testbed.server import CpuQuota, ServerProcess, port_is_free, prepare_basedir
 
 MAX_CLIENTS = qw.MAX_CLIENTS
@@ -110,6 +110,16 @@ def _quantiles_ms(values: np.ndarray) -> dict[str, float]:
     p50, p95, p99 = np.percentile(ms, [50, 95, 99])
     return {"mean": float(ms.mean()), "p50": float(p50), "p95": float(p95),
             "p99": float(p99), "max": float(ms.max())}
+
+
+def _wakeup(frames: pd.DataFrame, run: ClientRun) -> dict[str, float]:
+    """The idle server's wake-up latency (:func:`wakeup_latencies_us`): mean, p50, p90, us."""
+    latencies = wakeup_latencies_us(frames, run.sends[:, 3] if len(run.sends) else [])
+    if len(latencies) == 0:
+        return {"mean": float("nan"), "p50": float("nan"), "p90": float("nan"), "frames": 0}
+    p50, p90 = np.percentile(latencies, [50, 90])
+    return {"mean": float(latencies.mean()), "p50": float(p50), "p90": float(p90),
+            "frames": int(len(latencies))}
 
 
 def _clients_table(run: ClientRun) -> pd.DataFrame:
@@ -203,6 +213,7 @@ def summarize(config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame
         "world_ticks_per_s": float(window["physics_ran"].sum()) / duration,
         "commands_per_move": per("commands", "moves"),
         "round_trip_ms": _quantiles_ms(rtts),
+        "wakeup_latency_us": _wakeup(frames, run),
         "clients_began": int(clients["began"].sum()),
         "clients_moved": int((clients["distance_travelled_units"] > 0).sum()),
         "client_cpu_share": run.cpu_s / run.wall_s if run.wall_s else float("nan"),
