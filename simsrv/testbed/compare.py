@@ -23,7 +23,13 @@ import numpy as np
 import pandas as pd
 
 from simsrv.testbed.build import find_shared
-from simsrv.testbed.model import QUANTITIES, SCENARIO, config_from_row, scenario_overrides
+from simsrv.testbed.model import (
+    DEFAULT_SOCKET_BUFFER_PACKETS,
+    QUANTITIES,
+    SCENARIO,
+    config_from_row,
+    scenario_overrides,
+)
 from simsrv.testbed.run import TestbedConfig
 from simsrv.validation.jobs import RunJob, execute
 
@@ -35,8 +41,14 @@ def model_jobs(row: dict, shared, platform: str, seeds: int) -> list[RunJob]:
     return [RunJob(str(SCENARIO), tuple(scenario_overrides(
         config, shared, seed=seed, platform=platform,
         burst_width_ms=float(row.get("burst_width_ms", 0.0) or 0.0),
-        send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0))))
+        send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0),
+        socket_buffer_packets=_socket_packets(row))))
         for seed in range(1, seeds + 1)]
+
+
+def _socket_packets(row: dict) -> int:
+    value = row.get("socket_buffer_packets")
+    return DEFAULT_SOCKET_BUFFER_PACKETS if value is None or value != value else int(value)
 
 
 def run_model(rows: list[dict], shared, platform: str, seeds: int, workers: int,

@@ -4,10 +4,11 @@
 ``scenarios/testbed/mvdsv-dm1.toml``: the same map, client count, rate, duration and seed,
 the phase pattern as simsrv's ``clients.hosts`` with the burst width and send lateness the
 clients *measured* (a Python client cannot send 32 packets in the same microsecond: a burst
-is ~0.3-1 ms wide, and the server wakes several times inside it), and a CPU quota as
-``machine.background``: a quota of q of one CPU leaves 1 - q to other work (a fluid
-approximation of CFS bandwidth control, which actually runs the server at full speed for its
-quota and then stops it for the rest of the period).
+is ~0.3-1.5 ms wide, and the server wakes several times inside it), the socket's capacity
+the harness measured (``clients.socket_buffer_messages``: a saturated server's kernel drops
+what does not fit), and a CPU quota as ``machine.background``: a quota of q of one CPU
+leaves 1 - q to other work (a fluid approximation of CFS bandwidth control, which actually
+runs the server at full speed for its quota and then stops it for the rest of the period).
 
 :data:`QUANTITIES` pairs each measured summary key with the model quantity of the same
 meaning (:mod:`simsrv.validation.quantities`), its tolerance and whether the error is
@@ -70,9 +71,15 @@ def phase_overrides(config: TestbedConfig, burst_width_ms: float,
             f"clients.host_burst_s={width!r}"]
 
 
+DEFAULT_SOCKET_BUFFER_PACKETS = 256
+"""The real server's socket capacity when a stored run did not measure it (this machine's
+kernel: net.core.rmem_default = 212,992 bytes, 832 bytes counted per small datagram)."""
+
+
 def scenario_overrides(config: TestbedConfig, shared: SharedFolder, *, seed: int,
                        platform: str, burst_width_ms: float = 0.0,
-                       send_lateness_ms: float = 0.0) -> list[str]:
+                       send_lateness_ms: float = 0.0,
+                       socket_buffer_packets: int = DEFAULT_SOCKET_BUFFER_PACKETS) -> list[str]:
     """``--set`` overrides of :data:`SCENARIO` that describe one testbed condition."""
     out = [
         f"players.count={config.clients}",
@@ -82,6 +89,7 @@ def scenario_overrides(config: TestbedConfig, shared: SharedFolder, *, seed: int
         f"run.warmup_s={config.warmup_s!r}",
         f"run.seed={seed}",
         f"machine.platform={platform}",
+        f"clients.socket_buffer_messages={int(socket_buffer_packets)}",
         *phase_overrides(config, burst_width_ms, send_lateness_ms),
     ]
     if config.quota_us is not None:

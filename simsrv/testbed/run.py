@@ -30,7 +30,13 @@ from simsrv.testbed import protocol as qw
 from simsrv.testbed.build import build_server, find_shared
 from simsrv.testbed.clients import ClientPlan, ClientRun, PhasePattern, run_clients
 from simsrv.testbed.frames import read_frames, wakeup_latencies_us
-from simsrv.testbed.server import CpuQuota, ServerProcess, port_is_free, prepare_basedir
+from simsrv.testbed.server import (
+    CpuQuota,
+    ServerProcess,
+    port_is_free,
+    prepare_basedir,
+    socket_buffer_packets,
+)
 
 MAX_CLIENTS = qw.MAX_CLIENTS
 
@@ -282,6 +288,7 @@ def run_testbed(config: TestbedConfig, *, shared_root: Path | None = None,
     extra = {"quota_share": None if quota is None else quota.share,
              "throttled_periods": throttling.get("nr_throttled"),
              "throttled_s": throttling.get("throttled_time", 0) * 1e-9 if throttling else None,
+             "socket_buffer_packets": socket_buffer_packets(),
              "machine": machine_description(), "server_build": build.digest,
              "wall_time_s": wall}
     sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(

@@ -76,6 +76,31 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def socket_buffer_packets(payload_bytes: int = 48, tries: int = 4096) -> int:
+    """How many small datagrams a UDP socket with the default receive buffer holds on the
+    loopback interface before the kernel drops the next (measured: mvdsv does not set
+    SO_RCVBUF, so its socket has ``net.core.rmem_default`` bytes, and each queued datagram
+    counts its buffer's true size against them: 256 packets on this machine's kernel)."""
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        receiver.bind(("127.0.0.1", 0))
+        receiver.setblocking(False)
+        address = receiver.getsockname()
+        for _ in range(tries):
+            sender.sendto(bytes(payload_bytes), address)
+        held = 0
+        while True:
+            try:
+                receiver.recv(2048)
+            except BlockingIOError:
+                return held
+            held += 1
+    finally:
+        receiver.close()
+        sender.close()
+
+
 def prepare_basedir(directory: Path, shared: SharedFolder, map_name: str,
                     maxclients: int) -> Path:
     """A server base directory: ``qw/qwprogs.dat``, ``qw/maps/MAP.bsp``, ``qw/server.cfg``."""
