@@ -18,7 +18,10 @@ from simsrv.testbed.run import TestbedConfig
 def test_independent_phases_are_hosts_zero_with_the_measured_lateness_as_jitter():
     config = TestbedConfig(clients=16, rate_hz=77.0, phases="independent")
     assert phase_overrides(config, burst_width_ms=0.0, send_lateness_ms=0.1) == [
-        "clients.jitter_s=0.0002", "clients.hosts=0", "clients.host_burst_s=0"]
+        "clients.jitter_s=0.0002",
+        "clients.hosts=0",
+        "clients.host_burst_s=0",
+    ]
 
 
 def test_step_is_one_host_whose_burst_spans_the_measured_width():
@@ -38,13 +41,19 @@ def test_hosts_pattern_and_a_burst_wider_than_a_period_is_capped():
 
 def test_a_quota_becomes_background_load_and_the_map_file_is_the_shared_one(tmp_path):
     shared = SharedFolder(tmp_path)
-    config = TestbedConfig(clients=12, map="dm3", quota_us=1000, period_us=20_000,
-                           duration_s=10.0, warmup_s=2.0)
+    config = TestbedConfig(
+        clients=12, map="dm3", quota_us=1000, period_us=20_000, duration_s=10.0, warmup_s=2.0
+    )
     out = scenario_overrides(config, shared, seed=3, platform="p.toml")
     assert "machine.background=[0.95]" in out
     assert f"map.file={tmp_path}/maps/quake-gpl/dm3.bsp.gz" in out
-    assert {"players.count=12", "run.seed=3", "machine.platform=p.toml",
-            "run.duration_s=10.0", "run.warmup_s=2.0"} <= set(out)
+    assert {
+        "players.count=12",
+        "run.seed=3",
+        "machine.platform=p.toml",
+        "run.duration_s=10.0",
+        "run.warmup_s=2.0",
+    } <= set(out)
 
 
 def test_scenario_overrides_load_into_a_valid_scenario(tmp_path):
@@ -56,17 +65,24 @@ def test_scenario_overrides_load_into_a_valid_scenario(tmp_path):
     bsp.parent.mkdir(parents=True)
     bsp.write_bytes(b"")  # the path is checked when the map is built, not when loaded
     config = TestbedConfig(clients=32, phases="hosts:4", quota_us=2000, period_us=20_000)
-    scenario = load_scenario(str(SCENARIO), scenario_overrides(
-        config, shared, seed=1, platform="this-machine-mvdsv", burst_width_ms=0.4,
-        send_lateness_ms=0.2))
+    scenario = load_scenario(
+        str(SCENARIO),
+        scenario_overrides(
+            config,
+            shared,
+            seed=1,
+            platform="this-machine-mvdsv",
+            burst_width_ms=0.4,
+            send_lateness_ms=0.2,
+        ),
+    )
     assert scenario.players.count == 32 and scenario.clients.hosts == 4
     assert scenario.machine.cpus == 1 and scenario.server.strategy == "sequential"
     assert scenario.machine.background == [pytest.approx(0.9)]
 
 
 def test_config_round_trips_through_a_campaign_row():
-    config = TestbedConfig(clients=24, map="dm2", phases="step", quota_us=1000,
-                           period_us=20_000)
+    config = TestbedConfig(clients=24, map="dm2", phases="step", quota_us=1000, period_us=20_000)
     row = {f"config.{k}": v for k, v in config.__dict__.items()}
     assert config_from_row(row) == config
     row["config.quota_us"] = float("nan")
@@ -117,8 +133,12 @@ def test_campaign_resumes_without_measuring_again(tmp_path, monkeypatch):
 
     class Fake:
         def __init__(self, config):
-            self.summary = {"label": config.label, "config": config.__dict__,
-                            "reply_ratio": 1.0, "frames_per_s": 10.0}
+            self.summary = {
+                "label": config.label,
+                "config": config.__dict__,
+                "reply_ratio": 1.0,
+                "frames_per_s": 10.0,
+            }
 
         def write(self, out):
             out.mkdir(parents=True, exist_ok=True)
@@ -136,17 +156,101 @@ def test_campaign_resumes_without_measuring_again(tmp_path, monkeypatch):
     campaign = Campaign(tuple(Condition(TestbedConfig(clients=n)) for n in (2, 3, 4)))
     table = run_campaign(campaign, tmp_path, log=lambda line: None)
     assert len(table) == 2 and len(calls) == 3
-    assert "overflow" in (tmp_path / "runs" / TestbedConfig(clients=3).label / "error.txt"
-                          ).read_text()
+    assert (
+        "overflow" in (tmp_path / "runs" / TestbedConfig(clients=3).label / "error.txt").read_text()
+    )
     table = run_campaign(campaign, tmp_path, log=lambda line: None)
     assert len(calls) == 4  # only the failed condition is tried again
     assert sorted(table["config.clients"]) == [2, 4]
 
 
 def test_calibrate_without_data_is_one_line():
-    out = subprocess.run([sys.executable, "-m", "simsrv", "calibrate", "this-machine-mvdsv"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "simsrv", "calibrate", "this-machine-mvdsv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "simsrv: error: calibrate this-machine-mvdsv needs --data DIR: a campaign measured by "
-        "simsrv testbed --campaign standard --out DIR"]
+        "simsrv testbed --campaign standard --out DIR"
+    ]
+
+
+def _fake_row(config: TestbedConfig, role: str) -> dict:
+    """A campaign row with made-up measurements (the model side is what is tested)."""
+    return {
+        "label": config.label,
+        "role": role,
+        "question": "clients",
+        "kind": "testbed",
+        **{f"config.{k}": v for k, v in config.__dict__.items()},
+        "frames_per_s": 300.0,
+        "messages_per_frame": 1.02,
+        "messages_per_s": 306.0,
+        "replies_per_s": 306.0,
+        "reply_ratio": 1.0,
+        "server_cpu_utilization": 0.05,
+        "quota_share": None if config.quota_us is None else config.quota_us / config.period_us,
+        "cpu_share.world": 0.03,
+        "cpu_share.net_recv": 0.05,
+        "cpu_share.request": 0.2,
+        "cpu_share.reply": 0.12,
+        "cpu_share.net_send": 0.25,
+        "cpu_share.frame": 0.35,
+        "burst_width_ms": 0.0,
+        "send_lateness_ms": 0.1,
+        "socket_buffer_packets": 256,
+    }
+
+
+def test_compare_writes_the_table_the_summary_and_the_figure(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from simsrv.testbed.build import default_shared_root
+    from simsrv.testbed.compare import compare_campaign
+
+    shared = default_shared_root()
+    if not (shared / "maps" / "quake-gpl" / "dm1.bsp.gz").is_file():
+        pytest.skip(f"no GPL maps under {shared}")
+    configs = [
+        TestbedConfig(clients=4, duration_s=0.5, warmup_s=0.2),
+        TestbedConfig(clients=4, duration_s=0.5, warmup_s=0.2, phases="step"),
+        TestbedConfig(clients=4, duration_s=0.5, warmup_s=0.2, quota_us=1000, period_us=20_000),
+    ]
+    rows = [_fake_row(c, "calibration" if i == 0 else "prediction") for i, c in enumerate(configs)]
+    pd.DataFrame(rows).to_parquet(tmp_path / "runs.parquet", index=False)
+    base = configs[2]
+    (tmp_path / "capacity.json").write_text(
+        json.dumps(
+            {
+                "capacity_clients": 4,
+                "min_reply_ratio": 0.95,
+                "base": base.__dict__,
+                "clients_grid": [4, 8],
+                "clients_tried": [4, 8],
+            }
+        )
+    )
+    out = tmp_path / "cmp"
+    table = compare_campaign(tmp_path, out, seeds=1, workers=1, log=lambda line: None)
+    assert len(table) == 3 * 11
+    assert set(table["role"]) == {"calibration", "prediction"}
+    # relative errors for rates, points for shares, each against its own tolerance
+    fps = table[table["quantity"] == "frames/s"].iloc[0]
+    assert fps["error"] == pytest.approx((fps["model"] - 300.0) / 300.0)
+    share = table[table["quantity"] == "world share"].iloc[0]
+    assert share["error"] == pytest.approx(share["model"] - 0.03)
+    assert (table["within"] == (table["error"].abs() <= table["tolerance"])).all()
+    # the quota run's CPU is the model's busy time at the quota's speed (<= 5 % of a CPU)
+    quota = table[(table["quantity"] == "server CPU busy") & table["quota_share"].notna()]
+    assert 0 < quota["model"].iloc[0] <= 0.05 + 1e-9
+    capacity = json.loads((out / "capacity-compared.json").read_text())
+    assert capacity["measured"] == 4 and capacity["model"] in (0, 4, 8)
+    summary = (out / "validation-summary.md").read_text()
+    assert summary.count("\n| dm1-") == 3
+    assert (out / "testbed-vs-model.png").stat().st_size > 10_000
+    assert "capacity at 5% of a CPU" in (out / "validation.md").read_text()

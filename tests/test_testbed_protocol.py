@@ -46,8 +46,9 @@ def test_delta_usercmd_writes_only_changed_fields_then_msec():
     new = qw.UserCmd(msec=13, angles=(0.0, 90.0, 0.0), forward=320, buttons=qw.BUTTON_JUMP)
     out = qw.write_delta_usercmd(qw.NULL_CMD, new)
     bits = qw.CM_ANGLE2 | qw.CM_FORWARD | qw.CM_BUTTONS
-    assert out == bytes([bits]) + struct.pack("<H", 16384) + struct.pack("<h", 320) + \
-        bytes([qw.BUTTON_JUMP, 13])
+    assert out == bytes([bits]) + struct.pack("<H", 16384) + struct.pack("<h", 320) + bytes(
+        [qw.BUTTON_JUMP, 13]
+    )
     assert qw.write_delta_usercmd(new, new) == bytes([0, 13])
 
 
@@ -87,13 +88,26 @@ def _string(text: str) -> bytes:
 
 
 def test_parse_sign_on_messages_and_origins():
-    payload = (bytes([qw.SVC["serverdata"]]) + struct.pack("<ii", 28, 5) + _string("qw")
-               + bytes([3]) + _string("The Slipgate Complex") + bytes(40)
-               + bytes([qw.SVC["stufftext"]]) + _string("cmd spawn 5 0\n")
-               + bytes([qw.SVC["soundlist"], 0]) + _string("a.wav") + _string("") + bytes([0])
-               + bytes([qw.SVC["playerinfo"], 3]) + struct.pack("<H", qw.PF_MSEC)
-               + struct.pack("<hhh", 80, -16, 200) + bytes([0, 9])
-               + bytes([qw.SVC["packetentities"]]) + struct.pack("<H", 0))
+    payload = (
+        bytes([qw.SVC["serverdata"]])
+        + struct.pack("<ii", 28, 5)
+        + _string("qw")
+        + bytes([3])
+        + _string("The Slipgate Complex")
+        + bytes(40)
+        + bytes([qw.SVC["stufftext"]])
+        + _string("cmd spawn 5 0\n")
+        + bytes([qw.SVC["soundlist"], 0])
+        + _string("a.wav")
+        + _string("")
+        + bytes([0])
+        + bytes([qw.SVC["playerinfo"], 3])
+        + struct.pack("<H", qw.PF_MSEC)
+        + struct.pack("<hhh", 80, -16, 200)
+        + bytes([0, 9])
+        + bytes([qw.SVC["packetentities"]])
+        + struct.pack("<H", 0)
+    )
     events = qw.parse_server_message(payload)
     assert events.parse_error is None
     assert events.serverdata == (5, 3)
@@ -103,8 +117,9 @@ def test_parse_sign_on_messages_and_origins():
 
 
 def test_parse_keeps_what_came_before_an_unknown_message():
-    events = qw.parse_server_message(bytes([qw.SVC["stufftext"]]) + _string("skins\n")
-                                     + bytes([250, 1, 2]))
+    events = qw.parse_server_message(
+        bytes([qw.SVC["stufftext"]]) + _string("skins\n") + bytes([250, 1, 2])
+    )
     assert events.stufftext == ["skins\n"]
     assert "unknown server message 250" in events.parse_error
 

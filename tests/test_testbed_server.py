@@ -21,17 +21,19 @@ from simsrv.testbed.build import default_shared_root, missing_build_tools
 
 SHARED = default_shared_root()
 pytestmark = [
-    pytest.mark.skipif(not (SHARED / "qw-testbed" / "mvdsv-0.35.tar.gz").is_file(),
-                       reason=f"no shared folder with the mvdsv source at {SHARED}"),
-    pytest.mark.skipif(bool(missing_build_tools()),
-                       reason=f"missing build tools: {missing_build_tools()}"),
+    pytest.mark.skipif(
+        not (SHARED / "qw-testbed" / "mvdsv-0.35.tar.gz").is_file(),
+        reason=f"no shared folder with the mvdsv source at {SHARED}",
+    ),
+    pytest.mark.skipif(
+        bool(missing_build_tools()), reason=f"missing build tools: {missing_build_tools()}"
+    ),
     pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs"),
 ]
 
 
 def _servers() -> list[str]:
-    out = subprocess.run(["pgrep", "-f", "simsrv/testbed/.*/mvdsv"], capture_output=True,
-                         text=True)
+    out = subprocess.run(["pgrep", "-f", "simsrv/testbed/.*/mvdsv"], capture_output=True, text=True)
     return out.stdout.split()
 
 
@@ -40,8 +42,9 @@ def sixteen_clients():
     from simsrv.testbed.run import TestbedConfig, run_testbed
 
     before = _servers()
-    result = run_testbed(TestbedConfig(clients=16, map="dm1", duration_s=5.0, warmup_s=1.0,
-                                       port=27710))
+    result = run_testbed(
+        TestbedConfig(clients=16, map="dm1", duration_s=5.0, warmup_s=1.0, port=27710)
+    )
     return result, before
 
 
@@ -79,8 +82,21 @@ def test_no_server_is_left_behind(sixteen_clients):
 
 def test_cli_runs_end_to_end_and_interrupt_leaves_nothing(tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "simsrv", "testbed", "--clients", "4", "--duration-s", "30",
-           "--port", "27711", "--json", "--out", str(tmp_path / "run")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "simsrv",
+        "testbed",
+        "--clients",
+        "4",
+        "--duration-s",
+        "30",
+        "--port",
+        "27711",
+        "--json",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not _servers():
@@ -97,9 +113,27 @@ def test_cli_runs_end_to_end_and_interrupt_leaves_nothing(tmp_path):
 
 def test_cli_short_run_json(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "simsrv", "testbed", "--clients", "2", "--duration-s", "1",
-         "--warmup-s", "0.5", "--port", "27712", "--json", "--out", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "simsrv",
+            "testbed",
+            "--clients",
+            "2",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.5",
+            "--port",
+            "27712",
+            "--json",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["clients_began"] == 2
@@ -107,16 +141,23 @@ def test_cli_short_run_json(tmp_path):
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["label"] == summary["label"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--clients", "33"], "testbed --clients must be in [1, 32]"),
-    (["--map", "nomap"], "testbed --map: no map 'nomap'"),
-    (["--shared", "/nonexistent"], "testbed --shared: the server source is not at"),
-    (["--phases", "sideways"], "testbed --phases must be one of"),
-    (["--quota-us", "10"], "testbed --quota-us must be >= 1000"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--clients", "33"], "testbed --clients must be in [1, 32]"),
+        (["--map", "nomap"], "testbed --map: no map 'nomap'"),
+        (["--shared", "/nonexistent"], "testbed --shared: the server source is not at"),
+        (["--phases", "sideways"], "testbed --phases must be one of"),
+        (["--quota-us", "10"], "testbed --quota-us must be >= 1000"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message):
-    out = subprocess.run([sys.executable, "-m", "simsrv", "testbed", "--duration-s", "1",
-                          "--port", "27713", *args], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "simsrv", "testbed", "--duration-s", "1", "--port", "27713", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], out.stderr
@@ -133,19 +174,27 @@ def test_busy_port_is_refused(tmp_path):
             run_testbed(TestbedConfig(clients=1, duration_s=1, port=27714))
 
 
-@pytest.mark.skipif(not Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
-                    or not os.access("/sys/fs/cgroup/cpu", os.W_OK),
-                    reason="no writable cgroup v1 cpu controller")
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
+    or not os.access("/sys/fs/cgroup/cpu", os.W_OK),
+    reason="no writable cgroup v1 cpu controller",
+)
 def test_a_cpu_quota_throttles_the_server_and_its_group_is_removed():
     from simsrv.testbed.run import TestbedConfig, run_testbed
 
-    result = run_testbed(TestbedConfig(clients=16, duration_s=2.0, warmup_s=0.5, port=27715,
-                                       quota_us=1000, period_us=20_000))
+    result = run_testbed(
+        TestbedConfig(
+            clients=16, duration_s=2.0, warmup_s=0.5, port=27715, quota_us=1000, period_us=20_000
+        )
+    )
     s = result.summary
     assert s["quota_share"] == pytest.approx(0.05)
     assert s["throttled_periods"] > 0
     # 16 clients need ~10 % of this CPU (docs/testbed.md): 5 % cannot answer them all
     assert s["reply_ratio"] < 0.95
-    leftovers = [p for p in Path("/sys/fs/cgroup/cpu").iterdir()
-                 if p.name.startswith(f"simsrv-testbed-{os.getpid()}-")]
+    leftovers = [
+        p
+        for p in Path("/sys/fs/cgroup/cpu").iterdir()
+        if p.name.startswith(f"simsrv-testbed-{os.getpid()}-")
+    ]
     assert leftovers == []

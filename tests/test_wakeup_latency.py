@@ -32,10 +32,20 @@ def _platform(tmp_path: Path, wakeup_us: float) -> str:
 
 def _pair_in_step(platform: str) -> pd.DataFrame:
     """Two clients of one host, sent 20 us apart (a burst of 40 us over 2 slots), 31.25 Hz."""
-    scenario = load_scenario(CUBE, [
-        "players.count=2", "clients.hosts=1", "clients.host_burst_s=4e-05",
-        "clients.jitter_s=0", "run.duration_s=1", "run.warmup_s=0.2",
-        "server.strategy=sequential", "machine.cpus=1", f"machine.platform={platform}"])
+    scenario = load_scenario(
+        CUBE,
+        [
+            "players.count=2",
+            "clients.hosts=1",
+            "clients.host_burst_s=4e-05",
+            "clients.jitter_s=0",
+            "run.duration_s=1",
+            "run.warmup_s=0.2",
+            "server.strategy=sequential",
+            "machine.cpus=1",
+            f"machine.platform={platform}",
+        ],
+    )
     return run(scenario, keep_frames=KEEP_ALL).frames
 
 
@@ -64,8 +74,10 @@ def test_a_wakeup_shorter_than_the_gap_changes_only_the_start(tmp_path):
 def test_the_compiled_loop_runs_the_python_loops_frames_with_a_wakeup(tmp_path, monkeypatch):
     from tests.test_compiled_loop import _assert_same, _runs
 
-    fast, slow, loop = _runs(["server.strategy=abdelkhalek",
-                              f"machine.platform={_platform(tmp_path, 120.0)}"], monkeypatch)
+    fast, slow, loop = _runs(
+        ["server.strategy=abdelkhalek", f"machine.platform={_platform(tmp_path, 120.0)}"],
+        monkeypatch,
+    )
     _assert_same(fast, slow)
     assert loop is not None and loop.frames > len(fast.frames) / 2
     eager, _, _ = _runs(["server.strategy=abdelkhalek"], monkeypatch)
@@ -74,8 +86,13 @@ def test_the_compiled_loop_runs_the_python_loops_frames_with_a_wakeup(tmp_path, 
 
 @pytest.mark.parametrize("strategy", ["sequential", "bsp-group"])
 def test_a_one_node_cluster_wakes_like_the_single_server(tmp_path, strategy):
-    sets = ["run.duration_s=1", "run.warmup_s=0.3", f"server.strategy={strategy}",
-            f"machine.platform={_platform(tmp_path, 300.0)}", "clients.rate_hz=5"]
+    sets = [
+        "run.duration_s=1",
+        "run.warmup_s=0.3",
+        f"server.strategy={strategy}",
+        f"machine.platform={_platform(tmp_path, 300.0)}",
+        "clients.rate_hz=5",
+    ]
     single = run(load_scenario(CUBE, sets), keep_frames=KEEP_ALL)
     cluster = run(load_scenario(CUBE, [*sets, "cluster.nodes=1"]), keep_frames=KEEP_ALL)
     assert single.frames.equals(cluster.frames)
@@ -83,9 +100,13 @@ def test_a_one_node_cluster_wakes_like_the_single_server(tmp_path, strategy):
 
 
 def test_measured_wakeup_latencies_pick_the_packet_that_woke_an_idle_server():
-    frames = pd.DataFrame({"start_s": [1.0, 1.0010, 1.0020],
-                           "wall_us": [100.0, 100.0, 100.0],
-                           "measured": [True, True, True]})
+    frames = pd.DataFrame(
+        {
+            "start_s": [1.0, 1.0010, 1.0020],
+            "wall_us": [100.0, 100.0, 100.0],
+            "measured": [True, True, True],
+        }
+    )
     # 1.00095 wakes frame 1 (after frame 0 ended at 1.0001); nothing arrives between frame 1's
     # end (1.0011) and frame 2's start except 1.0019
     sent = np.array([0.9999, 1.00095, 1.0019, 1.0030])
@@ -96,8 +117,10 @@ def test_measured_wakeup_latencies_pick_the_packet_that_woke_an_idle_server():
 
 def test_no_wakeup_leaves_runs_unchanged(tmp_path):
     scenario = load_scenario(CUBE, ["run.duration_s=0.5", "run.warmup_s=0.1"])
-    explicit = load_scenario(CUBE, ["run.duration_s=0.5", "run.warmup_s=0.1",
-                                    f"machine.platform={_platform(tmp_path, 0.0)}"])
+    explicit = load_scenario(
+        CUBE,
+        ["run.duration_s=0.5", "run.warmup_s=0.1", f"machine.platform={_platform(tmp_path, 0.0)}"],
+    )
     a = simulation.simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     b = simulation.simulate(explicit, KEEP_ALL, keep_frames=KEEP_ALL)
     pd.testing.assert_frame_equal(a.frames, b.frames, check_exact=True)

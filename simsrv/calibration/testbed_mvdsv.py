@@ -38,18 +38,44 @@ PLATFORM_NAME = "this-machine-mvdsv"
 PLATFORM = PLATFORM_DIR / f"{PLATFORM_NAME}.toml"
 
 PARAMETERS: tuple[FitParameter, ...] = (
-    FitParameter("frame_overhead", ("frame_overhead",), 0.1, 2000.0,
-                 "per-frame work: the select() wake-up, timeouts, console, statistics"),
-    FitParameter("world", ("world_base", "world_per_entity"), 0.01, 5000.0,
-                 "SV_Physics per world tick (ratio of its fixed and per-entity parts kept)"),
-    FitParameter("net_recv_per_message", ("net_recv_per_message",), 0.05, 500.0,
-                 "the recvfrom() system call per packet"),
-    FitParameter("request_per_message", ("request_per_message",), 0.1, 2000.0,
-                 "executing one packet: parse, SV_RunCmd, pmove, relink"),
-    FitParameter("reply_per_client", ("reply_per_client",), 0.05, 2000.0,
-                 "building one reply, fixed part"),
-    FitParameter("net_send_per_reply", ("net_send_per_reply",), 0.05, 500.0,
-                 "the sendto() system call per reply"),
+    FitParameter(
+        "frame_overhead",
+        ("frame_overhead",),
+        0.1,
+        2000.0,
+        "per-frame work: the select() wake-up, timeouts, console, statistics",
+    ),
+    FitParameter(
+        "world",
+        ("world_base", "world_per_entity"),
+        0.01,
+        5000.0,
+        "SV_Physics per world tick (ratio of its fixed and per-entity parts kept)",
+    ),
+    FitParameter(
+        "net_recv_per_message",
+        ("net_recv_per_message",),
+        0.05,
+        500.0,
+        "the recvfrom() system call per packet",
+    ),
+    FitParameter(
+        "request_per_message",
+        ("request_per_message",),
+        0.1,
+        2000.0,
+        "executing one packet: parse, SV_RunCmd, pmove, relink",
+    ),
+    FitParameter(
+        "reply_per_client", ("reply_per_client",), 0.05, 2000.0, "building one reply, fixed part"
+    ),
+    FitParameter(
+        "net_send_per_reply",
+        ("net_send_per_reply",),
+        0.05,
+        500.0,
+        "the sendto() system call per reply",
+    ),
 )
 """The fitted factors (bounds on the first key, us)."""
 
@@ -77,18 +103,24 @@ TARGET_QUANTITIES = (  # (measured column, model quantity, relative?)
 def calibration_runs(data: Path | None) -> pd.DataFrame:
     """The campaign's calibration rows, or one :class:`InputError` line."""
     if data is None:
-        raise InputError("calibrate this-machine-mvdsv needs --data DIR: a campaign measured "
-                         "by simsrv testbed --campaign standard --out DIR")
+        raise InputError(
+            "calibrate this-machine-mvdsv needs --data DIR: a campaign measured "
+            "by simsrv testbed --campaign standard --out DIR"
+        )
     table_path = Path(data) / "runs.parquet"
     if not table_path.is_file():
-        raise InputError(f"calibrate --data: no runs.parquet in {data} (measure a campaign "
-                         "first: simsrv testbed --campaign standard --out DIR)")
+        raise InputError(
+            f"calibrate --data: no runs.parquet in {data} (measure a campaign "
+            "first: simsrv testbed --campaign standard --out DIR)"
+        )
     table = pd.read_parquet(table_path)
     runs = table[table["role"] == "calibration"]
     if len(runs) < 2:
-        raise InputError(f"calibrate --data: {data} has {len(runs)} calibration condition(s); "
-                         "the fit needs at least 2 (two client counts separate the fixed and "
-                         "per-entity parts)")
+        raise InputError(
+            f"calibrate --data: {data} has {len(runs)} calibration condition(s); "
+            "the fit needs at least 2 (two client counts separate the fixed and "
+            "per-entity parts)"
+        )
     return runs.reset_index(drop=True)
 
 
@@ -120,9 +152,10 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         sends = pd.read_parquet(directory / "sends.parquet")
         wakeups.append(wakeup_latencies_us(table, sends["sent_s"].to_numpy()))
         window = table[table["measured"]]
-        window = window.assign(clients=int(row["config.clients"]),
-                               entities=int(row["config.clients"]) + _map_entities(
-                                   shared.map_file(row["config.map"])))
+        window = window.assign(
+            clients=int(row["config.clients"]),
+            entities=int(row["config.clients"]) + _map_entities(shared.map_file(row["config.map"])),
+        )
         frames.append(window)
     allf = pd.concat(frames)
 
@@ -130,8 +163,12 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         return float(allf[column].sum() / max(allf[count].sum(), 1))
 
     per_run = allf.groupby("entities").agg(
-        physics=("physics_us", "sum"), ticks=("physics_ran", "sum"),
-        build=("build_us", "sum"), replies=("replies", "sum"), clients=("clients", "first"))
+        physics=("physics_us", "sum"),
+        ticks=("physics_ran", "sum"),
+        build=("build_us", "sum"),
+        replies=("replies", "sum"),
+        clients=("clients", "first"),
+    )
     tick = (per_run["physics"] / per_run["ticks"]).to_numpy()
     reply = (per_run["build"] / per_run["replies"]).to_numpy()
     entities = per_run.index.to_numpy(dtype=float)
@@ -164,29 +201,46 @@ def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
     out = []
     for _, row in runs.iterrows():
         config = config_from_row(row.to_dict())
-        overrides = tuple(o for o in scenario_overrides(
-            config, shared, seed=1, platform=PLATFORM_NAME,
-            burst_width_ms=float(row.get("burst_width_ms", 0.0) or 0.0),
-            send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0))
-            if not o.startswith(("run.seed=", "machine.platform=", "run.duration_s=")))
+        overrides = tuple(
+            o
+            for o in scenario_overrides(
+                config,
+                shared,
+                seed=1,
+                platform=PLATFORM_NAME,
+                burst_width_ms=float(row.get("burst_width_ms", 0.0) or 0.0),
+                send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0),
+            )
+            if not o.startswith(("run.seed=", "machine.platform=", "run.duration_s="))
+        )
         for measured, quantity, relative in TARGET_QUANTITIES:
             value = float(row[measured])
             scale = RATE_TOLERANCE * value if relative else SHARE_TOLERANCE
-            out.append(Target(f"{row['label']}:{quantity}", str(SCENARIO), overrides, quantity,
-                              value, scale, relative=relative))
+            out.append(
+                Target(
+                    f"{row['label']}:{quantity}",
+                    str(SCENARIO),
+                    overrides,
+                    quantity,
+                    value,
+                    scale,
+                    relative=relative,
+                )
+            )
     return out
 
 
-def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformFiles
-               ) -> JointFit:
+def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformFiles) -> JointFit:
     runs = calibration_runs(options.data)
     start = dict(tomllib.loads(PLATFORM.read_text())["costs"])
     start.update(direct_estimate(options.data, runs))
     for p in PARAMETERS:
         for key in p.keys:
             start[key] *= options.start
-    log("direct estimate (us): " + ", ".join(f"{k} {start[k]:.3g}" for p in PARAMETERS
-                                            for k in p.keys))
+    log(
+        "direct estimate (us): "
+        + ", ".join(f"{k} {start[k]:.3g}" for p in PARAMETERS for k in p.keys)
+    )
     return JointFit(PARAMETERS, targets(options.data, runs), start, files, options, log)
 
 
@@ -212,11 +266,12 @@ def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
 def _measured_on(data: Path, runs: pd.DataFrame) -> str:
     import json
 
-    summary = json.loads((_run_directory(data, runs["label"].iloc[0]) / "summary.json")
-                         .read_text())
+    summary = json.loads((_run_directory(data, runs["label"].iloc[0]) / "summary.json").read_text())
     m = summary["machine"]
-    return (f"{m['cpu_model']}, {m['cpus']} CPUs, Linux {m['kernel']}, clocksource "
-            f"{m['clocksource']}; calibration runs: {', '.join(runs['label'])}")
+    return (
+        f"{m['cpu_model']}, {m['cpus']} CPUs, Linux {m['kernel']}, clocksource "
+        f"{m['clocksource']}; calibration runs: {', '.join(runs['label'])}"
+    )
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
@@ -229,7 +284,7 @@ def write(fitted: dict[str, float], source: Path, out: Path) -> None:
         if "=" not in line or line.lstrip().startswith("#"):
             continue
         if key in fitted and key != "_machine":
-            comment = line[line.index("#"):] if "#" in line else ""
+            comment = line[line.index("#") :] if "#" in line else ""
             lines[i] = f"{key} = {fitted[key]:.6g}" + (f"  {comment}" if comment else "")
         elif key == "name":
             lines[i] = f'name = "{out.stem}"'
@@ -240,6 +295,5 @@ def write(fitted: dict[str, float], source: Path, out: Path) -> None:
 
 CALIBRATORS.register(
     PLATFORM_NAME,
-    Calibrator(PLATFORM_NAME, fit, write, duration="about 5 min", duration_s=10.0,
-               report=report),
+    Calibrator(PLATFORM_NAME, fit, write, duration="about 5 min", duration_s=10.0, report=report),
 )

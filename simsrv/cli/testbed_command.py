@@ -41,37 +41,70 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--clients", type=_int, default=16, help="synthetic clients, 1-32 (16)")
     p.add_argument("--map", default="dm1", help="id map in ../shared/maps/quake-gpl (dm1)")
-    p.add_argument("--rate-hz", type=finite_float, default=77.0,
-                   help="packets per second per client (77, mvdsv's maxfps)")
-    p.add_argument("--phases", default="independent",
-                   help="step | independent | hosts:H (independent)")
-    p.add_argument("--duration-s", type=finite_float, default=20.0,
-                   help="measured seconds (20)")
-    p.add_argument("--warmup-s", type=finite_float, default=2.0,
-                   help="seconds played after sign-on before measuring (2)")
+    p.add_argument(
+        "--rate-hz",
+        type=finite_float,
+        default=77.0,
+        help="packets per second per client (77, mvdsv's maxfps)",
+    )
+    p.add_argument(
+        "--phases", default="independent", help="step | independent | hosts:H (independent)"
+    )
+    p.add_argument("--duration-s", type=finite_float, default=20.0, help="measured seconds (20)")
+    p.add_argument(
+        "--warmup-s",
+        type=finite_float,
+        default=2.0,
+        help="seconds played after sign-on before measuring (2)",
+    )
     p.add_argument("--seed", type=_int, default=1, help="the clients' random seed (1)")
-    p.add_argument("--quota-us", type=_int, default=None,
-                   help="cgroup v1 CPU quota per period, us (>= 1000; default: none)")
-    p.add_argument("--period-us", type=_int, default=100_000,
-                   help="cgroup CPU period, us (100000)")
+    p.add_argument(
+        "--quota-us",
+        type=_int,
+        default=None,
+        help="cgroup v1 CPU quota per period, us (>= 1000; default: none)",
+    )
+    p.add_argument("--period-us", type=_int, default=100_000, help="cgroup CPU period, us (100000)")
     p.add_argument("--port", type=_int, default=27600, help="server UDP port (27600)")
     p.add_argument("--server-cpu", type=_int, default=1, help="CPU the server runs on (1)")
     p.add_argument("--client-cpu", type=_int, default=0, help="CPU the clients run on (0)")
-    p.add_argument("--shared", type=Path, default=None,
-                   help="the shared folder (default: ../shared beside the checkout)")
+    p.add_argument(
+        "--shared",
+        type=Path,
+        default=None,
+        help="the shared folder (default: ../shared beside the checkout)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="write frames.parquet, clients.parquet, summary.json (a campaign's "
-                   "store with --campaign; the comparison's output with --compare)")
-    p.add_argument("--campaign", default=None, metavar="standard|FILE",
-                   help="measure a campaign into --out (resumable)")
-    p.add_argument("--compare", type=Path, default=None, metavar="DIR",
-                   help="run the model on every condition of a stored campaign and write "
-                   "the validation table and figure into DIR")
-    p.add_argument("--platform", default="this-machine-mvdsv",
-                   help="platform the model runs on with --compare (this-machine-mvdsv)")
-    p.add_argument("--seeds", type=_int, default=2,
-                   help="model seeds per condition with --compare (2)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write frames.parquet, clients.parquet, summary.json (a campaign's "
+        "store with --campaign; the comparison's output with --compare)",
+    )
+    p.add_argument(
+        "--campaign",
+        default=None,
+        metavar="standard|FILE",
+        help="measure a campaign into --out (resumable)",
+    )
+    p.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run the model on every condition of a stored campaign and write "
+        "the validation table and figure into DIR",
+    )
+    p.add_argument(
+        "--platform",
+        default="this-machine-mvdsv",
+        help="platform the model runs on with --compare (this-machine-mvdsv)",
+    )
+    p.add_argument(
+        "--seeds", type=_int, default=2, help="model seeds per condition with --compare (2)"
+    )
     p.set_defaults(handler=handle)
 
 
@@ -84,10 +117,19 @@ def handle(args: argparse.Namespace) -> int:
     from simsrv.testbed.run import TestbedConfig, run_testbed
 
     config = TestbedConfig(
-        clients=args.clients, map=args.map, rate_hz=args.rate_hz, phases=args.phases,
-        duration_s=args.duration_s, warmup_s=args.warmup_s, seed=args.seed,
-        quota_us=args.quota_us, period_us=args.period_us, port=args.port,
-        server_cpu=args.server_cpu, client_cpu=args.client_cpu).checked()
+        clients=args.clients,
+        map=args.map,
+        rate_hz=args.rate_hz,
+        phases=args.phases,
+        duration_s=args.duration_s,
+        warmup_s=args.warmup_s,
+        seed=args.seed,
+        quota_us=args.quota_us,
+        period_us=args.period_us,
+        port=args.port,
+        server_cpu=args.server_cpu,
+        client_cpu=args.client_cpu,
+    ).checked()
     if args.out is not None:
         prepare_output_dir(args.out, "--out")
     result = run_testbed(config, shared_root=args.shared)
@@ -105,18 +147,20 @@ def format_summary(s: dict) -> str:
     """The summary's main lines, for a terminal."""
     rt = s["round_trip_ms"]
     share = ", ".join(f"{k} {v:.0%}" for k, v in s["cpu_share"].items())
-    return "\n".join([
-        f"real server {s['label']}: {s['clients_began']} clients signed on, "
-        f"{s['clients_moved']} moved",
-        f"  frames/s {s['frames_per_s']:.1f}   messages/frame {s['messages_per_frame']:.2f}   "
-        f"messages/s {s['messages_per_s']:.1f}   replies/s {s['replies_per_s']:.1f}",
-        f"  reply ratio {s['reply_ratio']:.3f}   server CPU {s['server_cpu_utilization']:.1%}"
-        f"   clients' CPU {s['client_cpu_share']:.0%}",
-        f"  server CPU by stage: {share}",
-        f"  round trip ms: mean {rt['mean']:.2f}  p50 {rt['p50']:.2f}  p95 {rt['p95']:.2f}  "
-        f"p99 {rt['p99']:.2f}  max {rt['max']:.2f}",
-        f"  packets sent {s['packets_sent_by_clients']}, read {s['packets_read_by_server']}",
-    ])
+    return "\n".join(
+        [
+            f"real server {s['label']}: {s['clients_began']} clients signed on, "
+            f"{s['clients_moved']} moved",
+            f"  frames/s {s['frames_per_s']:.1f}   messages/frame {s['messages_per_frame']:.2f}   "
+            f"messages/s {s['messages_per_s']:.1f}   replies/s {s['replies_per_s']:.1f}",
+            f"  reply ratio {s['reply_ratio']:.3f}   server CPU {s['server_cpu_utilization']:.1%}"
+            f"   clients' CPU {s['client_cpu_share']:.0%}",
+            f"  server CPU by stage: {share}",
+            f"  round trip ms: mean {rt['mean']:.2f}  p50 {rt['p50']:.2f}  p95 {rt['p95']:.2f}  "
+            f"p99 {rt['p99']:.2f}  max {rt['max']:.2f}",
+            f"  packets sent {s['packets_sent_by_clients']}, read {s['packets_read_by_server']}",
+        ]
+    )
 
 
 def _campaign(args: argparse.Namespace) -> int:
@@ -126,8 +170,9 @@ def _campaign(args: argparse.Namespace) -> int:
         raise InputError("testbed --campaign needs --out DIR (the campaign's store)")
     campaign = load_campaign(args.campaign)
     args.out.mkdir(parents=True, exist_ok=True)
-    table = run_campaign(campaign, args.out, shared_root=args.shared,
-                         log=lambda line: sys.stderr.write(line + "\n"))
+    table = run_campaign(
+        campaign, args.out, shared_root=args.shared, log=lambda line: sys.stderr.write(line + "\n")
+    )
     sys.stderr.write(f"wrote {args.out / 'runs.parquet'} ({len(table)} conditions)\n")
     return 0
 
@@ -137,15 +182,24 @@ def _compare(args: argparse.Namespace) -> int:
 
     store = args.compare
     if not (store / "runs.parquet").is_file():
-        raise InputError(f"testbed --compare: no runs.parquet in {store} (measure a campaign "
-                         "first: simsrv testbed --campaign standard --out DIR)")
+        raise InputError(
+            f"testbed --compare: no runs.parquet in {store} (measure a campaign "
+            "first: simsrv testbed --campaign standard --out DIR)"
+        )
     if args.seeds < 1:
         raise InputError(f"testbed --seeds must be >= 1, got {args.seeds}")
     out = args.out or store
-    table = compare_campaign(store, out, platform=args.platform, seeds=args.seeds,
-                             shared_root=args.shared,
-                             log=lambda line: sys.stderr.write(line + "\n"))
+    table = compare_campaign(
+        store,
+        out,
+        platform=args.platform,
+        seeds=args.seeds,
+        shared_root=args.shared,
+        log=lambda line: sys.stderr.write(line + "\n"),
+    )
     passed = int(table["within"].sum())
-    sys.stderr.write(f"wrote {out / 'validation.parquet'}, validation.md, figures: "
-                     f"{passed}/{len(table)} within tolerance\n")
+    sys.stderr.write(
+        f"wrote {out / 'validation.parquet'}, validation.md, figures: "
+        f"{passed}/{len(table)} within tolerance\n"
+    )
     return 0

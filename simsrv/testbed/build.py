@@ -70,7 +70,8 @@ def find_shared(root: Path | None = None) -> SharedFolder:
         if not path.is_file():
             raise InputError(
                 f"testbed --shared: {what} is not at {path}; the testbed needs the shared folder "
-                "(qw-testbed/ and maps/quake-gpl/) beside the checkout, or --shared DIR")
+                "(qw-testbed/ and maps/quake-gpl/) beside the checkout, or --shared DIR"
+            )
     return shared
 
 
@@ -104,8 +105,10 @@ def build_server(shared: SharedFolder, *, quiet: bool = True) -> ServerBuild:
     """Unpack, patch and build the server once per (source, patch); return the build."""
     missing = missing_build_tools()
     if missing:
-        raise InputError(f"testbed: the build needs {', '.join(missing)} on PATH "
-                         "(Debian: apt-get install cmake build-essential patch)")
+        raise InputError(
+            f"testbed: the build needs {', '.join(missing)} on PATH "
+            "(Debian: apt-get install cmake build-essential patch)"
+        )
     digest = _digest(shared)
     home = cache_root() / digest
     home.parent.mkdir(parents=True, exist_ok=True)
@@ -125,13 +128,24 @@ def build_server(shared: SharedFolder, *, quiet: bool = True) -> ServerBuild:
         tree = staging / "mvdsv-0.35"
         out = subprocess.DEVNULL if quiet else None
         try:
-            subprocess.run(["patch", "-p1", "--quiet", "-i", str(PATCH)], cwd=tree, check=True,
-                           stdout=out)
+            subprocess.run(
+                ["patch", "-p1", "--quiet", "-i", str(PATCH)], cwd=tree, check=True, stdout=out
+            )
             (tree / "build").mkdir()
-            subprocess.run(["cmake", "-DCMAKE_BUILD_TYPE=Release", ".."], cwd=tree / "build",
-                           check=True, stdout=out, stderr=out)
-            subprocess.run(["make", f"-j{os.cpu_count() or 2}"], cwd=tree / "build", check=True,
-                           stdout=out, stderr=out)
+            subprocess.run(
+                ["cmake", "-DCMAKE_BUILD_TYPE=Release", ".."],
+                cwd=tree / "build",
+                check=True,
+                stdout=out,
+                stderr=out,
+            )
+            subprocess.run(
+                ["make", f"-j{os.cpu_count() or 2}"],
+                cwd=tree / "build",
+                check=True,
+                stdout=out,
+                stderr=out,
+            )
         except subprocess.CalledProcessError as error:
             raise RuntimeError(f"building the testbed server failed: {error}") from error
         staging.rename(home)

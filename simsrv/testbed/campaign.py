@@ -58,8 +58,9 @@ class Campaign:
 
 def standard_campaign(duration_s: float = 10.0, seed: int = 1) -> Campaign:
     """The campaign of docs/testbed.md (~20 conditions and a capacity search)."""
-    base = TestbedConfig(duration_s=duration_s, seed=seed, map="dm1", rate_hz=77.0,
-                         phases="independent")
+    base = TestbedConfig(
+        duration_s=duration_s, seed=seed, map="dm1", rate_hz=77.0, phases="independent"
+    )
     out: list[Condition] = []
     for n in (8, 16):
         out.append(Condition(replace(base, clients=n), "calibration", "clients"))
@@ -67,17 +68,22 @@ def standard_campaign(duration_s: float = 10.0, seed: int = 1) -> Campaign:
         out.append(Condition(replace(base, clients=n), "prediction", "clients"))
     for phases in ("step", "hosts:4"):
         for n in (8, 16, 32):
-            out.append(Condition(replace(base, clients=n, phases=phases), "prediction",
-                                 "phases"))
+            out.append(Condition(replace(base, clients=n, phases=phases), "prediction", "phases"))
     for map_name in ("dm2", "dm3", "dm4", "dm5", "dm6"):
         out.append(Condition(replace(base, clients=16, map=map_name), "prediction", "maps"))
     out.append(Condition(replace(base, clients=32, rate_hz=31.25), "prediction", "rate"))
     for n, quota in ((16, 2000), (32, 2000), (32, 1000)):
-        out.append(Condition(replace(base, clients=n, quota_us=quota,
-                                     period_us=CAPACITY_PERIOD_US), "prediction", "quota"))
-    capacity = CapacitySearch(replace(base, quota_us=CAPACITY_QUOTA_US,
-                                      period_us=CAPACITY_PERIOD_US),
-                              tuple(range(4, 33, 4)))
+        out.append(
+            Condition(
+                replace(base, clients=n, quota_us=quota, period_us=CAPACITY_PERIOD_US),
+                "prediction",
+                "quota",
+            )
+        )
+    capacity = CapacitySearch(
+        replace(base, quota_us=CAPACITY_QUOTA_US, period_us=CAPACITY_PERIOD_US),
+        tuple(range(4, 33, 4)),
+    )
     return Campaign(tuple(out), capacity)
 
 
@@ -104,12 +110,15 @@ def load_campaign(source: str | Path, duration_s: float | None = None) -> Campai
         role = row.pop("role", "prediction")
         question = str(row.pop("question", ""))
         if role not in ROLES:
-            raise InputError(f"testbed --campaign: run[{i}].role must be one of "
-                             f"{', '.join(ROLES)}, got {role!r}")
+            raise InputError(
+                f"testbed --campaign: run[{i}].role must be one of {', '.join(ROLES)}, got {role!r}"
+            )
         unknown = sorted(set(row) - names)
         if unknown:
-            raise InputError(f"testbed --campaign: run[{i}] has unknown field {unknown[0]!r} "
-                             f"(allowed: {', '.join(sorted(names | {'role', 'question'}))})")
+            raise InputError(
+                f"testbed --campaign: run[{i}] has unknown field {unknown[0]!r} "
+                f"(allowed: {', '.join(sorted(names | {'role', 'question'}))})"
+            )
         if duration_s is not None:
             row["duration_s"] = duration_s
         try:
@@ -132,8 +141,9 @@ def _stored(directory: Path) -> dict | None:
     return None
 
 
-def measure(condition: Condition, out: Path, shared_root: Path | None,
-            log: Callable[[str], None]) -> dict | None:
+def measure(
+    condition: Condition, out: Path, shared_root: Path | None, log: Callable[[str], None]
+) -> dict | None:
     """The stored or newly measured summary of one condition (None if its server crashed)."""
     directory = out / "runs" / condition.config.label
     summary = _stored(directory)
@@ -153,13 +163,18 @@ def measure(condition: Condition, out: Path, shared_root: Path | None,
     return {**summary, "role": condition.role, "question": condition.question}
 
 
-def run_capacity(search: CapacitySearch, out: Path, shared_root: Path | None,
-                 log: Callable[[str], None]) -> tuple[int, list[dict]]:
+def run_capacity(
+    search: CapacitySearch, out: Path, shared_root: Path | None, log: Callable[[str], None]
+) -> tuple[int, list[dict]]:
     """Clients ascending until the reply ratio falls below the rule; (capacity, rows)."""
     rows, capacity = [], 0
     for n in search.clients:
-        summary = measure(Condition(replace(search.base, clients=n), "prediction", "capacity"),
-                          out, shared_root, log)
+        summary = measure(
+            Condition(replace(search.base, clients=n), "prediction", "capacity"),
+            out,
+            shared_root,
+            log,
+        )
         if summary is None:
             break
         rows.append(summary)
@@ -172,26 +187,43 @@ def run_capacity(search: CapacitySearch, out: Path, shared_root: Path | None,
 def gather(rows: list[dict]) -> pd.DataFrame:
     """One flat row per condition (nested summary keys joined with dots)."""
     table = pd.json_normalize(rows, sep=".")
-    return table.drop(columns=[c for c in table.columns if c.startswith("machine.")] +
-                      ["kind"], errors="ignore")
+    return table.drop(
+        columns=[c for c in table.columns if c.startswith("machine.")] + ["kind"], errors="ignore"
+    )
 
 
-def run_campaign(campaign: Campaign, out: Path, *, shared_root: Path | None = None,
-                 log: Callable[[str], None] = print) -> pd.DataFrame:
+def run_campaign(
+    campaign: Campaign,
+    out: Path,
+    *,
+    shared_root: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> pd.DataFrame:
     """Measure every condition (resuming), then the capacity search; write ``runs.parquet``."""
     out.mkdir(parents=True, exist_ok=True)
-    rows = [row for c in campaign.conditions
-            if (row := measure(c, out, shared_root, log)) is not None]
+    rows = [
+        row for c in campaign.conditions if (row := measure(c, out, shared_root, log)) is not None
+    ]
     capacity_rows: list[dict] = []
     if campaign.capacity is not None:
         capacity, capacity_rows = run_capacity(campaign.capacity, out, shared_root, log)
-        (out / "capacity.json").write_text(json.dumps({
-            "capacity_clients": capacity, "min_reply_ratio": campaign.capacity.min_reply_ratio,
-            "base": asdict(campaign.capacity.base),
-            "clients_grid": list(campaign.capacity.clients), "clients_tried": [
-                r["config"]["clients"] for r in capacity_rows]}, indent=2) + "\n")
-        log(f"capacity at {campaign.capacity.base.quota_us}/{campaign.capacity.base.period_us}"
-            f" us: {capacity} clients")
+        (out / "capacity.json").write_text(
+            json.dumps(
+                {
+                    "capacity_clients": capacity,
+                    "min_reply_ratio": campaign.capacity.min_reply_ratio,
+                    "base": asdict(campaign.capacity.base),
+                    "clients_grid": list(campaign.capacity.clients),
+                    "clients_tried": [r["config"]["clients"] for r in capacity_rows],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        log(
+            f"capacity at {campaign.capacity.base.quota_us}/{campaign.capacity.base.period_us}"
+            f" us: {capacity} clients"
+        )
     table = gather(rows + capacity_rows)
     table.to_parquet(out / "runs.parquet", index=False)
     return table

@@ -53,8 +53,9 @@ class PhasePattern:
 
         kind, _, arg = text.partition(":")
         if kind not in PHASES:
-            raise InputError(f"testbed --phases must be one of step, independent, hosts:H; "
-                             f"got {text!r}")
+            raise InputError(
+                f"testbed --phases must be one of step, independent, hosts:H; got {text!r}"
+            )
         if kind == "hosts":
             if not arg.isdigit() or int(arg) < 1:
                 raise InputError(f"testbed --phases hosts:H needs an integer H >= 1, got {text!r}")
@@ -112,13 +113,24 @@ class Bot:
                 buttons = qw.BUTTON_ATTACK
             else:
                 self.yaw = (self.yaw + float(self.rng.uniform(45, 315))) % 360
-        return qw.UserCmd(msec=msec, angles=(0.0, self.yaw, 0.0),
-                          forward=WALK_SPEED if walking else 0, buttons=buttons)
+        return qw.UserCmd(
+            msec=msec,
+            angles=(0.0, self.yaw, 0.0),
+            forward=WALK_SPEED if walking else 0,
+            buttons=buttons,
+        )
 
 
 class _Client:
-    def __init__(self, index: int, table: bytes, rng: np.random.Generator, msec: int,
-                 name: str, rate_hz: float) -> None:
+    def __init__(
+        self,
+        index: int,
+        table: bytes,
+        rng: np.random.Generator,
+        msec: int,
+        name: str,
+        rate_hz: float,
+    ) -> None:
         self.log = ClientLog(index)
         self.table, self.bot, self.msec, self.name = table, Bot(rng), msec, name
         self.chan = qw.Netchan(qport=(index * 7919 + 1234) & 0xFFFF)
@@ -168,10 +180,14 @@ class _Client:
                     digits += bytes([ch])
                 else:
                     break
-            userinfo = (f"\\name\\{self.name}\\topcolor\\0\\bottomcolor\\0"
-                        f"\\rate\\{RATE_BYTES_PER_S}\\pmodel\\33168\\emodel\\6967")
-            self._send_oob(f'connect {qw.PROTOCOL_VERSION} {self.chan.qport} '
-                           f'{int(digits or b"0")} "{userinfo}"\n')
+            userinfo = (
+                f"\\name\\{self.name}\\topcolor\\0\\bottomcolor\\0"
+                f"\\rate\\{RATE_BYTES_PER_S}\\pmodel\\33168\\emodel\\6967"
+            )
+            self._send_oob(
+                f"connect {qw.PROTOCOL_VERSION} {self.chan.qport} "
+                f'{int(digits or b"0")} "{userinfo}"\n'
+            )
             self.state = "connecting"
             self.last_oob = now
         elif text[:1] == b"j" and self.state in ("challenge", "connecting"):
@@ -189,13 +205,15 @@ class _Client:
             self._command(f"soundlist {self.servercount} 0")
         if events.soundlist_next is not None:
             nxt = events.soundlist_next
-            cmd = (f"soundlist {self.servercount} {nxt}" if nxt
-                   else f"modellist {self.servercount} 0")
+            cmd = (
+                f"soundlist {self.servercount} {nxt}" if nxt else f"modellist {self.servercount} 0"
+            )
             self._command(cmd)
         if events.modellist_next is not None:
             nxt = events.modellist_next
-            cmd = (f"modellist {self.servercount} {nxt}" if nxt
-                   else f"prespawn {self.servercount} 0 0")
+            cmd = (
+                f"modellist {self.servercount} {nxt}" if nxt else f"prespawn {self.servercount} 0 0"
+            )
             self._command(cmd)
         for text in events.stufftext:
             for line in text.replace(";", "\n").splitlines():
@@ -207,8 +225,12 @@ class _Client:
                     self.begin_sent = True
                 elif line == "reconnect":
                     self._command("new")
-        if self.begin_sent and self.state == "signon" and not self.chan.reliable \
-                and not self.chan.pending:
+        if (
+            self.begin_sent
+            and self.state == "signon"
+            and not self.chan.reliable
+            and not self.chan.pending
+        ):
             self.state = "active"
             self.log.began_at = now
         if self.state == "active" and self.log.playernum in events.origins:
@@ -282,15 +304,22 @@ class ClientRun:
     """every send of the measured window: client, tick, due and sent times (s)"""
 
 
-def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_s: float,
-           signon_timeout_s: float) -> ClientRun:
+def _drive(
+    plan: ClientPlan,
+    port: int,
+    table: bytes,
+    warmup_s: float,
+    duration_s: float,
+    signon_timeout_s: float,
+) -> ClientRun:
     rng = np.random.default_rng(plan.seed)
     period = 1.0 / plan.rate_hz
     msec = max(1, min(255, round(1000.0 / plan.rate_hz)))
     child = rng.spawn(plan.clients + 1)
     phases = plan.phases.phases(plan.clients, period, child[-1])
-    clients = [_Client(i, table, child[i], msec, f"bot{i:03d}", plan.rate_hz)
-               for i in range(plan.clients)]
+    clients = [
+        _Client(i, table, child[i], msec, f"bot{i:03d}", plan.rate_hz) for i in range(plan.clients)
+    ]
     by_socket: dict[socket.socket, _Client] = {}
     cpu0, wall0 = time.process_time(), time.monotonic()
     t0 = time.monotonic() + 0.05
@@ -331,11 +360,16 @@ def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_
                     window = (start, end)
                 elif now > signon_deadline:
                     stuck = [c for c in clients if c.state != "active"]
-                    detail = "; ".join(f"client {c.log.index}: {c.state}, last command "
-                                       f"{c.last_command!r}, {c.log.parse_errors} unparsed "
-                                       f"replies {c.last_parse_error}" for c in stuck[:2])
-                    raise RuntimeError(f"{len(stuck)} of {plan.clients} clients did not sign "
-                                       f"on within {signon_timeout_s} s ({detail})")
+                    detail = "; ".join(
+                        f"client {c.log.index}: {c.state}, last command "
+                        f"{c.last_command!r}, {c.log.parse_errors} unparsed "
+                        f"replies {c.last_parse_error}"
+                        for c in stuck[:2]
+                    )
+                    raise RuntimeError(
+                        f"{len(stuck)} of {plan.clients} clients did not sign "
+                        f"on within {signon_timeout_s} s ({detail})"
+                    )
             elif now >= end + 0.05:
                 break
             # 2. replies until the next send is due: select() sleeps with microsecond
@@ -357,13 +391,21 @@ def _drive(plan: ClientPlan, port: int, table: bytes, warmup_s: float, duration_
         for c in clients:
             if c.transport is not None:
                 c.transport.close()
-    return ClientRun([c.log for c in clients], window, signed_on_at - t0,
-                     time.process_time() - cpu0, time.monotonic() - wall0, phases,
-                     *_send_timing(sends, plan), sends=np.asarray(sends).reshape(-1, 4))
+    return ClientRun(
+        [c.log for c in clients],
+        window,
+        signed_on_at - t0,
+        time.process_time() - cpu0,
+        time.monotonic() - wall0,
+        phases,
+        *_send_timing(sends, plan),
+        sends=np.asarray(sends).reshape(-1, 4),
+    )
 
 
-def _send_timing(sends: list[tuple[int, int, float, float]],
-                 plan: ClientPlan) -> tuple[float, float]:
+def _send_timing(
+    sends: list[tuple[int, int, float, float]], plan: ClientPlan
+) -> tuple[float, float]:
     """(mean lateness of a send after its due time, mean width of a host's burst) in s.
 
     A host's burst is the sends due at one instant (all clients for ``step``, one host's for
@@ -383,7 +425,14 @@ def _send_timing(sends: list[tuple[int, int, float, float]],
     return lateness, float((spans["max"] - spans["min"]).mean()) if len(spans) else 0.0
 
 
-def run_clients(plan: ClientPlan, port: int, table: bytes, *, warmup_s: float,
-                duration_s: float, signon_timeout_s: float = 20.0) -> ClientRun:
+def run_clients(
+    plan: ClientPlan,
+    port: int,
+    table: bytes,
+    *,
+    warmup_s: float,
+    duration_s: float,
+    signon_timeout_s: float = 20.0,
+) -> ClientRun:
     """Sign the clients on, play ``warmup_s`` then the measured ``duration_s``, drop them."""
     return _drive(plan, port, table, warmup_s, duration_s, signon_timeout_s)

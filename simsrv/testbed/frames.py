@@ -14,13 +14,27 @@ import numpy as np
 import pandas as pd
 
 MAGIC = 0x31425453
-RECORD = np.dtype([
-    ("wall_start_s", "<f8"), ("wall_end_s", "<f8"), ("cpu_frame_s", "<f8"),
-    ("cpu_read_s", "<f8"), ("cpu_recv_s", "<f8"), ("cpu_physics_s", "<f8"),
-    ("cpu_send_s", "<f8"), ("cpu_sendto_s", "<f8"), ("cpu_wait_s", "<f8"),
-    ("packets", "<i4"), ("moves", "<i4"), ("runcmds", "<i4"), ("connectionless", "<i4"),
-    ("replies", "<i4"), ("chokes", "<i4"), ("active_clients", "<i4"), ("physics_ran", "<i4"),
-])
+RECORD = np.dtype(
+    [
+        ("wall_start_s", "<f8"),
+        ("wall_end_s", "<f8"),
+        ("cpu_frame_s", "<f8"),
+        ("cpu_read_s", "<f8"),
+        ("cpu_recv_s", "<f8"),
+        ("cpu_physics_s", "<f8"),
+        ("cpu_send_s", "<f8"),
+        ("cpu_sendto_s", "<f8"),
+        ("cpu_wait_s", "<f8"),
+        ("packets", "<i4"),
+        ("moves", "<i4"),
+        ("runcmds", "<i4"),
+        ("connectionless", "<i4"),
+        ("replies", "<i4"),
+        ("chokes", "<i4"),
+        ("active_clients", "<i4"),
+        ("physics_ran", "<i4"),
+    ]
+)
 
 COLUMNS = {
     "frame": "frame number, from 0 at the server's start",
@@ -54,8 +68,10 @@ def read_records(path: Path) -> np.ndarray:
         raise ValueError(f"{path}: no testbed frame header")
     magic, size = np.frombuffer(data[:8], "<u4")
     if magic != MAGIC or size != RECORD.itemsize:
-        raise ValueError(f"{path}: not a testbed frame file of this version "
-                         f"(magic {magic:#x}, record {size} bytes, expected {RECORD.itemsize})")
+        raise ValueError(
+            f"{path}: not a testbed frame file of this version "
+            f"(magic {magic:#x}, record {size} bytes, expected {RECORD.itemsize})"
+        )
     body = data[16:]
     whole = len(body) // RECORD.itemsize * RECORD.itemsize
     return np.frombuffer(body[:whole], RECORD)
@@ -68,29 +84,31 @@ def frames_table(records: np.ndarray) -> pd.DataFrame:
     read, recv = r["cpu_read_s"] * us, r["cpu_recv_s"] * us
     send, sendto = r["cpu_send_s"] * us, r["cpu_sendto_s"] * us
     cpu, physics = r["cpu_frame_s"] * us, r["cpu_physics_s"] * us
-    table = pd.DataFrame({
-        "frame": np.arange(len(r), dtype=np.int64),
-        "start_s": r["wall_start_s"],
-        "wall_us": (r["wall_end_s"] - r["wall_start_s"]) * us,
-        "cpu_us": cpu,
-        "read_us": read,
-        "recv_syscall_us": recv,
-        "execute_us": read - recv,
-        "physics_us": physics,
-        "send_us": send,
-        "send_syscall_us": sendto,
-        "build_us": send - sendto,
-        "other_us": cpu - read - physics - send,
-        "select_us": r["cpu_wait_s"] * us,
-        "packets": r["packets"].astype(np.int64),
-        "moves": r["moves"].astype(np.int64),
-        "commands": r["runcmds"].astype(np.int64),
-        "connectionless": r["connectionless"].astype(np.int64),
-        "replies": r["replies"].astype(np.int64),
-        "chokes": r["chokes"].astype(np.int64),
-        "active_clients": r["active_clients"].astype(np.int64),
-        "physics_ran": r["physics_ran"].astype(np.int64),
-    })
+    table = pd.DataFrame(
+        {
+            "frame": np.arange(len(r), dtype=np.int64),
+            "start_s": r["wall_start_s"],
+            "wall_us": (r["wall_end_s"] - r["wall_start_s"]) * us,
+            "cpu_us": cpu,
+            "read_us": read,
+            "recv_syscall_us": recv,
+            "execute_us": read - recv,
+            "physics_us": physics,
+            "send_us": send,
+            "send_syscall_us": sendto,
+            "build_us": send - sendto,
+            "other_us": cpu - read - physics - send,
+            "select_us": r["cpu_wait_s"] * us,
+            "packets": r["packets"].astype(np.int64),
+            "moves": r["moves"].astype(np.int64),
+            "commands": r["runcmds"].astype(np.int64),
+            "connectionless": r["connectionless"].astype(np.int64),
+            "replies": r["replies"].astype(np.int64),
+            "chokes": r["chokes"].astype(np.int64),
+            "active_clients": r["active_clients"].astype(np.int64),
+            "physics_ran": r["physics_ran"].astype(np.int64),
+        }
+    )
     assert list(table.columns) == list(COLUMNS)
     return table
 
@@ -111,8 +129,7 @@ def wakeup_latencies_us(frames: pd.DataFrame, sent_s: np.ndarray) -> np.ndarray:
     frames = frames.sort_values("start_s")
     starts = frames["start_s"].to_numpy()
     ends = starts + frames["wall_us"].to_numpy() * 1e-6
-    measured = frames["measured"].to_numpy() if "measured" in frames else np.ones(len(frames),
-                                                                                  bool)
+    measured = frames["measured"].to_numpy() if "measured" in frames else np.ones(len(frames), bool)
     sent = np.sort(np.asarray(sent_s, dtype=float))
     if len(starts) < 2 or len(sent) == 0:
         return np.empty(0)

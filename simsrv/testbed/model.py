@@ -52,8 +52,9 @@ QUANTITIES: tuple[Compared, ...] = (
 )
 
 
-def phase_overrides(config: TestbedConfig, burst_width_ms: float,
-                    send_lateness_ms: float) -> list[str]:
+def phase_overrides(
+    config: TestbedConfig, burst_width_ms: float, send_lateness_ms: float
+) -> list[str]:
     """The phase pattern as simsrv client fields, with the clients' measured timing."""
     period = 1.0 / config.rate_hz
     jitter = min(max(2.0 * send_lateness_ms * 1e-3, 0.0), 0.5 * period)
@@ -67,8 +68,7 @@ def phase_overrides(config: TestbedConfig, burst_width_ms: float,
     # (P - 1) / P of it after the first, which is the measured width.
     width = burst_width_ms * 1e-3 * per_host / (per_host - 1) if per_host > 1 else 0.0
     width = min(max(width, 0.0), period)
-    return [*out, f"clients.hosts={min(hosts, config.clients)}",
-            f"clients.host_burst_s={width!r}"]
+    return [*out, f"clients.hosts={min(hosts, config.clients)}", f"clients.host_burst_s={width!r}"]
 
 
 DEFAULT_SOCKET_BUFFER_PACKETS = 256
@@ -76,10 +76,16 @@ DEFAULT_SOCKET_BUFFER_PACKETS = 256
 kernel: net.core.rmem_default = 212,992 bytes, 832 bytes counted per small datagram)."""
 
 
-def scenario_overrides(config: TestbedConfig, shared: SharedFolder, *, seed: int,
-                       platform: str, burst_width_ms: float = 0.0,
-                       send_lateness_ms: float = 0.0,
-                       socket_buffer_packets: int = DEFAULT_SOCKET_BUFFER_PACKETS) -> list[str]:
+def scenario_overrides(
+    config: TestbedConfig,
+    shared: SharedFolder,
+    *,
+    seed: int,
+    platform: str,
+    burst_width_ms: float = 0.0,
+    send_lateness_ms: float = 0.0,
+    socket_buffer_packets: int = DEFAULT_SOCKET_BUFFER_PACKETS,
+) -> list[str]:
     """``--set`` overrides of :data:`SCENARIO` that describe one testbed condition."""
     out = [
         f"players.count={config.clients}",
@@ -100,8 +106,11 @@ def scenario_overrides(config: TestbedConfig, shared: SharedFolder, *, seed: int
 
 def config_from_row(row: dict) -> TestbedConfig:
     """The :class:`TestbedConfig` stored in a campaign row (``config.*`` columns)."""
-    values = {key.removeprefix("config."): value for key, value in row.items()
-              if key.startswith("config.")}
+    values = {
+        key.removeprefix("config."): value
+        for key, value in row.items()
+        if key.startswith("config.")
+    }
     if values.get("quota_us") is not None and values["quota_us"] != values["quota_us"]:
         values["quota_us"] = None  # NaN from a column shared with quota-free rows
     for key in ("clients", "seed", "period_us", "port", "server_cpu", "client_cpu"):

@@ -36,16 +36,53 @@ BUTTON_ATTACK, BUTTON_JUMP = 1, 2
 
 # server -> client (src/protocol.h)
 SVC = {
-    "bad": 0, "nop": 1, "disconnect": 2, "updatestat": 3, "sound": 6, "print": 8,
-    "stufftext": 9, "setangle": 10, "serverdata": 11, "lightstyle": 12, "updatefrags": 14,
-    "stopsound": 16, "particle": 18, "damage": 19, "spawnstatic": 20, "spawnbaseline": 22,
-    "temp_entity": 23, "setpause": 24, "centerprint": 26, "killedmonster": 27,
-    "foundsecret": 28, "spawnstaticsound": 29, "intermission": 30, "finale": 31,
-    "cdtrack": 32, "sellscreen": 33, "smallkick": 34, "bigkick": 35, "updateping": 36,
-    "updateentertime": 37, "updatestatlong": 38, "muzzleflash": 39, "updateuserinfo": 40,
-    "download": 41, "playerinfo": 42, "nails": 43, "chokecount": 44, "modellist": 45,
-    "soundlist": 46, "packetentities": 47, "deltapacketentities": 48, "maxspeed": 49,
-    "entgravity": 50, "setinfo": 51, "serverinfo": 52, "updatepl": 53, "nails2": 54,
+    "bad": 0,
+    "nop": 1,
+    "disconnect": 2,
+    "updatestat": 3,
+    "sound": 6,
+    "print": 8,
+    "stufftext": 9,
+    "setangle": 10,
+    "serverdata": 11,
+    "lightstyle": 12,
+    "updatefrags": 14,
+    "stopsound": 16,
+    "particle": 18,
+    "damage": 19,
+    "spawnstatic": 20,
+    "spawnbaseline": 22,
+    "temp_entity": 23,
+    "setpause": 24,
+    "centerprint": 26,
+    "killedmonster": 27,
+    "foundsecret": 28,
+    "spawnstaticsound": 29,
+    "intermission": 30,
+    "finale": 31,
+    "cdtrack": 32,
+    "sellscreen": 33,
+    "smallkick": 34,
+    "bigkick": 35,
+    "updateping": 36,
+    "updateentertime": 37,
+    "updatestatlong": 38,
+    "muzzleflash": 39,
+    "updateuserinfo": 40,
+    "download": 41,
+    "playerinfo": 42,
+    "nails": 43,
+    "chokecount": 44,
+    "modellist": 45,
+    "soundlist": 46,
+    "packetentities": 47,
+    "deltapacketentities": 48,
+    "maxspeed": 49,
+    "entgravity": 50,
+    "setinfo": 51,
+    "serverinfo": 52,
+    "updatepl": 53,
+    "nails2": 54,
 }
 _SVC_NAME = {code: name for name, code in SVC.items()}
 
@@ -53,12 +90,33 @@ PF_MSEC, PF_COMMAND = 1 << 0, 1 << 1
 PF_VELOCITY1, PF_MODEL, PF_SKINNUM = 1 << 2, 1 << 5, 1 << 6
 PF_EFFECTS, PF_WEAPONFRAME = 1 << 7, 1 << 8
 U_ORIGIN1, U_ORIGIN2, U_ORIGIN3, U_ANGLE2, U_FRAME, U_REMOVE, U_MOREBITS = (
-    1 << 9, 1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15)
+    1 << 9,
+    1 << 10,
+    1 << 11,
+    1 << 12,
+    1 << 13,
+    1 << 14,
+    1 << 15,
+)
 U_ANGLE1, U_ANGLE3, U_MODEL, U_COLORMAP, U_SKIN, U_EFFECTS = 1, 2, 4, 8, 16, 32
 SND_VOLUME, SND_ATTENUATION = 1 << 15, 1 << 14
 # temp entity kinds and the bytes after the kind (src/protocol.h, sv_send.c)
-_TE_SIZE = {0: 6, 1: 6, 2: 7, 3: 6, 4: 6, 5: 14, 6: 14, 7: 6, 8: 6, 9: 14, 10: 6, 11: 6,
-            12: 7, 13: 6}
+_TE_SIZE = {
+    0: 6,
+    1: 6,
+    2: 7,
+    3: 6,
+    4: 6,
+    5: 14,
+    6: 14,
+    7: 6,
+    8: 6,
+    9: 14,
+    10: 6,
+    11: 6,
+    12: 7,
+    13: 6,
+}
 
 
 class ProtocolError(ValueError):
@@ -112,8 +170,14 @@ def sequence_checksum(table: bytes, block: bytes, sequence: int) -> int:
     """The checksum byte of a move: CRC over (at most 60 of) its bytes and 4 sequence bytes."""
     p = sequence % (len(table) - 4)
     chk = bytearray(block[:60])
-    chk += bytes([(sequence & 0xFF) ^ table[p], table[p + 1],
-                  ((sequence >> 8) & 0xFF) ^ table[p + 2], table[p + 3]])
+    chk += bytes(
+        [
+            (sequence & 0xFF) ^ table[p],
+            table[p + 1],
+            ((sequence >> 8) & 0xFF) ^ table[p + 2],
+            table[p + 3],
+        ]
+    )
     return crc16(bytes(chk)) & 0xFF
 
 
@@ -176,15 +240,20 @@ def write_delta_usercmd(old: UserCmd, new: UserCmd) -> bytes:
     return bytes(out)
 
 
-def move_message(table: bytes, sequence: int, cmds: tuple[UserCmd, UserCmd, UserCmd],
-                 loss_percent: int = 0) -> bytes:
+def move_message(
+    table: bytes, sequence: int, cmds: tuple[UserCmd, UserCmd, UserCmd], loss_percent: int = 0
+) -> bytes:
     """A ``clc_move``: checksum, loss, and the oldest, previous and newest commands.
 
     ``sequence`` is the netchan outgoing sequence of the packet that will carry the move.
     """
     oldest, previous, newest = cmds
-    body = (bytes([loss_percent & 0xFF]) + write_delta_usercmd(NULL_CMD, oldest)
-            + write_delta_usercmd(oldest, previous) + write_delta_usercmd(previous, newest))
+    body = (
+        bytes([loss_percent & 0xFF])
+        + write_delta_usercmd(NULL_CMD, oldest)
+        + write_delta_usercmd(oldest, previous)
+        + write_delta_usercmd(previous, newest)
+    )
     return bytes([CLC_MOVE, sequence_checksum(table, body, sequence)]) + body
 
 
@@ -227,8 +296,10 @@ class Netchan:
     def transmit(self, unreliable: bytes = b"") -> tuple[bytes, int]:
         """The next packet to send and its sequence number."""
         send_reliable = False
-        if (self.incoming_acknowledged > self.last_reliable_sequence
-                and self.incoming_reliable_acknowledged != self.reliable_sequence):
+        if (
+            self.incoming_acknowledged > self.last_reliable_sequence
+            and self.incoming_reliable_acknowledged != self.reliable_sequence
+        ):
             send_reliable = True  # the last reliable was lost: resend it
         if not self.reliable and self.pending:
             self.reliable = bytes(self.pending[:1024])
@@ -294,7 +365,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise ProtocolError("message runs past the packet")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -317,15 +388,23 @@ class _Reader:
         end = self.data.find(b"\0", self.pos)
         if end < 0:
             raise ProtocolError("unterminated string")
-        text = self.data[self.pos:end].decode("latin-1")
+        text = self.data[self.pos : end].decode("latin-1")
         self.pos = end + 1
         return text
 
 
 def _skip_delta_usercmd(r: _Reader) -> None:
     bits = r.byte()
-    for flag, size in ((CM_ANGLE1, 2), (CM_ANGLE2, 2), (CM_ANGLE3, 2), (CM_FORWARD, 2),
-                       (CM_SIDE, 2), (CM_UP, 2), (CM_BUTTONS, 1), (CM_IMPULSE, 1)):
+    for flag, size in (
+        (CM_ANGLE1, 2),
+        (CM_ANGLE2, 2),
+        (CM_ANGLE3, 2),
+        (CM_FORWARD, 2),
+        (CM_SIDE, 2),
+        (CM_UP, 2),
+        (CM_BUTTONS, 1),
+        (CM_IMPULSE, 1),
+    ):
         if bits & flag:
             r.take(size)
     r.byte()  # msec
@@ -354,8 +433,7 @@ def _skip_entity_deltas(r: _Reader) -> None:
             r.byte()
         if bits & U_EFFECTS:
             r.byte()
-        for origin, angle in ((U_ORIGIN1, U_ANGLE1), (U_ORIGIN2, U_ANGLE2),
-                              (U_ORIGIN3, U_ANGLE3)):
+        for origin, angle in ((U_ORIGIN1, U_ANGLE1), (U_ORIGIN2, U_ANGLE2), (U_ORIGIN3, U_ANGLE3)):
             if bits & origin:
                 r.take(2)
             if bits & angle:
@@ -370,12 +448,30 @@ def _list_message(r: _Reader) -> int:
 
 
 _FIXED = {  # message -> bytes after the code
-    "nop": 0, "updatestat": 2, "setangle": 3, "updatefrags": 3, "stopsound": 2,
-    "damage": 8, "setpause": 1, "killedmonster": 0, "foundsecret": 0,
-    "spawnstaticsound": 9, "intermission": 9, "cdtrack": 1, "sellscreen": 0,
-    "smallkick": 0, "bigkick": 0, "updateping": 3, "updateentertime": 5,
-    "updatestatlong": 5, "muzzleflash": 2, "chokecount": 1, "maxspeed": 4,
-    "entgravity": 4, "updatepl": 2, "particle": 11,
+    "nop": 0,
+    "updatestat": 2,
+    "setangle": 3,
+    "updatefrags": 3,
+    "stopsound": 2,
+    "damage": 8,
+    "setpause": 1,
+    "killedmonster": 0,
+    "foundsecret": 0,
+    "spawnstaticsound": 9,
+    "intermission": 9,
+    "cdtrack": 1,
+    "sellscreen": 0,
+    "smallkick": 0,
+    "bigkick": 0,
+    "updateping": 3,
+    "updateentertime": 5,
+    "updatestatlong": 5,
+    "muzzleflash": 2,
+    "chokecount": 1,
+    "maxspeed": 4,
+    "entgravity": 4,
+    "updatepl": 2,
+    "particle": 11,
 }
 
 

@@ -63,8 +63,10 @@ class TestbedConfig:
     def checked(self) -> TestbedConfig:
         """This config, or one :class:`InputError` line naming the bad field."""
         if not 1 <= self.clients <= MAX_CLIENTS:
-            raise InputError(f"testbed --clients must be in [1, {MAX_CLIENTS}] (the server's "
-                             f"MAX_CLIENTS), got {self.clients}")
+            raise InputError(
+                f"testbed --clients must be in [1, {MAX_CLIENTS}] (the server's "
+                f"MAX_CLIENTS), got {self.clients}"
+            )
         if not (0 < self.rate_hz <= 1000):
             raise InputError(f"testbed --rate-hz must be in (0, 1000], got {self.rate_hz}")
         if not (0 < self.duration_s <= 3600):
@@ -76,8 +78,9 @@ class TestbedConfig:
         cpus = sorted(os.sched_getaffinity(0))
         for name, cpu in (("server-cpu", self.server_cpu), ("client-cpu", self.client_cpu)):
             if cpu not in cpus:
-                raise InputError(f"testbed --{name} must be one of this process's CPUs "
-                                 f"{cpus}, got {cpu}")
+                raise InputError(
+                    f"testbed --{name} must be one of this process's CPUs {cpus}, got {cpu}"
+                )
         PhasePattern.parse(self.phases)
         if self.quota_us is not None:
             CpuQuota(self.quota_us, self.period_us)
@@ -114,8 +117,13 @@ def _quantiles_ms(values: np.ndarray) -> dict[str, float]:
         return {k: float("nan") for k in ("mean", "p50", "p95", "p99", "max")}
     ms = values * 1e3
     p50, p95, p99 = np.percentile(ms, [50, 95, 99])
-    return {"mean": float(ms.mean()), "p50": float(p50), "p95": float(p95),
-            "p99": float(p99), "max": float(ms.max())}
+    return {
+        "mean": float(ms.mean()),
+        "p50": float(p50),
+        "p95": float(p95),
+        "p99": float(p99),
+        "max": float(ms.max()),
+    }
 
 
 def _wakeup(frames: pd.DataFrame, run: ClientRun) -> dict[str, float]:
@@ -124,8 +132,12 @@ def _wakeup(frames: pd.DataFrame, run: ClientRun) -> dict[str, float]:
     if len(latencies) == 0:
         return {"mean": float("nan"), "p50": float("nan"), "p90": float("nan"), "frames": 0}
     p50, p90 = np.percentile(latencies, [50, 90])
-    return {"mean": float(latencies.mean()), "p50": float(p50), "p90": float(p90),
-            "frames": int(len(latencies))}
+    return {
+        "mean": float(latencies.mean()),
+        "p50": float(p50),
+        "p90": float(p90),
+        "frames": int(len(latencies)),
+    }
 
 
 def _clients_table(run: ClientRun) -> pd.DataFrame:
@@ -137,25 +149,30 @@ def _clients_table(run: ClientRun) -> pd.DataFrame:
         origins = np.asarray(log.origins).reshape(-1, 4)
         inside = (origins[:, 0] >= start) & (origins[:, 0] <= end)
         path = origins[inside, 1:]
-        travelled = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) if len(path) > 1 \
-            else 0.0
-        rows.append({
-            "client": log.index,
-            "phase_ms": float(phase * 1e3),
-            "signon_s": (log.began_at - log.connected_at) if log.began_at and log.connected_at
-            else float("nan"),
-            "began": log.began_at is not None,
-            "moves_sent": int(((moves >= start) & (moves <= end)).sum()),
-            "replies_received": int(((replies >= start) & (replies <= end)).sum()),
-            "origin_updates": int(inside.sum()),
-            "distance_travelled_units": travelled,
-            "parse_errors": log.parse_errors,
-        })
+        travelled = (
+            float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) if len(path) > 1 else 0.0
+        )
+        rows.append(
+            {
+                "client": log.index,
+                "phase_ms": float(phase * 1e3),
+                "signon_s": (log.began_at - log.connected_at)
+                if log.began_at and log.connected_at
+                else float("nan"),
+                "began": log.began_at is not None,
+                "moves_sent": int(((moves >= start) & (moves <= end)).sum()),
+                "replies_received": int(((replies >= start) & (replies <= end)).sum()),
+                "origin_updates": int(inside.sum()),
+                "distance_travelled_units": travelled,
+                "parse_errors": log.parse_errors,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def summarize(config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame,
-              run: ClientRun, extra: dict) -> dict:
+def summarize(
+    config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame, run: ClientRun, extra: dict
+) -> dict:
     """The run's summary (units in the keys); every quantity over the measured window."""
     window = frames[frames["measured"]]
     duration = config.duration_s
@@ -167,9 +184,18 @@ def summarize(config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame
     sent = int(clients["moves_sent"].sum())
     received = int(clients["replies_received"].sum())
     start, end = run.window
-    rtts = np.concatenate([np.asarray(log.round_trips)[
-        (np.asarray(log.reply_times) >= start) & (np.asarray(log.reply_times) <= end)]
-        for log in run.logs]) if run.logs else np.array([])
+    rtts = (
+        np.concatenate(
+            [
+                np.asarray(log.round_trips)[
+                    (np.asarray(log.reply_times) >= start) & (np.asarray(log.reply_times) <= end)
+                ]
+                for log in run.logs
+            ]
+        )
+        if run.logs
+        else np.array([])
+    )
 
     def share(column: str) -> float:
         return float(window[column].sum()) / cpu if cpu else float("nan")
@@ -201,21 +227,27 @@ def summarize(config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame
             "request": share("execute_us"),
             "reply": share("build_us"),
             "net_send": share("send_syscall_us"),
-            "frame": (float(window["other_us"].sum() + window["select_us"].sum()) / cpu
-                      if cpu else float("nan")),
+            "frame": (
+                float(window["other_us"].sum() + window["select_us"].sum()) / cpu
+                if cpu
+                else float("nan")
+            ),
         },
         "us_per_packet": {
             "read": per("read_us", "packets"),
             "recv_syscall": per("recv_syscall_us", "packets"),
             "execute": per("execute_us", "packets"),
         },
-        "us_per_reply": {"send": per("send_us", "replies"),
-                         "send_syscall": per("send_syscall_us", "replies"),
-                         "build": per("build_us", "replies")},
+        "us_per_reply": {
+            "send": per("send_us", "replies"),
+            "send_syscall": per("send_syscall_us", "replies"),
+            "build": per("build_us", "replies"),
+        },
         "us_per_world_tick": per("physics_us", "physics_ran"),
-        "us_per_frame": {"other": float(window["other_us"].mean()) if n_frames else float("nan"),
-                         "select": float(window["select_us"].mean()) if n_frames
-                         else float("nan")},
+        "us_per_frame": {
+            "other": float(window["other_us"].mean()) if n_frames else float("nan"),
+            "select": float(window["select_us"].mean()) if n_frames else float("nan"),
+        },
         "world_ticks_per_s": float(window["physics_ran"].sum()) / duration,
         "commands_per_move": per("commands", "moves"),
         "round_trip_ms": _quantiles_ms(rtts),
@@ -240,20 +272,29 @@ def machine_description() -> dict[str, str]:
                 break
     clock = "unknown"
     with contextlib.suppress(OSError):
-        clock = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource"
-                     ).read_text().strip()
-    return {"cpu_model": model, "kernel": host_platform.release(), "clocksource": clock,
-            "cpus": str(os.cpu_count())}
+        clock = (
+            Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .read_text()
+            .strip()
+        )
+    return {
+        "cpu_model": model,
+        "kernel": host_platform.release(),
+        "clocksource": clock,
+        "cpus": str(os.cpu_count()),
+    }
 
 
-def run_testbed(config: TestbedConfig, *, shared_root: Path | None = None,
-                workdir: Path | None = None) -> TestbedResult:
+def run_testbed(
+    config: TestbedConfig, *, shared_root: Path | None = None, workdir: Path | None = None
+) -> TestbedResult:
     """Measure the real server under ``config`` (see the module docstring)."""
     config = config.checked()
     shared = find_shared(shared_root)
     if not port_is_free(config.port):
-        raise InputError(f"testbed --port {config.port} is busy on this machine; "
-                         "choose another with --port")
+        raise InputError(
+            f"testbed --port {config.port} is busy on this machine; choose another with --port"
+        )
     quota = None if config.quota_us is None else CpuQuota(config.quota_us, config.period_us)
     build = build_server(shared)
     table = qw.load_checksum_table(qw.read_common_c(build.source))
@@ -265,33 +306,46 @@ def run_testbed(config: TestbedConfig, *, shared_root: Path | None = None,
         basedir = prepare_basedir(workdir / "server", shared, config.map, MAX_CLIENTS)
         frames_file = workdir / "frames.bin"
         wall0 = time.monotonic()
-        server = stack.enter_context(ServerProcess(build, basedir, config.port, frames_file,
-                                                   cpu=config.server_cpu, quota=quota))
+        server = stack.enter_context(
+            ServerProcess(
+                build, basedir, config.port, frames_file, cpu=config.server_cpu, quota=quota
+            )
+        )
         os.sched_setaffinity(0, {config.client_cpu})
         try:
-            run = run_clients(ClientPlan(config.clients, config.rate_hz, pattern, config.seed),
-                              config.port, table, warmup_s=config.warmup_s,
-                              duration_s=config.duration_s)
+            run = run_clients(
+                ClientPlan(config.clients, config.rate_hz, pattern, config.seed),
+                config.port,
+                table,
+                warmup_s=config.warmup_s,
+                duration_s=config.duration_s,
+            )
         finally:
             os.sched_setaffinity(0, affinity)
         throttling = server.throttling()
         crashed = server.exit_code_so_far()
         server.stop()
         if crashed is not None:
-            raise RuntimeError(f"the server exited during the run (code {crashed}): "
-                               f"{server.last_log_line()}")
+            raise RuntimeError(
+                f"the server exited during the run (code {crashed}): {server.last_log_line()}"
+            )
         frames = read_frames(frames_file)
         wall = time.monotonic() - wall0
     start, end = run.window
     frames["measured"] = (frames["start_s"] >= start) & (frames["start_s"] < end)
     clients = _clients_table(run)
-    extra = {"quota_share": None if quota is None else quota.share,
-             "throttled_periods": throttling.get("nr_throttled"),
-             "throttled_s": throttling.get("throttled_time", 0) * 1e-9 if throttling else None,
-             "socket_buffer_packets": socket_buffer_packets(),
-             "machine": machine_description(), "server_build": build.digest,
-             "wall_time_s": wall}
+    extra = {
+        "quota_share": None if quota is None else quota.share,
+        "throttled_periods": throttling.get("nr_throttled"),
+        "throttled_s": throttling.get("throttled_time", 0) * 1e-9 if throttling else None,
+        "socket_buffer_packets": socket_buffer_packets(),
+        "machine": machine_description(),
+        "server_build": build.digest,
+        "wall_time_s": wall,
+    }
     sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(
-        {"client": "int64", "tick": "int64"})
-    return TestbedResult(config, frames, clients, summarize(config, frames, clients, run, extra),
-                         sends)
+        {"client": "int64", "tick": "int64"}
+    )
+    return TestbedResult(
+        config, frames, clients, summarize(config, frames, clients, run, extra), sends
+    )

@@ -51,11 +51,14 @@ class CpuQuota:
 
     def __post_init__(self) -> None:
         if self.quota_us < MIN_QUOTA_US:
-            raise InputError(f"testbed --quota-us must be >= {MIN_QUOTA_US} (the kernel's "
-                             f"minimum), got {self.quota_us}")
+            raise InputError(
+                f"testbed --quota-us must be >= {MIN_QUOTA_US} (the kernel's "
+                f"minimum), got {self.quota_us}"
+            )
         if not MIN_QUOTA_US <= self.period_us <= 1_000_000:
-            raise InputError("testbed --period-us must be in [1000, 1000000], "
-                             f"got {self.period_us}")
+            raise InputError(
+                f"testbed --period-us must be in [1000, 1000000], got {self.period_us}"
+            )
 
     @property
     def share(self) -> float:
@@ -101,13 +104,14 @@ def socket_buffer_packets(payload_bytes: int = 48, tries: int = 4096) -> int:
         sender.close()
 
 
-def prepare_basedir(directory: Path, shared: SharedFolder, map_name: str,
-                    maxclients: int) -> Path:
+def prepare_basedir(directory: Path, shared: SharedFolder, map_name: str, maxclients: int) -> Path:
     """A server base directory: ``qw/qwprogs.dat``, ``qw/maps/MAP.bsp``, ``qw/server.cfg``."""
     source = shared.map_file(map_name)
     if not source.is_file():
-        raise InputError(f"testbed --map: no map {map_name!r} in {source.parent} "
-                         f"(available: {', '.join(shared.available_maps()) or 'none'})")
+        raise InputError(
+            f"testbed --map: no map {map_name!r} in {source.parent} "
+            f"(available: {', '.join(shared.available_maps()) or 'none'})"
+        )
     qw = directory / "qw"
     (qw / "maps").mkdir(parents=True, exist_ok=True)
     progs = qw / "qwprogs.dat"
@@ -130,8 +134,16 @@ def _die_with_parent() -> None:
 class ServerProcess:
     """The running server; a context manager that always stops it and its cgroup."""
 
-    def __init__(self, build: ServerBuild, basedir: Path, port: int, frames_file: Path, *,
-                 cpu: int | None = None, quota: CpuQuota | None = None) -> None:
+    def __init__(
+        self,
+        build: ServerBuild,
+        basedir: Path,
+        port: int,
+        frames_file: Path,
+        *,
+        cpu: int | None = None,
+        quota: CpuQuota | None = None,
+    ) -> None:
         self.build, self.basedir, self.port = build, basedir, port
         self.frames_file, self.cpu, self.quota = frames_file, cpu, quota
         self.process: subprocess.Popen | None = None
@@ -149,8 +161,10 @@ class ServerProcess:
     def start(self, ready_timeout_s: float = 15.0) -> None:
         if self.quota is not None:
             if not cgroup_available():
-                raise InputError("testbed --quota-us: needs a writable cgroup v1 cpu controller "
-                                 f"at {CGROUP_CPU} (run as root on a cgroup v1 machine)")
+                raise InputError(
+                    "testbed --quota-us: needs a writable cgroup v1 cpu controller "
+                    f"at {CGROUP_CPU} (run as root on a cgroup v1 machine)"
+                )
             self.cgroup = CGROUP_CPU / f"simsrv-testbed-{os.getpid()}-{self.port}"
             self.cgroup.mkdir(exist_ok=True)
             (self.cgroup / "cpu.cfs_period_us").write_text(str(self.quota.period_us))
@@ -158,10 +172,22 @@ class ServerProcess:
         env = dict(os.environ, SIMSRV_TESTBED_FRAMES=str(self.frames_file))
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(self.build.binary), "-basedir", str(self.basedir), "-port", str(self.port),
-             "-ip", "127.0.0.1"],
-            cwd=self.basedir, env=env, stdin=subprocess.PIPE, stdout=self.log,
-            stderr=subprocess.STDOUT, preexec_fn=self._preexec)
+            [
+                str(self.build.binary),
+                "-basedir",
+                str(self.basedir),
+                "-port",
+                str(self.port),
+                "-ip",
+                "127.0.0.1",
+            ],
+            cwd=self.basedir,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=self._preexec,
+        )
         self._wait_ready(ready_timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> None:
@@ -170,8 +196,10 @@ class ServerProcess:
             probe.settimeout(0.2)
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
-                    raise RuntimeError(f"the server exited at start (code "
-                                       f"{self.process.returncode}); see {self.log_path}")
+                    raise RuntimeError(
+                        f"the server exited at start (code "
+                        f"{self.process.returncode}); see {self.log_path}"
+                    )
                 probe.sendto(b"\xff\xff\xff\xffstatus\n", ("127.0.0.1", self.port))
                 with contextlib.suppress(TimeoutError, ConnectionRefusedError, OSError):
                     data, _ = probe.recvfrom(4096)

@@ -168,16 +168,30 @@ def _busy_share_quantity(activities: tuple[str, ...], doc: str) -> Quantity:
 
 
 # The testbed's stage shares (simsrv.testbed: the patched server's thread CPU per stage).
-QUANTITIES.register("net_recv_share", _busy_share_quantity(
-    ("net_recv",), "Share of the busy CPU time in the receive system calls."))
-QUANTITIES.register("request_share", _busy_share_quantity(
-    ("request",), "Share of the busy CPU time executing packets (after the receive call)."))
-QUANTITIES.register("reply_share", _busy_share_quantity(
-    ("reply_info", "reply"), "Share of the busy CPU time building replies."))
-QUANTITIES.register("net_send_share", _busy_share_quantity(
-    ("net_send",), "Share of the busy CPU time in the send system calls."))
-QUANTITIES.register("frame_share", _busy_share_quantity(
-    ("frame",), "Share of the busy CPU time in per-frame work (wake-up, timeouts, console)."))
+QUANTITIES.register(
+    "net_recv_share",
+    _busy_share_quantity(("net_recv",), "Share of the busy CPU time in the receive system calls."),
+)
+QUANTITIES.register(
+    "request_share",
+    _busy_share_quantity(
+        ("request",), "Share of the busy CPU time executing packets (after the receive call)."
+    ),
+)
+QUANTITIES.register(
+    "reply_share",
+    _busy_share_quantity(("reply_info", "reply"), "Share of the busy CPU time building replies."),
+)
+QUANTITIES.register(
+    "net_send_share",
+    _busy_share_quantity(("net_send",), "Share of the busy CPU time in the send system calls."),
+)
+QUANTITIES.register(
+    "frame_share",
+    _busy_share_quantity(
+        ("frame",), "Share of the busy CPU time in per-frame work (wake-up, timeouts, console)."
+    ),
+)
 
 
 def measure_all(summary: Summary, scenario: Scenario) -> dict[str, float]:
