@@ -31,7 +31,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions, boundary_clients
-from simsrv.calibration.joint import FitParameter, FitReport, JointFit, Target, target_from_row
+from simsrv.calibration.joint import (
+    FitParameter,
+    FitReport,
+    JointFit,
+    Target,
+    fit_and_log,
+    report_at_start,
+    target_from_row,
+)
 from simsrv.calibration.platform_file import PlatformFiles, replace_costs_table
 from simsrv.platforms.profile import PLATFORM_DIR, Costs, load_platform
 from simsrv.validation.reference import load_reference
@@ -125,16 +133,13 @@ def _factors(values: dict[str, float]) -> dict[str, float]:
 
 def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
     """The identifiability report at the committed factors (times ``options.start``)."""
-    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
-        return joint.report()
+    return report_at_start(PLATFORM, _joint_fit, options, log)
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """``{"game": ..., "network": ...}`` fitted from the committed factors times
     ``options.start``; logs the report."""
-    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
-        result = joint.fit(max_evaluations=60, xtol=1e-3)
-    log(result.format())
+    result = fit_and_log(PLATFORM, _joint_fit, options, log, max_evaluations=60, xtol=1e-3)
     return _factors(result.values)
 
 

@@ -26,7 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
-from simsrv.calibration.joint import FitParameter, FitReport, JointFit, target_from_row
+from simsrv.calibration.joint import (
+    FitParameter,
+    FitReport,
+    JointFit,
+    fit_and_log,
+    report_at_start,
+    target_from_row,
+)
 from simsrv.calibration.platform_file import PlatformFiles, write_atomic
 from simsrv.platforms.profile import PLATFORM_DIR
 from simsrv.validation.reference import load_reference
@@ -119,16 +126,12 @@ def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformF
 
 def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
     """The identifiability report at the committed values (times ``options.start``)."""
-    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
-        return joint.report()
+    return report_at_start(PLATFORM, _joint_fit, options, log)
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """The joint fit from the committed values times ``options.start``; logs the report."""
-    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
-        result = joint.fit()
-    log(result.format())
-    return result.values
+    return fit_and_log(PLATFORM, _joint_fit, options, log).values
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:

@@ -30,11 +30,13 @@ import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from simsrv.calibration.fitting import FitOptions
+from simsrv.calibration.platform_file import PlatformFiles
 from simsrv.sweep.orphan import exit_with_parent
 from simsrv.validation.jobs import RunJob, execute
 
@@ -364,3 +366,29 @@ class JointFit:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+BuildFit = Callable[[FitOptions, Callable[[str], None], PlatformFiles], "JointFit"]
+"""A calibration's fit on trial platform files: ``build(options, log, files) -> JointFit``."""
+
+
+def report_at_start(
+    platform: Path, build: BuildFit, options: FitOptions, log: Callable[[str], None]
+) -> FitReport:
+    """The identifiability report at the fit's starting point (trial files of ``platform``)."""
+    with PlatformFiles(platform) as files, build(options, log, files) as joint:
+        return joint.report()
+
+
+def fit_and_log(
+    platform: Path,
+    build: BuildFit,
+    options: FitOptions,
+    log: Callable[[str], None],
+    **fit_arguments: float,
+) -> FitReport:
+    """The least-squares fit (:meth:`JointFit.fit` with ``fit_arguments``); logs its report."""
+    with PlatformFiles(platform) as files, build(options, log, files) as joint:
+        result = joint.fit(**fit_arguments)
+    log(result.format())
+    return result

@@ -29,7 +29,14 @@ import numpy as np
 import pandas as pd
 
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
-from simsrv.calibration.joint import FitParameter, FitReport, JointFit, Target
+from simsrv.calibration.joint import (
+    FitParameter,
+    FitReport,
+    JointFit,
+    Target,
+    fit_and_log,
+    report_at_start,
+)
 from simsrv.calibration.platform_file import PlatformFiles, write_atomic
 from simsrv.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
@@ -246,16 +253,12 @@ def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformF
 
 def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
     """The identifiability report at the direct estimate (times ``options.start``)."""
-    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
-        return joint.report()
+    return report_at_start(PLATFORM, _joint_fit, options, log)
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """The joint fit from the direct estimate; logs the report."""
-    with PlatformFiles(PLATFORM) as files, _joint_fit(options, log, files) as joint:
-        result = joint.fit()
-    log(result.format())
-    fitted = dict(result.values)
+    fitted = dict(fit_and_log(PLATFORM, _joint_fit, options, log).values)
     estimate = direct_estimate(options.data, calibration_runs(options.data))
     for key in SET_FROM_ESTIMATE:
         fitted[key] = estimate[key]
