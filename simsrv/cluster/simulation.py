@@ -220,7 +220,7 @@ def event_loop(
             else:
                 idle.add(index)
     if idle:
-        wake = stream.next_arrival_s()
+        wake = stream.next_arrival_s() + wakeup_s
         for index in idle:
             nodes[index].now = wake
 
