@@ -34,7 +34,7 @@ from simsrv.calibration.joint import (
     report_at_start,
     target_from_row,
 )
-from simsrv.calibration.platform_file import PlatformFiles, write_atomic
+from simsrv.calibration.platform_file import PlatformFiles, with_values, write_atomic
 from simsrv.platforms.profile import PLATFORM_DIR
 from simsrv.validation.reference import load_reference
 
@@ -136,13 +136,7 @@ def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
     """Write ``source`` to ``out`` with the fitted values replaced, keeping its comments."""
-    lines = source.read_text().splitlines()
-    for i, line in enumerate(lines):
-        key = line.split("=")[0].strip()
-        if key in fitted and "=" in line:
-            comment = line[line.index("#") :] if "#" in line else ""
-            lines[i] = f"{key} = {fitted[key]}" + (f"  {comment}" if comment else "")
-    write_atomic(out, "\n".join(lines) + "\n")
+    write_atomic(out, with_values(source, {key: f"{value}" for key, value in fitted.items()}))
 
 
 CALIBRATORS.register(

@@ -18,6 +18,18 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def with_values(source: Path, values: dict[str, str]) -> str:
+    """``source``'s text with each ``key = ...`` line whose key is in ``values`` set to
+    ``key = values[key]`` (already written as TOML), keeping the line's trailing comment."""
+    lines = source.read_text().splitlines()
+    for i, line in enumerate(lines):
+        key = line.split("=")[0].strip()
+        if key in values and "=" in line:
+            comment = line[line.index("#") :] if "#" in line else ""
+            lines[i] = f"{key} = {values[key]}" + (f"  {comment}" if comment else "")
+    return "\n".join(lines) + "\n"
+
+
 def replace_costs_table(source: Path, out: Path, lines: list[str]) -> None:
     """Write ``source`` to ``out`` with everything from its ``[costs]`` line on replaced by
     ``lines`` (the first being the new ``[costs]`` heading); the hand-written header above it

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ import pandas as pd
 
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
 from simsrv.calibration.joint import (
+    BuildFit,
     FitParameter,
     FitReport,
     JointFit,
@@ -37,7 +39,7 @@ from simsrv.calibration.joint import (
     fit_and_log,
     report_at_start,
 )
-from simsrv.calibration.platform_file import PlatformFiles, write_atomic
+from simsrv.calibration.platform_file import PlatformFiles, with_values, write_atomic
 from simsrv.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
 
@@ -202,22 +204,14 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
 def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
     """Nine targets per calibration condition (module docstring)."""
     from simsrv.testbed.build import find_shared
-    from simsrv.testbed.model import SCENARIO, config_from_row, scenario_overrides
+    from simsrv.testbed.model import SCENARIO, row_overrides
 
     shared = find_shared()
     out = []
     for _, row in runs.iterrows():
-        config = config_from_row(row.to_dict())
         overrides = tuple(
             o
-            for o in scenario_overrides(
-                config,
-                shared,
-                seed=1,
-                platform=PLATFORM_NAME,
-                burst_width_ms=float(row.get("burst_width_ms", 0.0) or 0.0),
-                send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0),
-            )
+            for o in row_overrides(row.to_dict(), shared, seed=1, platform=PLATFORM_NAME)
             if not o.startswith(("run.seed=", "machine.platform=", "run.duration_s="))
         )
         for measured, quantity, relative in TARGET_QUANTITIES:
@@ -237,10 +231,15 @@ def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
     return out
 
 
-def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformFiles) -> JointFit:
-    runs = calibration_runs(options.data)
+def _joint_fit(
+    options: FitOptions,
+    log: Callable[[str], None],
+    files: PlatformFiles,
+    runs: pd.DataFrame,
+    estimate: dict[str, float],
+) -> JointFit:
     start = dict(tomllib.loads(PLATFORM.read_text())["costs"])
-    start.update(direct_estimate(options.data, runs))
+    start.update(estimate)
     for p in PARAMETERS:
         for key in p.keys:
             start[key] *= options.start
@@ -251,18 +250,26 @@ def _joint_fit(options: FitOptions, log: Callable[[str], None], files: PlatformF
     return JointFit(PARAMETERS, targets(options.data, runs), start, files, options, log)
 
 
+def _build(options: FitOptions) -> tuple[pd.DataFrame, dict[str, float], BuildFit]:
+    """The calibration runs, their direct estimate (read once) and the fit built on them."""
+    runs = calibration_runs(options.data)
+    estimate = direct_estimate(options.data, runs)
+    return runs, estimate, partial(_joint_fit, runs=runs, estimate=estimate)
+
+
 def report(options: FitOptions, log: Callable[[str], None]) -> FitReport:
     """The identifiability report at the direct estimate (times ``options.start``)."""
-    return report_at_start(PLATFORM, _joint_fit, options, log)
+    _, _, build = _build(options)
+    return report_at_start(PLATFORM, build, options, log)
 
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """The joint fit from the direct estimate; logs the report."""
-    fitted = dict(fit_and_log(PLATFORM, _joint_fit, options, log).values)
-    estimate = direct_estimate(options.data, calibration_runs(options.data))
+    runs, estimate, build = _build(options)
+    fitted = dict(fit_and_log(PLATFORM, build, options, log).values)
     for key in SET_FROM_ESTIMATE:
         fitted[key] = estimate[key]
-    fitted["_machine"] = _measured_on(options.data, calibration_runs(options.data))
+    fitted["_machine"] = _measured_on(options.data, runs)
     return fitted
 
 
@@ -280,20 +287,11 @@ def _measured_on(data: Path, runs: pd.DataFrame) -> str:
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
     """Write ``source`` to ``out`` with the fitted costs and the machine it was measured on
     (``description``), the platform named after ``out``'s file name."""
-    machine = fitted.get("_machine", "")
-    lines = source.read_text().splitlines()
-    for i, line in enumerate(lines):
-        key = line.split("=")[0].strip()
-        if "=" not in line or line.lstrip().startswith("#"):
-            continue
-        if key in fitted and key != "_machine":
-            comment = line[line.index("#") :] if "#" in line else ""
-            lines[i] = f"{key} = {fitted[key]:.6g}" + (f"  {comment}" if comment else "")
-        elif key == "name":
-            lines[i] = f'name = "{out.stem}"'
-        elif key == "description" and machine:
-            lines[i] = f'description = "mvdsv 0.35 on one CPU of: {machine}"'
-    write_atomic(out, "\n".join(lines) + "\n")
+    values = {key: f"{value:.6g}" for key, value in fitted.items() if key != "_machine"}
+    values["name"] = f'"{out.stem}"'
+    if fitted.get("_machine"):
+        values["description"] = f'"mvdsv 0.35 on one CPU of: {fitted["_machine"]}"'
+    write_atomic(out, with_values(source, values))
 
 
 CALIBRATORS.register(

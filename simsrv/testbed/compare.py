@@ -23,13 +23,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.testbed.build import find_shared
-from simsrv.testbed.model import (
-    DEFAULT_SOCKET_BUFFER_PACKETS,
-    QUANTITIES,
-    SCENARIO,
-    config_from_row,
-    scenario_overrides,
-)
+from simsrv.testbed.model import QUANTITIES, SCENARIO, row_overrides, scenario_overrides
 from simsrv.testbed.run import TestbedConfig
 from simsrv.validation.jobs import RunJob, execute
 
@@ -37,29 +31,18 @@ CAPACITY_TOLERANCE_CLIENTS = 4  # one step of the search
 
 
 def model_jobs(row: dict, shared, platform: str, seeds: int) -> list[RunJob]:
-    config = config_from_row(row)
     return [
-        RunJob(
-            str(SCENARIO),
-            tuple(
-                scenario_overrides(
-                    config,
-                    shared,
-                    seed=seed,
-                    platform=platform,
-                    burst_width_ms=float(row.get("burst_width_ms", 0.0) or 0.0),
-                    send_lateness_ms=float(row.get("send_lateness_ms", 0.0) or 0.0),
-                    socket_buffer_packets=_socket_packets(row),
-                )
-            ),
-        )
+        RunJob(str(SCENARIO), tuple(row_overrides(row, shared, seed=seed, platform=platform)))
         for seed in range(1, seeds + 1)
     ]
 
 
-def _socket_packets(row: dict) -> int:
-    value = row.get("socket_buffer_packets")
-    return DEFAULT_SOCKET_BUFFER_PACKETS if value is None or value != value else int(value)
+def execute_all(jobs: list[RunJob], workers: int) -> list[dict[str, float]]:
+    """Every job's quantities, in order: on a process pool of ``workers``, or here."""
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            return list(pool.map(execute, jobs))
+    return [execute(job) for job in jobs]
 
 
 def run_model(
@@ -69,11 +52,7 @@ def run_model(
     jobs = [model_jobs(row, shared, platform, seeds) for row in rows]
     flat = [job for group in jobs for job in group]
     log(f"model: {len(flat)} runs ({len(rows)} conditions x {seeds} seeds)")
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(execute, flat))
-    else:
-        results = [execute(job) for job in flat]
+    results = execute_all(flat, workers)
     out, i = [], 0
     for group in jobs:
         chunk = results[i : i + len(group)]
@@ -139,11 +118,7 @@ def model_capacity(
             )
             for s in range(1, seeds + 1)
         ]
-        if workers > 1:
-            with ProcessPoolExecutor(workers) as pool:
-                results = list(pool.map(execute, jobs))
-        else:
-            results = [execute(j) for j in jobs]
+        results = execute_all(jobs, workers)
         if float(np.mean([r["reply_ratio"] for r in results])) < min_ratio:
             break
         capacity = n

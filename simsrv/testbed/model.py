@@ -118,3 +118,25 @@ def config_from_row(row: dict) -> TestbedConfig:
     if values.get("quota_us") is not None:
         values["quota_us"] = int(values["quota_us"])
     return TestbedConfig(**values)
+
+
+def _measured(row: dict, key: str, default: float) -> float:
+    """A campaign row's measurement, or ``default`` where the run did not record it (NaN)."""
+    value = row.get(key)
+    return default if value is None or value != value else float(value)
+
+
+def row_overrides(row: dict, shared: SharedFolder, *, seed: int, platform: str) -> list[str]:
+    """:func:`scenario_overrides` of a stored campaign row, with the timing and socket
+    capacity that run measured."""
+    return scenario_overrides(
+        config_from_row(row),
+        shared,
+        seed=seed,
+        platform=platform,
+        burst_width_ms=_measured(row, "burst_width_ms", 0.0),
+        send_lateness_ms=_measured(row, "send_lateness_ms", 0.0),
+        socket_buffer_packets=int(
+            _measured(row, "socket_buffer_packets", DEFAULT_SOCKET_BUFFER_PACKETS)
+        ),
+    )
