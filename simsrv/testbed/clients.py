@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.testbed import protocol as qw
+from simsrv.world.mobility.quake_bot import ACTION_JUMP, ACTION_SHOT, QuakeBotParams
 
 PHASES = ("step", "independent", "hosts")
 SIGNON_RESEND_S = 0.5
@@ -37,6 +38,7 @@ SIGNON_SPACING_S = 0.05
 SPIN_S = 0.0003  # the last stretch before a send is polled, not slept (see _drive)
 ORIGIN_HZ = 10.0  # how often a playing client parses a reply to record its origin
 WALK_SPEED = 320  # sv_maxspeed
+SCHEDULE = QuakeBotParams()  # the scenario's quake-bot defaults: the clients play the same
 RATE_BYTES_PER_S = 100_000  # mvdsv's largest rate: bandwidth control chokes no reply
 
 
@@ -93,23 +95,27 @@ class ClientLog:
 
 
 class Bot:
-    """The automated player [P §5]: 20-frame cycle of standing, walking and one action."""
+    """The automated player [P §5] with simsrv's ``quake-bot`` schedule (its defaults:
+    stand 10 frames, walk 5, one action drawn from jump / fire / new heading, walk 5)."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    def __init__(self, rng: np.random.Generator, schedule: QuakeBotParams = SCHEDULE) -> None:
         self.rng = rng
-        self.frame = int(rng.integers(0, 20))
+        self.idle = schedule.idle_ticks
+        self.action_at = schedule.idle_ticks + schedule.walk_before_action
+        self.cycle = self.action_at + schedule.walk_after_action
+        self.frame = int(rng.integers(0, self.cycle))
         self.yaw = float(rng.uniform(0, 360))
 
     def next_command(self, msec: int) -> qw.UserCmd:
-        step = self.frame % 20
+        step = self.frame % self.cycle
         self.frame += 1
-        walking = step >= 10
+        walking = step >= self.idle
         buttons = 0
-        if step == 15:
+        if step == self.action_at:
             action = int(self.rng.integers(0, 3))
-            if action == 0:
+            if action == ACTION_JUMP:
                 buttons = qw.BUTTON_JUMP
-            elif action == 1:
+            elif action == ACTION_SHOT:
                 buttons = qw.BUTTON_ATTACK
             else:
                 self.yaw = (self.yaw + float(self.rng.uniform(45, 315))) % 360
