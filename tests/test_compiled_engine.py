@@ -1,24 +1,22 @@
-"""The compiled engine on plans as arrays gives what the object engine gives, bit for bit: the
-same trace rows in the same order, the same frame ends, charged CPU time and critical
-sections, on random plans with many exact ties (and frames it refuses run as objects)."""
+"""The compiled engine's paths and shortcuts give the simpy reference's timeline: on random
+plans with many exact ties (threads on distinct or shared CPUs, barriers, many contended
+locks), as arrays or as objects, the same frame ends, trace rows and charged CPU time; the
+run shortcut gives the op-by-op timeline; a hand-worked contended frame."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategy_harness import floor, frame_of, make_strategy
 from test_machine_properties import segment
 
-from simsrv.keep_window import KEEP_ALL
 from simsrv.machine import Acquire, BarrierWait, Compute, FramePlan, Machine, Release, Thread
-from simsrv.machine.compiled_engine import EVENTS, execute_arrays
+from simsrv.machine.engine import EVENTS, PHASED, phased_backoff
+from simsrv.machine.plan import PlanError
 from simsrv.machine.plan_arrays import from_plan
 from simsrv.machine.simpy_engine import SimpyMachine
-from simsrv.scenario.load import load_scenario
-from simsrv.simulation import simulate
 
 
 @st.composite
@@ -76,28 +74,32 @@ def _valid(frames: list) -> bool:
     )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(scripts())
-def test_compiled_engine_gives_the_object_engines_trace_bit_for_bit(script):
+def test_plans_as_arrays_or_objects_and_the_reference_give_one_timeline(script):
+    """Objects are converted to arrays: both give the same records, in the same order; the
+    simpy engine the same rows (it records in its own order) and ends."""
     cpus, frames, gaps = script
     objects = run(Machine(cpus), frames, gaps)
     arrays = run(Machine(cpus), [from_plan(p) for p in frames], gaps)
     assert arrays == objects
-
-
-@settings(max_examples=60, deadline=None)
-@given(scripts())
-def test_plans_as_arrays_on_the_reference_engine(script):
-    """The simpy engine takes arrays too (converted to objects): same trace as the compiled
-    engine, as a set of rows (the two engines record in different orders)."""
-    cpus, frames, gaps = script
     if not _valid(frames):
         return
-    arrays = [from_plan(p) for p in frames]
-    fast = run(Machine(cpus), arrays, gaps)
-    slow = run(SimpyMachine(cpus, 1, 1.0), arrays, gaps)
+    slow = run(SimpyMachine(cpus, 1, 1.0), frames, gaps)
+    assert slow[0] == arrays[0]
+    assert sorted(slow[1]) == sorted(arrays[1])
+    assert slow[2] == arrays[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(scripts())
+def test_the_run_shortcut_gives_the_op_by_op_records(script):
+    cpus, frames, gaps = script
+    fast = run(Machine(cpus), frames, gaps)
+    slow = run(Machine(cpus, runs=False), frames, gaps)
     assert fast[0] == slow[0]
     assert sorted(fast[1]) == sorted(slow[1])
+    assert fast[2] == slow[2]
 
 
 @st.composite
@@ -136,16 +138,20 @@ def locked_plans(draw, cpus: int) -> FramePlan:
 
 @settings(max_examples=150, deadline=None)
 @given(st.data())
-def test_frames_with_many_contended_locks_compiled_as_objects(data):
-    """Up to 8 threads contending for ~50 locks: the compiled event loop (runs truncated at
-    a release a thread waits for, locks handed to the first waiter, threads acting in turn at
-    equal times) gives the object engine's frames, rows and critical sections bit for bit."""
+def test_frames_with_many_contended_locks_give_the_reference_timeline(data):
+    """Up to 8 threads contending for ~50 locks: the event loop (runs truncated at a release
+    a thread waits for, locks handed to the first waiter, threads acting in turn at equal
+    times) gives the simpy engine's frames and rows, and op by op the same critical
+    sections."""
     cpus = data.draw(st.integers(2, 8))
     frames = data.draw(st.lists(locked_plans(cpus), min_size=1, max_size=3))
     gaps = data.draw(st.lists(st.sampled_from([0.0, 1.0, 4.0]), min_size=3, max_size=3))
-    objects = run(Machine(cpus), frames, gaps)
-    arrays = run(Machine(cpus), [from_plan(p) for p in frames], gaps)
-    assert arrays == objects
+    fast = run(Machine(cpus), frames, gaps)
+    slow = run(SimpyMachine(cpus, 1, 1.0), frames, gaps)
+    assert fast[0] == slow[0]
+    assert sorted(fast[1]) == sorted(slow[1])
+    op_by_op = run(Machine(cpus, runs=False), frames, gaps)
+    assert op_by_op[3] == slow[3]
 
 
 def test_a_contended_frame_in_the_event_loop_has_this_timeline():
@@ -160,35 +166,17 @@ def test_a_contended_frame_in_the_event_loop_has_this_timeline():
             )
         )
     )
-    n = len(plan.kind)
-    ints, times, out = np.zeros((4, n), np.int64), np.zeros((4, n)), np.zeros(4)
-    status = execute_arrays(
-        plan.thread, plan.kind, plan.cost, plan.arg, plan.activity, plan.thread_cpu,
-        plan.barrier_parties, np.zeros(len(plan.activities) + 1, np.bool_), len(plan.locks),
-        len(plan.activities), 2, 0.0, 0.0, True, ints[0], ints[1], times[0], times[1], ints[2],
-        ints[3], times[2], times[3], out,
-    )  # fmt: skip
-    assert status == EVENTS  # locks contended: not phased
-    end, charged, rows, holds = out
-    assert (end, charged, rows, holds) == (5.0, 7.0, 5, 2)
-    names = (*plan.activities, "lock_wait")
-    timeline = [
-        (int(t), names[a], s, e)
-        for t, a, s, e in zip(ints[0, :5], ints[1, :5], times[0, :5], times[1, :5], strict=True)
-    ]
-    assert timeline == [
-        (1, "c", 0.0, 1.0),
-        (0, "a", 0.0, 2.0),
-        (1, "lock_wait", 1.0, 2.0),
-        (1, "d", 2.0, 3.0),
-        (0, "b", 2.0, 5.0),
-    ]
-    sections = list(zip(ints[2, :2], ints[3, :2], times[2, :2], times[3, :2], strict=True))
-    assert sections == [(0, 0, 0.0, 2.0), (0, 1, 2.0, 3.0)]  # L by t0, then by t1
     machine = Machine(2)
     assert run(machine, [plan], [0.0])[1] == [
-        (0, thread % 2, f"t{thread}", name, start, stop) for thread, name, start, stop in timeline
+        (0, 1, "t1", "c", 0.0, 1.0),
+        (0, 0, "t0", "a", 0.0, 2.0),
+        (0, 1, "t1", "lock_wait", 1.0, 2.0),
+        (0, 1, "t1", "d", 2.0, 3.0),
+        (0, 0, "t0", "b", 2.0, 5.0),
     ]
+    assert machine.path == "events"  # locks contended: not phased
+    assert machine.charged_us == [7.0]
+    assert sorted(machine.lock_holds) == [("L", 0, "t0", 0.0, 2.0), ("L", 0, "t1", 2.0, 3.0)]
 
 
 @given(st.data())
@@ -198,9 +186,8 @@ def test_arrays_round_trip(data):
     assert from_plan(plan).to_plan() == plan
 
 
-def test_compiled_engine_takes_the_paths_of_the_object_engine():
-    """One serial thread, a contended and an uncontended phased plan: rows match and the
-    phased back-off state too."""
+def test_the_engine_takes_the_serial_phased_and_event_paths():
+    """One serial thread, an uncontended phased plan, a plan whose threads share a CPU."""
     serial = FramePlan((Thread("t0", 1, (Compute("a", 2.0), Compute("b", 0.0))),))
     phased = FramePlan(
         (
@@ -209,20 +196,21 @@ def test_compiled_engine_takes_the_paths_of_the_object_engine():
         ),
         {"w": 2},
     )
-    frames = [serial, phased, phased, serial]
-    gaps = [0.0, 1.0, 0.0, 2.0]
-    one, two = Machine(2), Machine(2)
-    assert run(one, frames, gaps) == run(two, [from_plan(p) for p in frames], gaps)
-    assert (one._phased_refusals, one._phased_skip) == (two._phased_refusals, two._phased_skip)
-    assert len(two.trace.rows) == 10
+    shared = FramePlan((phased.threads[0], phased.threads[1]._replace(cpu=0)), {"w": 2})
+    machine, paths = Machine(2), []
+    for index, plan in enumerate([serial, phased, shared, serial]):
+        machine.execute(plan, index, index * 1e-3)
+        paths.append(machine.path)
+    assert paths == ["serial", "phased", "events", "serial"]
+    assert len(machine.trace.rows) == 2 + 4 + 3 + 1
 
 
 def test_an_inconsistent_plan_raises_the_engines_error():
     bad = FramePlan((Thread("t0", 0, (Compute("a", 1.0), Release("L"))), Thread("t1", 1, ())), {})
-    with pytest.raises(Exception) as objects:
-        Machine(1).execute(bad, 0, 0.0)
-    with pytest.raises(type(objects.value)):
-        Machine(1).execute(from_plan(bad), 0, 0.0)
+    with pytest.raises(PlanError, match="releases 'L', which it does not hold"):
+        Machine(2).execute(bad, 0, 0.0)
+    with pytest.raises(PlanError, match="releases 'L', which it does not hold"):
+        SimpyMachine(2).execute(bad, 0, 0.0)
 
 
 def test_schema_columns():
@@ -233,30 +221,6 @@ def test_schema_columns():
     assert plan.cost.tolist() == [1.5, 0.0]
     assert plan.activities == ("a", "w_wait")
     assert np.array_equal(plan.barrier_parties, [1])
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        ["server.strategy=abdelkhalek"],
-        ["server.strategy=abdelkhalek", "server.options.lock_scope=two-nodes"],
-        ["server.strategy=abdelkhalek", "server.options.locking=region-optimized"],
-        ["server.strategy=abdelkhalek", "server.options.locking=none", "machine.cpus=3"],
-        ["server.strategy=area-quadrant"],
-        ["server.strategy=area-quadrant", "machine.cpus=4", "server.options.stage2=basic"],
-        ["server.strategy=area-quadrant", "machine.cpus=3", "server.options.stage3=active"],
-        ["server.strategy=area-quadrant", "server.options.stage2=sequential"],
-    ],
-)
-def test_a_strategys_array_plans_give_the_same_run_compiled_or_as_objects(overrides, monkeypatch):
-    scenario = load_scenario(
-        "scenarios/cube-160.toml", ["run.duration_s=0.3", "run.warmup_s=0.2", *overrides]
-    )
-    compiled = simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
-    monkeypatch.setattr(Machine, "_execute_arrays", lambda *args: None)
-    objects = simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
-    pd.testing.assert_frame_equal(compiled.frames, objects.frames, check_exact=True)
-    pd.testing.assert_frame_equal(compiled.trace, objects.trace, check_exact=True)
 
 
 AREA_COSTS = (
@@ -287,13 +251,13 @@ AREA_COSTS = (
     whole=st.booleans(),
     frames=st.integers(1, 3),
 )
-def test_area_quadrants_array_plans_give_the_object_and_simpy_engines_timeline(
+def test_area_quadrants_array_plans_give_the_simpy_engines_timeline(
     seed, players, threads, cpus, stage2, stage3, locking, whole, frames
 ):
-    """``area-quadrant`` builds its plans as arrays: the compiled engine (when the threads fit
-    the CPUs; else the fallback), the object engine on the same plans as objects and the
-    simpy engine give the same frame ends and trace rows.  Players cluster near the centre
-    (locks contended across area borders); costs are whole numbers (exact ties) or not."""
+    """``area-quadrant`` builds its plans as arrays: the compiled engine on them and on the
+    same plans as objects, and the simpy engine, give the same frame ends and trace rows.
+    Players cluster near the centre (locks contended across area borders); costs are whole
+    numbers (exact ties) or not."""
     rng = np.random.default_rng(seed)
     positions = floor(rng.uniform(700, 1350, (players, 2)) + rng.normal(0, 60, (players, 2)))
     values = rng.integers(1, 9, len(AREA_COSTS)) if whole else rng.uniform(0.1, 9, len(AREA_COSTS))
@@ -315,8 +279,6 @@ def test_area_quadrants_array_plans_give_the_object_and_simpy_engines_timeline(
 
 
 def test_the_phased_back_off_doubles_after_each_refusal_up_to_63_frames_and_resets():
-    from simsrv.machine.compiled_engine import EVENTS, PHASED, SERIAL, phased_backoff
-
     skip, refusals, skips = 0, 0, []
     for _ in range(9):  # every frame refuses the shortcut
         while skip:
@@ -324,5 +286,4 @@ def test_the_phased_back_off_doubles_after_each_refusal_up_to_63_frames_and_rese
         skip, refusals = phased_backoff(EVENTS, True, skip, refusals)
         skips.append(skip)
     assert skips == [0, 1, 3, 7, 15, 31, 63, 63, 63]
-    assert phased_backoff(SERIAL, True, 5, 3) == (5, 3)  # a serial frame changes nothing
     assert phased_backoff(PHASED, True, 0, 7) == (0, 0)

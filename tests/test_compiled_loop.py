@@ -2,7 +2,7 @@
 for bit: every frame row, every trace row, the message accounting and the run's end, on each
 strategy that has one, across the options and workloads that take its different branches
 (lost packets and their commands, a read limit that leaves packets queued, senders with
-several packets in a frame, plans the compiled engine refuses)."""
+several packets in a frame, threads sharing a CPU, SMT and background load)."""
 
 from __future__ import annotations
 
@@ -94,15 +94,26 @@ def test_the_compiled_loop_runs_the_python_loops_frames(case, monkeypatch):
         assert (fast.frames["queued"] > 0).any()
 
 
-def test_plans_the_engine_refuses_run_in_python_with_the_same_results(monkeypatch):
-    """Three threads on two CPUs: the compiled engine refuses every plan (a CPU would hold two
-    threads), so the loop backs off and the Python loop runs every frame."""
-    overrides = ["server.strategy=abdelkhalek", "server.options.threads=3"]
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["server.strategy=abdelkhalek", "server.options.threads=3"],  # two threads on a CPU
+        ["server.strategy=area-quadrant", "machine.background=[0.3, 0.1]"],
+        [
+            "server.strategy=abdelkhalek",
+            'machine.platform="abdelkhalek2004-xeon-ht"',
+            "machine.cpus=4",
+        ],  # SMT: computations at a speed
+    ],
+)
+def test_plans_on_shared_or_slowed_cpus_run_compiled_with_the_same_results(
+    overrides, monkeypatch
+):
+    """Threads sharing a CPU, background load, SMT: the engine runs every plan, so the
+    compiled loop runs most frames, and they are the Python loop's."""
     fast, slow, loop = _runs(overrides, monkeypatch)
     _assert_same(fast, slow)
-    assert loop.frames == 0
-    assert loop.calls["refused"] > 0
-    assert loop.calls["refused"] < len(fast.frames) / 20  # backed off
+    assert loop.frames > len(fast.frames) / 2
 
 
 def test_strategies_without_a_compiled_loop_or_outside_it_get_none(monkeypatch):

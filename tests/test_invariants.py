@@ -54,15 +54,15 @@ def test_the_scale_scenarios_report_every_check_true(capsys, path):
 def lossy_machine(monkeypatch):
     """A machine that loses the trace row of a computation in frame 5 (breaks
     costs_accounted)."""
-    original = MachineClass._execute_serial
+    original = MachineClass.execute
 
-    def lossy(self, thread, frame, now):
-        end = original(self, thread, frame, now)
+    def lossy(self, plan, frame, start_s):
+        end = original(self, plan, frame, start_s)
         if frame == 5:
-            self.trace.pending.pop()
+            self.trace.size -= 1  # the frame's last row
         return end
 
-    monkeypatch.setattr(MachineClass, "_execute_serial", lossy)
+    monkeypatch.setattr(MachineClass, "execute", lossy)
 
 
 def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
@@ -94,16 +94,18 @@ def test_a_violation_still_writes_the_trace_asked_for(
 
 
 def test_a_cpu_running_two_threads_at_once_is_caught(monkeypatch, capsys):
-    original = MachineClass._execute_serial
+    original = MachineClass.execute
 
-    def overlapping(self, thread, frame, now):
-        end = original(self, thread, frame, now)
+    def overlapping(self, plan, frame, start_s):
+        end = original(self, plan, frame, start_s)
         if frame == 3:  # a phantom thread on the same CPU in the middle of the frame
-            self.trace.pending.append((3, thread.cpu, "ghost", "world", now, end))
-            self.charged_us[-1] += end - now
+            now, end_us = start_s * 1e6, end * 1e6
+            self.trace.pending.append((3, plan.threads[0].cpu, "ghost", "world", now, end_us))
+            self.trace.flush()
+            self.charged_us[-1] += end_us - now
         return end
 
-    monkeypatch.setattr(MachineClass, "_execute_serial", overlapping)
+    monkeypatch.setattr(MachineClass, "execute", overlapping)
     assert main(["run", *SHORT]) == 3
     err = capsys.readouterr().err
     assert err.startswith("simsrv: invariant violated: cpu_exclusive: frame 3: cpu 0 runs thread")

@@ -73,9 +73,9 @@ def test_schema_rows_of_spawn_join_and_run_first():
     assert from_plan(FramePlan((Thread("c", 0, (Compute("a", 1.0),)),))).thread_spawned is None
 
 
-def test_the_compiled_engine_refuses_a_join_and_the_machine_runs_it_as_objects():
-    """A join of a thread that is not spawned is legal and outside the compiled engine: the
-    machine's compiled attempt refuses it (records nothing) and the objects run."""
+def test_a_join_of_a_thread_that_is_not_spawned_runs_in_the_engine():
+    """A join of a thread that is not spawned is legal: as arrays or as objects, the machine
+    gives the simpy reference's timeline (b ends at 3 us, a resumes: 4 us)."""
     plan = FramePlan(
         (
             Thread("a", 0, (Compute("x", 1.0), Join("b"), Compute("y", 1.0))),
@@ -84,11 +84,11 @@ def test_the_compiled_engine_refuses_a_join_and_the_machine_runs_it_as_objects()
     )
     arrays = from_plan(plan)
     assert not arrays.spawns()
-    machine = Machine(2)
-    assert machine._execute_arrays(arrays, 0, 0.0) is None
-    assert machine.trace.rows == [] and machine.charged_us == []
     assert run(Machine(2), [arrays], [0.0]) == run(Machine(2), [plan], [0.0])
-    assert machine.execute(arrays, 0, 0.0) == pytest.approx(4e-6)
+    fast, slow = run(Machine(2), [plan], [0.0]), run(SimpyMachine(2), [plan], [0.0])
+    assert fast[0] == slow[0] == [pytest.approx(4e-6)]
+    assert sorted(fast[1]) == sorted(slow[1])
+    assert (0, 0, "a", "join_wait", 1.0, 3.0) in fast[1]
 
 
 BSP_COSTS = (

@@ -11,10 +11,10 @@ A strategy's compiled loop (e.g. :func:`simsrv.strategies.abdelkhalek._frames`) 
     return loop.ints[REASON]
 
 Each step is a transcription of its Python twin in :func:`simsrv.simulation.simulate`,
-:class:`~simsrv.workload.clients.ClientStream`, :class:`~simsrv.workload.socket.SocketQueue`,
-:class:`~simsrv.workload.frame.FrameBuilder` and :meth:`Machine._execute_arrays
-<simsrv.machine.executor.Machine._execute_arrays>`, for the case the compiled loop covers: an
-unbounded socket, no bandwidth control, plans the compiled engine runs.  A frame is a
+:class:`~simsrv.workload.clients.ClientStream`, :class:`~simsrv.workload.socket.SocketQueue`
+and :class:`~simsrv.workload.frame.FrameBuilder`, for the case the compiled loop covers: an
+unbounded socket, no bandwidth control; plans run on the machine's compiled engine
+(:func:`simsrv.machine.engine.execute`), the same call the Python loop makes.  A frame is a
 transaction: :func:`next_frame` changes nothing but the loop's clock when no packet is queued
 (and scratch arrays); :func:`finish_frame` commits everything once the plan has run.  A step
 that meets what it does not cover returns False with the reason in ``ints[REASON]`` *before*
@@ -31,7 +31,6 @@ from simsrv.compiled_loop.state import (
     B_TO,
     COMMANDS,
     CPP,
-    CPUS,
     CUT,
     F_CHOKED,
     F_COMMANDS,
@@ -42,45 +41,33 @@ from simsrv.compiled_loop.state import (
     FRAME,
     GAPLESS,
     HEAD,
-    HOLDS_SIZE,
     HORIZON,
     LAST_PHYSICS,
     LATER,
     LIMIT,
-    LOCK_WAIT,
-    MACHINE_NOW_US,
     MINTIC,
-    N_LOCKS,
-    NEED,
     NEW_CHUNK,
     NEXT_BLOCK,
     NO_ARRIVAL,
     NOW,
     PHYSICS,
-    POS_FRAME,
-    POS_THREADS,
-    POS_US,
+    PLAN_ERROR,
     PROCESSED,
     PVS,
     RANGE,
     READ,
     REASON,
-    REFUSALS,
-    REFUSED,
     REPLIES,
     ROOM,
     ROW,
-    SKIP,
     STAMP,
     STOP,
     STOPPED,
-    TRACE_SIZE,
     UNIQUE,
     VISIBLE,
     WAKEUP,
 )
-from simsrv.machine.array_path import execute_and_record
-from simsrv.machine.compiled_engine import SERIAL, phased_backoff
+from simsrv.machine import engine
 from simsrv.workload.frame_kernels import (
     commit_ticks,
     count_commands,
@@ -190,45 +177,25 @@ def _build(loop, first, end, now):
 @compiled
 def finish_frame(loop, thread, kind, cost, arg, activity):
     """Execute the frame's plan (its operation columns, the strategy's names as the loop's
-    tables) and, when the engine takes it, commit the frame: the machine's state and stores,
-    the builder's memory, the stream and socket pointers, the frame's columns.  False (nothing
-    committed) when a store lacks room or the engine refuses the plan."""
+    tables) on the machine and commit the frame: the builder's memory, the stream and socket
+    pointers, the frame's columns.  False (nothing done) when a store lacks room."""
     ints, floats = loop.ints, loop.floats
-    n, row = len(kind), ints[ROW]
-    scratch_ints = loop.scratch_ints
-    if (
-        n > scratch_ints.shape[1]
-        or ints[TRACE_SIZE] + n > len(loop.trace_times)
-        or ints[HOLDS_SIZE] + n > len(loop.holds_times)
-        or row >= len(loop.charged_us)
-        or row >= len(loop.frame_times)
-    ):
-        ints[NEED] = n
+    row = ints[ROW]
+    if row >= len(loop.charged_us) or row >= len(loop.frame_times):
         return stop(loop, ROOM)
-    now, frame, out = floats[NOW], ints[FRAME], loop.out
-    try_phased = ints[SKIP] == 0
-    status = execute_and_record(
-        thread, kind, cost, arg, activity, loop.thread_cpu, loop.barrier_parties,
-        loop.is_wait, ints[N_LOCKS], ints[LOCK_WAIT], ints[CPUS], now * US_PER_S,
-        floats[MACHINE_NOW_US], try_phased, scratch_ints, loop.scratch_times, frame,
-        loop.thread_codes, loop.activity_codes, loop.lock_codes, loop.trace_ints,
-        loop.trace_times, ints[TRACE_SIZE], loop.holds_ints, loop.holds_times,
-        ints[HOLDS_SIZE], out,
+    now, out = floats[NOW], loop.out
+    status = engine.execute(
+        loop.machine, thread, kind, cost, arg, activity, loop.thread_cpu,
+        loop.barrier_parties, loop.spawned, loop.is_wait, loop.thread_codes,
+        loop.activity_codes, loop.lock_codes, ints[FRAME], now * US_PER_S, out,
     )  # fmt: skip
+    if status == engine.ROOM:
+        return stop(loop, ROOM)
     if status < 0:
-        return stop(loop, REFUSED)
-    # the machine (Machine._execute_arrays)
-    ints[SKIP], ints[REFUSALS] = phased_backoff(status, try_phased, ints[SKIP], ints[REFUSALS])
-    end_us = out[0]
+        out[0] = status
+        return stop(loop, PLAN_ERROR)
     loop.charged_us[row] = out[1]
-    ints[TRACE_SIZE] += int(out[2])
-    ints[HOLDS_SIZE] += int(out[3])
-    if status != SERIAL:
-        floats[MACHINE_NOW_US] = end_us
-        threads = len(loop.thread_cpu)
-        if (end_us, frame, threads) > (floats[POS_US], ints[POS_FRAME], ints[POS_THREADS]):
-            floats[POS_US], ints[POS_FRAME], ints[POS_THREADS] = end_us, frame, threads
-    end = end_us / US_PER_S
+    end = out[0] / US_PER_S
     # the builder, the stream and the socket
     first, last = ints[B_FROM], ints[B_TO]
     if not ints[GAPLESS]:

@@ -5,18 +5,17 @@ the machine is idle and the socket holds nothing but packets of the stream's cur
 backlog block.  One call of the strategy's compiled loop
 (:class:`~simsrv.strategies.base.FrameKernel`) then runs frames until the run ends or until a
 frame needs something only Python does (the stream generating ticks, the next backlog block, a
-per-tick table not loaded, a plan the compiled engine refuses, a store to grow: the reasons of
-:mod:`simsrv.compiled_loop.state`); the Python loop runs that one frame and calls again.
-Either way every frame is the same, bit for bit: the compiled steps are transcriptions of the
-Python ones, applied to the same state (:mod:`simsrv.compiled_loop.kernels`).
+per-tick table not loaded: the reasons of :mod:`simsrv.compiled_loop.state`); the Python loop
+runs that one frame and calls again.  Either way every frame is the same, bit for bit: the
+compiled steps are transcriptions of the Python ones, applied to the same state
+(:mod:`simsrv.compiled_loop.kernels`), and both execute plans with the machine's one compiled
+engine.
 
 A call costs a few tens of microseconds of Python around it (the registers in and out; the
 frames are written straight into the run's :class:`~simsrv.frame_table.FrameTable`, after
 its stored rows); the
 stream needs Python about three times per simulated second, so a call runs hundreds of
-frames.  A call whose first plan the engine refuses (a strategy
-whose plans it never takes, say) doubles the number of Python frames before the next try, up
-to 1,024.
+frames.
 """
 
 from __future__ import annotations
@@ -40,8 +39,6 @@ FRAMES_PER_CALL = 4096
 the CPU time each frame charged)."""
 STORE_ROOM = 1 << 15
 """Rows of trace and lock holds reserved before each call (a call stops when they are full)."""
-MAX_BACKOFF = 1024
-"""Python frames at most between two tries, after calls whose first plan the engine refused."""
 
 
 class CompiledLoop:
@@ -66,18 +63,13 @@ class CompiledLoop:
         ints[s.LIMIT] = scenario.max_messages_per_frame
         ints[s.CPP] = scenario.clients.commands_per_packet
         ints[s.GAPLESS] = builder.gapless
-        ints[s.CPUS] = machine.cpus
         floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
         floats[s.MINTIC] = scenario.server.sv_mintic_s
         floats[s.WAKEUP] = wakeup_s
         self.replies = tuple(np.zeros(players, np.int32) for _ in range(3))
         self.charged_us = np.zeros(FRAMES_PER_CALL)
+        self.out = np.zeros(2)
         self.tables: tuple | None = None
-        self.backoff = 0
-        self.skip = 0
-        self.room = 64
-        """Operations a frame may have (scratch rows; trace and lock-hold rows beyond
-        :data:`STORE_ROOM`): doubled past the largest frame that lacked room."""
         self.frames = 0
         """Frames the compiled calls ran (a diagnostic)."""
         self.calls: dict[str, int] = dict.fromkeys(s.REASONS, 0)
@@ -95,8 +87,8 @@ class CompiledLoop:
         wakeup_s: float = 0.0,
     ) -> CompiledLoop | None:
         """The run's compiled loop, or None when the run is outside what it covers: a
-        strategy without one, a bounded socket, bandwidth control, or a machine whose
-        computations run at a speed (SMT, background load)."""
+        strategy without one, a bounded socket, bandwidth control, or the simpy reference
+        machine (which runs every plan itself)."""
         if (
             not strategy.has_frame_kernel
             or socket.capacity
@@ -110,71 +102,56 @@ class CompiledLoop:
         self, now: float, table: FrameTable, on_full: Callable[[float], None] | None = None
     ) -> tuple[float, int]:
         """Run frames from ``now`` (s) when the loop can start (else none), their records
-        written to ``table``; return the clock and the packets the frames read.  Calls again,
-        with more room, when a store is full, after ``on_full(clock)`` (which may take the
-        stores' rows: :meth:`simsrv.trace_stream.TraceStream.drain`)."""
-        if self.skip:
-            self.skip -= 1
-            return now, 0
+        written to ``table``; return the clock and the packets the frames read.  Calls again
+        when a store is full, after ``on_full(clock)`` (which may take the stores' rows:
+        :meth:`simsrv.trace_stream.TraceStream.drain`) and after the machine grew what it
+        lacked."""
         processed = 0
         while True:
-            reason, done, now, read = self._call(now, table)
+            reason, now, read = self._call(now, table)
             processed += read
+            if reason == s.PLAN_ERROR:
+                status = int(self.out[0])
+                raise self.machine.plan_error(status, int(self.ints[s.FRAME]), None)
             if reason != s.ROOM:
                 break
             if on_full is not None:
                 on_full(now)
-            self.room = max(self.room, 2 * int(self.ints[s.NEED]))
-        if reason == s.REFUSED and not done:
-            self.backoff = min(2 * self.backoff + 1, MAX_BACKOFF)
-            self.skip = self.backoff
-        elif done:
-            self.backoff = 0
+            self.machine.make_room()
         return now, processed
 
     def _call(self, now: float, table: FrameTable) -> tuple:
-        """One compiled call from ``now``: its reason (-1: it could not start), the frames it
-        ran, the clock after them and the packets they read."""
-        if not self.machine.idle_for_arrays:
-            return -1, 0, now, 0
+        """One compiled call from ``now``: its reason (-1: it could not start), the clock
+        after its frames and the packets they read."""
         stream, machine, ints, floats = self.stream, self.machine, self.ints, self.floats
         buffer, arrivals, head, later = stream.first_block()
         read = self.socket.start_in(buffer, head)
         if read is None:  # the socket holds packets from elsewhere (an earlier block)
-            return -1, 0, now, 0
+            return -1, now, 0
         kernel = self.strategy.frame_kernel(buffer["tick"][read:])
         if kernel is None:
-            return -1, 0, now, 0
-        if self.tables is None:
-            self.tables = machine.array_tables(kernel.plan_names)
-        waits, threads, activities, locks = self.tables
-        trace, holds = machine.trace, machine.lock_holds
-        trace.flush()
-        holds.flush()
-        trace.reserve(STORE_ROOM + self.room)
-        holds.reserve(STORE_ROOM + self.room)
-        scratch_ints, scratch_times = machine.scratch_rows(self.room)
+            return -1, now, 0
         plan = kernel.plan_names
+        if self.tables is None:
+            spawned = np.zeros(max(len(plan.thread_cpu), 1), np.bool_)
+            self.tables = (*machine.tables(plan), spawned)
+        waits, threads, activities, locks, spawned = self.tables
+        machine.trace.reserve(STORE_ROOM)
+        machine.lock_holds.reserve(STORE_ROOM)
         table.reserve(FRAMES_PER_CALL)
         stored = table.stored  # the call writes its frames' rows after these
         ints[s.HEAD], ints[s.READ] = head, read
         ints[s.LATER] = later
         ints[s.FRAME] = table.size
         ints[s.ROW] = ints[s.PROCESSED] = 0
-        ints[s.SKIP], ints[s.REFUSALS] = machine.phased_backoff
-        ints[s.TRACE_SIZE], ints[s.HOLDS_SIZE] = trace.size, holds.size
-        pos_us, ints[s.POS_FRAME], ints[s.POS_THREADS] = machine.position
-        ints[s.N_LOCKS], ints[s.LOCK_WAIT] = len(plan.locks), len(plan.activities)
         floats[s.NOW], floats[s.HORIZON] = now, stream.horizon_s
         floats[s.LAST_PHYSICS] = self.builder.last_physics_s
         ints[s.STAMP] = self.builder.stamp
-        floats[s.MACHINE_NOW_US], floats[s.POS_US] = machine.now_us, pos_us
         loop = LoopState(
             buffer, arrivals, ints, floats, self.builder.last_tick, self.builder.seen,
-            self.builder.latest,
-            *self.replies, plan.thread_cpu, plan.barrier_parties, waits, threads, activities,
-            locks, scratch_ints, scratch_times, machine.engine_out, trace.ints, trace.times,
-            holds.ints, holds.times, table.times[stored:], table.ints[stored:], self.charged_us,
+            self.builder.latest, *self.replies, machine.state, plan.thread_cpu,
+            plan.barrier_parties, spawned, waits, threads, activities, locks, self.out,
+            table.times[stored:], table.ints[stored:], self.charged_us,
         )  # fmt: skip
         reason = int(kernel.run(loop, *kernel.args, table.extra[stored:]))
         self.calls[s.REASONS[reason]] += 1
@@ -185,11 +162,6 @@ class CompiledLoop:
         self.socket.hold(buffer[ints[s.READ] : ints[s.HEAD]])
         self.builder.last_physics_s = float(floats[s.LAST_PHYSICS])
         self.builder.stamp = int(ints[s.STAMP])
-        machine.phased_backoff = (int(ints[s.SKIP]), int(ints[s.REFUSALS]))
-        position = float(floats[s.POS_US]), int(ints[s.POS_FRAME]), int(ints[s.POS_THREADS])
-        machine.position = position
-        machine.now_us = float(floats[s.MACHINE_NOW_US])
-        trace.size, holds.size = int(ints[s.TRACE_SIZE]), int(ints[s.HOLDS_SIZE])
         table.size += done
         machine.charged_us.extend(self.charged_us[:done].tolist())
-        return reason, done, float(floats[s.NOW]), int(ints[s.PROCESSED])
+        return reason, float(floats[s.NOW]), int(ints[s.PROCESSED])

@@ -2,11 +2,13 @@
 
 The compiled loop (:mod:`simsrv.compiled_loop.kernels`) runs the same frames as the Python
 loop of :func:`simsrv.simulation.simulate`, on the same state: the stream's first backlog
-block, the socket, the frame builder's memory, the machine's clocks and column stores.  The
-Python objects keep owning that state; :class:`~simsrv.compiled_loop.runner.CompiledLoop`
-copies the few scalars into :attr:`LoopState.ints` and :attr:`LoopState.floats` (the
-*registers* below) when a compiled call starts, passes the arrays themselves (so writes land in
-place), and copies the scalars back when it returns.
+block, the socket, the frame builder's memory, the machine's state record.  The Python
+objects keep owning that state; :class:`~simsrv.compiled_loop.runner.CompiledLoop` copies the
+stream's, socket's and builder's few scalars into :attr:`LoopState.ints` and
+:attr:`LoopState.floats` (the *registers* below) when a compiled call starts, passes the arrays
+themselves (so writes land in place), and copies the scalars back when it returns.  The
+machine is passed whole (:class:`~simsrv.machine.engine.MachineState`): nothing of it is
+copied.
 
 Registers of ``ints`` (int64) and ``floats`` (float64) are named by the constants of this
 module; times are seconds unless the name says ``_US`` (microseconds).
@@ -17,6 +19,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+
+from simsrv.machine.engine import MachineState
 
 # -- ints registers -------------------------------------------------------------------------
 HEAD = 0
@@ -32,27 +36,19 @@ ROW = 4
 """Frames written to the frame columns by this call."""
 PROCESSED = 5
 """Packets read by this call's frames."""
-SKIP, REFUSALS = 6, 7
-"""Machine: the phased shortcut's back-off (frames left that skip it, refusals in a row)."""
-TRACE_SIZE, HOLDS_SIZE = 8, 9
-"""Machine: rows stored in the trace and the lock holds."""
-POS_FRAME, POS_THREADS = 10, 11
-"""Machine: the frame and thread count of its processing position (with ``POS_US``)."""
-STAMP = 12
+STAMP = 6
 """Builder: the last stamp written in ``seen`` (:attr:`FrameBuilder.stamp`)."""
-LIMIT, CPP, GAPLESS, CPUS, N_LOCKS, LOCK_WAIT = 13, 14, 15, 16, 17, 18
+LIMIT, CPP, GAPLESS = 7, 8, 9
 """Constants: packets read per frame at most, commands per packet at most, 1 when no packet
-can go missing (commands are not counted), CPUs, plan locks, the lock-wait activity code."""
-REASON = 19
+can go missing (commands are not counted)."""
+REASON = 10
 """Why the call returned (:data:`STOPPED` ... :data:`ROOM`)."""
 # the frame being built (written by ``next_frame``, read by the strategy and ``finish_frame``)
-CUT, B_FROM, B_TO, UNIQUE, PHYSICS, COMMANDS, RANGE, REPLIES, VISIBLE, PVS = range(20, 30)
+CUT, B_FROM, B_TO, UNIQUE, PHYSICS, COMMANDS, RANGE, REPLIES, VISIBLE, PVS = range(11, 21)
 """The stream's release cut, the packets read ``buffer[B_FROM:B_TO]``, whether their senders
 are all different, whether physics runs, user commands, action-range entities, replies, their
 visible entities and PVS rooms."""
-NEED = 30
-"""Operations of the frame that found a store without room (:data:`ROOM`)."""
-INT_REGISTERS = 31
+INT_REGISTERS = 21
 
 # -- floats registers -----------------------------------------------------------------------
 NOW = 0
@@ -65,14 +61,10 @@ LAST_PHYSICS = 3
 """Builder: when world physics last ran, s."""
 MINTIC = 4
 """``sv_mintic``, s."""
-MACHINE_NOW_US = 5
-"""Machine: its clock, us."""
-POS_US = 6
-"""Machine: the time of its processing position, us."""
-WAKEUP = 7
+WAKEUP = 5
 """The platform's wake-up latency: an idle server's frame starts this long after the packet
 that wakes it, s."""
-FLOAT_REGISTERS = 8
+FLOAT_REGISTERS = 6
 
 # -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
 STOPPED = 0
@@ -86,11 +78,11 @@ NO_ARRIVAL = 3
 RING = 4
 """A packet's tick is not in the strategy's per-tick tables."""
 ROOM = 5
-"""A column store (trace, lock holds, scratch rows, frame rows) needs more room."""
-REFUSED = 6
-"""The compiled engine refused the plan: the machine runs it as objects."""
-VIOLATION = 7
+"""A store (the machine's, or the frame rows) needs more room."""
+VIOLATION = 6
 """The strategy's invariant kernel found a violation: Python raises it."""
+PLAN_ERROR = 7
+"""The machine found the plan inconsistent (its code in ``out[0]``): Python raises it."""
 REASONS = (
     "stopped",
     "new_chunk",
@@ -98,8 +90,8 @@ REASONS = (
     "no_arrival",
     "ring",
     "room",
-    "refused",
     "violation",
+    "plan_error",
 )
 
 # -- frame columns ----------------------------------------------------------------------------
@@ -122,12 +114,13 @@ class LoopState(NamedTuple):
     reply_clients, reply_visible, reply_pvs:
         The frame's replied clients, their visible entities and PVS rooms (the first
         ``ints[REPLIES]``).
-    thread_cpu, barrier_parties, is_wait, thread_codes, activity_codes, lock_codes:
-        The strategy's plan names as the machine's tables (:meth:`Machine.array_tables`).
-    scratch_ints, scratch_times, out:
-        The engine's scratch rows and its four results.
-    trace_ints, trace_times, holds_ints, holds_times:
-        The machine's column stores (room reserved by the caller).
+    machine:
+        The machine's state (:class:`~simsrv.machine.engine.MachineState`): the frames
+        execute on it in place.
+    thread_cpu, barrier_parties, spawned, is_wait, thread_codes, activity_codes, lock_codes:
+        The strategy's plan names as the machine's tables (:meth:`Machine.tables`).
+    out:
+        The engine's two results (end, charged CPU time).
     frame_times, frame_ints, charged_us:
         Per frame of this call: start and end (s); the integer columns ``F_*``; CPU time its
         plan charged, us.
@@ -143,19 +136,15 @@ class LoopState(NamedTuple):
     reply_clients: np.ndarray
     reply_visible: np.ndarray
     reply_pvs: np.ndarray
+    machine: MachineState
     thread_cpu: np.ndarray
     barrier_parties: np.ndarray
+    spawned: np.ndarray
     is_wait: np.ndarray
     thread_codes: np.ndarray
     activity_codes: np.ndarray
     lock_codes: np.ndarray
-    scratch_ints: np.ndarray
-    scratch_times: np.ndarray
     out: np.ndarray
-    trace_ints: np.ndarray
-    trace_times: np.ndarray
-    holds_ints: np.ndarray
-    holds_times: np.ndarray
     frame_times: np.ndarray
     frame_ints: np.ndarray
     charged_us: np.ndarray

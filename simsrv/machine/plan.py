@@ -84,6 +84,14 @@ class RunFirst(NamedTuple):
 Op = Compute | BarrierWait | Acquire | Release | Spawn | Join | RunFirst
 
 
+US_PER_S = 1e6
+"""Microseconds per second: the machine counts in us, its interface speaks seconds."""
+
+
+class PlanError(RuntimeError):
+    """A strategy produced an inconsistent plan (a bug in the strategy, not user input)."""
+
+
 SPAWNER_CPU = -1
 """``Thread.cpu`` of a spawned thread that starts on the CPU its spawner is on at the time."""
 

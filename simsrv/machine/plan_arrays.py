@@ -6,7 +6,7 @@ every kind of operation: computations, barrier waits, lock acquisitions and rele
 joins and run-first waits: the machine executes either
 (:meth:`simsrv.machine.executor.Machine.execute`) and gives the same timeline and trace for
 both; :meth:`PlanArrays.to_plan` and :func:`from_plan` convert one into the other (the
-reference engine and the fallback run the converted plan).
+machine runs arrays, the simpy reference objects).
 
 Schema (one row per operation; ``n`` rows)
 ------------------------------------------
@@ -57,6 +57,7 @@ from simsrv.machine.plan import (
     FramePlan,
     Join,
     Op,
+    PlanError,
     Release,
     RunFirst,
     Spawn,
@@ -185,15 +186,21 @@ def from_plan(plan: FramePlan) -> PlanArrays:
                 code = activities.setdefault(op.activity, len(activities))
                 rows.append((t, COMPUTE, op.cost_us, -1, code))
             elif kind is BarrierWait:
+                if op.name not in barriers:
+                    raise PlanError(f"{thread.name!r} waits at undeclared barrier {op.name!r}")
                 code = activities.setdefault(op.activity, len(activities))
                 rows.append((t, BARRIER, 0.0, barriers[op.name], code))
             elif kind is Acquire or kind is Release:
                 lock = locks.setdefault(op.lock, len(locks))
                 rows.append((t, ACQUIRE if kind is Acquire else RELEASE, 0.0, lock, -1))
-            elif kind is Spawn or kind is Join:
-                rows.append((t, SPAWN if kind is Spawn else JOIN, 0.0, index[op.thread], -1))
-            elif kind is RunFirst:
-                rows.append((t, RUN_FIRST, op.migrate_after_us, index[op.thread], -1))
+            elif kind is Spawn or kind is Join or kind is RunFirst:
+                if op.thread not in index:
+                    raise PlanError(f"{thread.name!r} joins unknown thread {op.thread!r}")
+                if kind is RunFirst:
+                    rows.append((t, RUN_FIRST, op.migrate_after_us, index[op.thread], -1))
+                else:
+                    code = SPAWN if kind is Spawn else JOIN
+                    rows.append((t, code, 0.0, index[op.thread], -1))
             else:
                 raise ValueError(f"{kind.__name__} is not in the array schema")
     columns = list(zip(*rows, strict=True)) if rows else [(), (), (), (), ()]

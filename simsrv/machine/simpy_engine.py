@@ -32,14 +32,15 @@ from typing import Any
 
 import simpy
 
-from simsrv.machine.executor import US_PER_S, PlanError
 from simsrv.machine.plan import (
     SPAWNER_CPU,
+    US_PER_S,
     Acquire,
     BarrierWait,
     Compute,
     FramePlan,
     Join,
+    PlanError,
     Release,
     RunFirst,
     Spawn,

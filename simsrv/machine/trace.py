@@ -23,11 +23,11 @@ A run records millions of rows, so they are kept as numpy columns (:class:`Colum
 Python tuples: names (threads, activities, locks) are interned to integer codes, times are
 float64 microseconds.  Two writers fill them, in the order the machine records:
 
-* the compiled array path of the machine writes rows straight into the columns
-  (:meth:`Columns.reserve`, then :attr:`Columns.size` advanced by the rows written);
-* the Python engines (the object engine, the phased shortcut, the simpy reference) append
-  tuples to :attr:`Columns.pending`, which are moved into the columns (:meth:`Columns.flush`)
-  before the next compiled write and before anything reads the store.
+* the compiled machine (:mod:`simsrv.machine.engine`) writes rows straight into the columns
+  (:meth:`Columns.reserve`, then the rows written, advancing :attr:`Columns.counter`);
+* the simpy reference (:mod:`simsrv.machine.simpy_engine`) appends tuples to
+  :attr:`Columns.pending`, which are moved into the columns (:meth:`Columns.flush`) before
+  anything reads the store.
 
 :class:`Trace` stores the intervals; :class:`LockHolds` the critical sections of the locks
 (for the ``lock_exclusive`` invariant).
@@ -93,14 +93,25 @@ class Columns:
     appended as tuples that :meth:`flush` has not stored yet.  Subclasses say how a tuple maps
     to the columns (:meth:`_encode`) and back (:meth:`_decode`)."""
 
-    __slots__ = ("ints", "pending", "size", "times")
+    __slots__ = ("counter", "ints", "pending", "times")
     INT_COLUMNS = 0
 
     def __init__(self, capacity: int = 1024) -> None:
         self.ints = np.empty((capacity, self.INT_COLUMNS), np.int64)
         self.times = np.empty((capacity, 2))
-        self.size = 0
+        self.counter = np.zeros(1, np.int64)
+        """``counter[0]`` is :attr:`size`: an array, so that the compiled machine advances it
+        in place as it writes rows (:mod:`simsrv.machine.engine`)."""
         self.pending: list[tuple] = []
+
+    @property
+    def size(self) -> int:
+        """Rows stored (pending ones not counted)."""
+        return int(self.counter[0])
+
+    @size.setter
+    def size(self, value: int) -> None:
+        self.counter[0] = value
 
     def reserve(self, rows: int) -> None:
         """Room for ``rows`` more rows after the stored ones (capacity doubles as needed)."""

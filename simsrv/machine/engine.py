@@ -1,0 +1,1209 @@
+"""The machine's engine, compiled: N simulated CPUs executing frame plans, frame after frame.
+
+This is the fast engine and the only one the runs use (``machine.engine = "fast"``); the simpy
+reference (:mod:`simsrv.machine.simpy_engine`) implements the same model op by op, for
+clarity, and ``tests/test_engines.py`` requires the same trace from both, bit for bit.  The
+model itself is stated in the reference's docstring; this module says how it is made fast.
+
+State
+-----
+The whole machine is one record of arrays, :class:`MachineState` (built by :func:`new_state`,
+owned by the facade :class:`simsrv.machine.executor.Machine`): registers, the event heap, the
+threads of every frame still referenced (their operations copied into an operation store),
+the barriers of those frames, the CPUs (who computes, who queues), the cores (how many
+siblings compute), the locks (which persist across frames), and the trace and lock-hold
+column stores (:mod:`simsrv.machine.trace`), which the engine appends to in place.  Every
+compiled caller (:meth:`Machine.execute <simsrv.machine.executor.Machine.execute>` and the
+compiled frame loop, :mod:`simsrv.compiled_loop.kernels`) passes that record to
+:func:`execute`: nothing is copied in or out.
+
+Threads live in *slots*; a frame's threads take consecutive slots and its operations
+consecutive rows of the store.  When no thread is alive the store starts again from row 0;
+when threads are alive and the store is full, the frames without a live thread are dropped
+(:func:`_compact`); when that is not enough, :func:`execute` returns :data:`ROOM` with what it
+needs and the facade grows the arrays.
+
+Paths
+-----
+:func:`execute` takes one of three paths, each exact (the same trace as the op-by-op model):
+
+* **serial**: one thread of computations while no thread runs and no CPU has background load:
+  a straight sum;
+* **phased**: every thread on its own CPU, all passing the same barriers, no lock wanted by two
+  threads between two barriers, nothing else running, full speed: barrier by barrier in closed
+  form (:func:`_phased`; tried again after refusals with a back-off, :func:`phased_backoff`);
+* **events**: the discrete-event engine.  A heap of events keyed ``(time, frame, rank,
+  sequence)``; a thread runs its operations until it must wait or time must pass.  A thread
+  that starts computing on a CPU nobody else wants runs its next computations too, in one
+  event (a *run*), deferring the lock releases inside it that nobody waits for; a thread that
+  asks for that CPU meanwhile splits the run at that instant (:func:`_split_run`), a thread
+  that waits for such a lock truncates it at the release (:func:`_truncate_run`).  Ties at one
+  instant follow the largest key processed so far (the *position*), so runs decide ties
+  exactly as op by op (``runs=False``).  With SMT or background load, computations run at a
+  speed, op by op: the speed of a computation changes the instant a sibling starts or stops
+  computing, keeping the work done.
+
+Times are microseconds.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from simsrv.compiled import borrowing, compiled
+from simsrv.machine.plan_arrays import (
+    ACQUIRE,
+    BARRIER,
+    COMPUTE,
+    JOIN,
+    RELEASE,
+    RUN_FIRST,
+    SPAWN,
+)
+
+SERIAL, PHASED, EVENTS = 0, 1, 2
+"""Paths taken (the status of :func:`execute` when >= 0)."""
+ROOM = -1
+"""A store lacks room: nothing was done; :func:`needs` says what to grow."""
+(
+    E_COORDINATOR,
+    E_CPU,
+    E_NOT_WAIT,
+    E_DEADLOCK,
+    E_HOLDING,
+    E_NOT_HELD,
+    E_PARTIES,
+    E_SPAWN,
+    E_HEAP,
+) = range(-2, -11, -1)
+"""Plan errors (a bug in a strategy): the facade raises
+:class:`~simsrv.machine.plan.PlanError` with ``ri[R_ERR_SLOT]``, ``ri[R_ERR_ARG]``."""
+
+NONE = -1
+"""No thread (a free CPU or lock, the end of a queue)."""
+DONE = -2
+"""A lock's holder whose thread has ended with the release deferred in its last run."""
+
+# -- int registers (ri) ----------------------------------------------------------------------
+(
+    R_SEQ, R_HEAP, R_SLOTS, R_OPS, R_BARS, R_LIVE, R_POS_FRAME, R_POS_RANK, R_SKIP,
+    R_REFUSALS, R_CPUS, R_PER_CORE, R_RUNS, R_SMT, R_SPEEDS, R_BACKGROUND, R_LOCK_WAIT,
+    R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
+    R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS,
+) = range(28)  # fmt: skip
+INT_REGISTERS = 28
+# -- float registers (rf) --------------------------------------------------------------------
+F_NOW, F_POS, F_THROUGHPUT = range(3)
+FLOAT_REGISTERS = 3
+# -- thread slots: ints (ti) and floats (tf) -------------------------------------------------
+(
+    T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
+    T_JHEAD, T_JTAIL, T_CODE, T_SPAWNED, T_LIVE, T_FIRST, T_TARGET, T_LOAD,
+) = range(19)  # fmt: skip
+THREAD_INTS = 19
+TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST = range(5)
+THREAD_FLOATS = 5
+# -- heap entries (hi; ht holds the times) ---------------------------------------------------
+H_FRAME, H_RANK, H_SEQ, H_KIND, H_SLOT, H_TOKEN = range(6)
+# -- barriers (bi), CPUs (ci), locks (li, lf) ------------------------------------------------
+B_PARTIES, B_COUNT, B_HEAD, B_TAIL, B_LOAD = range(5)
+C_HOLDER, C_HEAD, C_TAIL = range(3)
+L_HOLDER, L_HAS_REL, L_REL_RUN, L_HEAD, L_TAIL, L_FRAME, L_RANK, L_CODE = range(8)
+LOCK_INTS = 8
+LF_SINCE, LF_REL_AT = range(2)
+# event kinds
+RESUME, FINISH, RUN_END, WAKE, TIMER = range(5)
+
+MAX_REFUSALS = 7
+"""Refusals in a row counted at most: a back-off of ``2**6 - 1 = 63`` frames."""
+
+
+class MachineState(NamedTuple):
+    """The machine as arrays (see the module docstring).
+
+    ``ri``/``rf``: int and float registers (``R_*``, ``F_*``); ``ht``/``hi``: the event heap
+    (time; ``H_*``); ``ti``/``tf``: thread slots (``T_*``, ``TF_*``); ``ok``, ``oc``, ``oa``,
+    ``ov``: the operation store (kind, cost us, argument as a slot, barrier or lock code,
+    activity code); ``bi``: barriers (``B_*``); ``ci``: CPUs (``C_*``); ``core_busy``:
+    computing siblings per core; ``share``: the server's share of each CPU (1 - background);
+    ``li``/``lf``: locks by lock code (``L_*``, ``LF_*``); ``trace_*``, ``holds_*``: the
+    column stores and their row counters."""
+
+    ri: np.ndarray
+    rf: np.ndarray
+    ht: np.ndarray
+    hi: np.ndarray
+    ti: np.ndarray
+    tf: np.ndarray
+    ok: np.ndarray
+    oc: np.ndarray
+    oa: np.ndarray
+    ov: np.ndarray
+    bi: np.ndarray
+    ci: np.ndarray
+    core_busy: np.ndarray
+    share: np.ndarray
+    li: np.ndarray
+    lf: np.ndarray
+    trace_ints: np.ndarray
+    trace_times: np.ndarray
+    trace_size: np.ndarray
+    holds_ints: np.ndarray
+    holds_times: np.ndarray
+    holds_size: np.ndarray
+
+
+def new_arrays(cpus: int, smt_per_core: int, smt_throughput: float, background, runs: bool):
+    """The engine's own arrays and registers for a fresh machine (a dict of
+    :class:`MachineState` fields without the column stores)."""
+    share = np.ones(cpus)
+    share[: len(background)] = [1.0 - b for b in background[:cpus]]
+    smt = smt_per_core > 1 and smt_throughput < 1.0
+    ri = np.zeros(INT_REGISTERS, np.int64)
+    ri[R_POS_FRAME] = ri[R_POS_RANK] = -1
+    ri[R_CPUS], ri[R_PER_CORE], ri[R_RUNS] = cpus, smt_per_core, runs
+    ri[R_SMT], ri[R_BACKGROUND] = smt, bool((share < 1.0).any())
+    ri[R_SPEEDS] = smt or ri[R_BACKGROUND]
+    ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = -1
+    rf = np.zeros(FLOAT_REGISTERS)
+    rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
+    ci = np.full((cpus, 3), NONE, np.int64)
+    return {
+        "ri": ri,
+        "rf": rf,
+        "ht": np.empty(256),
+        "hi": np.empty((256, 6), np.int64),
+        "ti": np.empty((16, THREAD_INTS), np.int64),
+        "tf": np.empty((16, THREAD_FLOATS)),
+        "ok": np.empty(256, np.int8),
+        "oc": np.empty(256),
+        "oa": np.empty(256, np.int64),
+        "ov": np.empty(256, np.int64),
+        "bi": np.empty((8, 5), np.int64),
+        "ci": ci,
+        "core_busy": np.zeros(-(-cpus // smt_per_core), np.int64),
+        "share": share,
+        "li": np.empty((0, LOCK_INTS), np.int64),
+        "lf": np.empty((0, 2)),
+    }
+
+
+# -- the entry points --------------------------------------------------------------------------
+
+
+@compiled
+def execute(
+    m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
+    thread_codes, activity_codes, lock_codes, frame, start_us, out,
+):  # fmt: skip
+    """Execute one frame's plan arrays (:mod:`simsrv.machine.plan_arrays`; ``spawned`` per
+    thread, all False when none is) as frame ``frame`` from ``start_us``.  ``is_wait`` per
+    plan activity; ``thread_codes``, ``activity_codes`` and ``lock_codes`` map the plan's
+    numbering to the stores' codes.  ``out`` receives ``[end_us, charged_us]``: when the
+    coordinator ends and the CPU time the plan charged.  Returns the path taken, :data:`ROOM`
+    (nothing done) or a plan error (< -1)."""
+    ri, rf = m.ri, m.rf
+    threads, n, bars = len(thread_cpu), len(kind), len(barrier_parties)
+    if threads == 0 or spawned[0]:
+        return E_COORDINATOR
+    cpus = ri[R_CPUS]
+    for t in range(threads):
+        cpu = thread_cpu[t]
+        if not (0 <= cpu < cpus) and not (spawned[t] and cpu == -1):
+            ri[R_ERR_SLOT] = t
+            return E_CPU
+    charged = 0.0
+    serial = threads == 1
+    plain = True  # only computations, barriers and locks: the phased path may take it
+    for i in range(n):
+        k = kind[i]
+        if k == COMPUTE:
+            if cost[i] > 0:
+                charged += cost[i]
+        else:
+            serial = False
+            if k == BARRIER and not is_wait[activity[i]]:
+                ri[R_ERR_SLOT], ri[R_ERR_ARG] = thread[i], activity[i]
+                return E_NOT_WAIT
+            if k > RELEASE:
+                plain = False
+    out[1] = charged
+    if not _room(m, threads, n, bars):
+        return ROOM
+    if serial and ri[R_LIVE] == 0 and not ri[R_BACKGROUND]:
+        now, code, cpu = start_us, thread_codes[0], thread_cpu[0]
+        for i in range(n):
+            if cost[i] > 0:
+                end = now + cost[i]
+                _row(m, frame, cpu, code, activity_codes[activity[i]], now, end)
+                now = end
+        out[0] = now
+        return SERIAL
+    if ri[R_RUNS] and ri[R_LIVE] == 0 and ri[R_HEAP] == 0 and not ri[R_SPEEDS]:
+        tried = ri[R_SKIP] == 0
+        begin = max(start_us, rf[F_NOW])
+        done = (
+            tried
+            and plain
+            and _phased(
+                m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, is_wait,
+                thread_codes, activity_codes, lock_codes, len(lock_codes), frame, begin, out,
+            )
+        )  # fmt: skip
+        ri[R_SKIP], ri[R_REFUSALS] = phased_backoff(
+            PHASED if done else EVENTS, tried, ri[R_SKIP], ri[R_REFUSALS]
+        )
+        if done:
+            rf[F_NOW] = out[0]
+            _advance_position(m, out[0], frame, threads)
+            return PHASED
+    # the event engine: the plan into the store, then events until the coordinator ends
+    base = _load(
+        m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned,
+        thread_codes, activity_codes, lock_codes, frame, start_us,
+    )  # fmt: skip
+    run_until(m, start_us, False)
+    _advance_position(m, start_us, frame, -1)
+    for t in range(threads):
+        if ri[R_ERROR]:
+            return ri[R_ERROR]
+        if not spawned[t]:
+            m.ti[base + t, T_LIVE] = 1
+            ri[R_LIVE] += 1
+            _advance(m, base + t)
+    while not m.ti[base, T_FIN]:
+        if ri[R_ERROR]:
+            return ri[R_ERROR]
+        if ri[R_HEAP] == 0:
+            return E_DEADLOCK
+        _step(m)
+    run_until(m, rf[F_NOW], False)
+    if ri[R_ERROR]:
+        return ri[R_ERROR]
+    out[0] = rf[F_NOW]
+    return EVENTS
+
+
+@compiled
+def run_until(m, time_us, forever):
+    """Process every event up to ``time_us`` included (every event when ``forever``); the clock
+    then reads ``time_us`` unless it is later (not when ``forever``)."""
+    ri = m.ri
+    while ri[R_HEAP] > 0 and (forever or m.ht[0] <= time_us):
+        _step(m)
+        if ri[R_ERROR]:
+            return
+    if not forever and time_us > m.rf[F_NOW]:
+        m.rf[F_NOW] = time_us
+
+
+@compiled
+def finish(m):
+    """Run every thread still alive to its end and close the critical sections whose release
+    was deferred inside a run; returns 0 or a plan error."""
+    run_until(m, 0.0, True)
+    if m.ri[R_ERROR]:
+        return m.ri[R_ERROR]
+    li = m.li
+    for lock in range(len(li)):
+        if li[lock, L_HOLDER] != NONE and li[lock, L_HAS_REL]:
+            _log_hold(m, lock, m.lf[lock, LF_REL_AT])
+            li[lock, L_HOLDER] = NONE
+            li[lock, L_HAS_REL] = 0
+    return 0
+
+
+@compiled
+def settled(m, next_start_us):
+    """``(trace_us, holds_us, open_frame)`` (:class:`~simsrv.machine.trace.Settled`; -1: no
+    open frame): a live thread's next row starts at its current computation's or wait's start
+    (a run's start); a critical section is logged later at its lock's ``since``."""
+    ti, tf = m.ti, m.tf
+    trace_us, open_frame = next_start_us, -1
+    for s in range(m.ri[R_SLOTS]):
+        if ti[s, T_LIVE]:
+            since = tf[s, TF_RUN_START] if ti[s, T_RUN_END] >= 0 else tf[s, TF_BEGAN]
+            trace_us = min(trace_us, since)
+            if open_frame < 0 or ti[s, T_FRAME] < open_frame:
+                open_frame = ti[s, T_FRAME]
+    holds_us = trace_us
+    for lock in range(len(m.li)):
+        if m.li[lock, L_HOLDER] != NONE:
+            holds_us = min(holds_us, m.lf[lock, LF_SINCE])
+    return trace_us, holds_us, open_frame
+
+
+@compiled
+def phased_backoff(status, tried, skip, refusals):
+    """The phased path's back-off after a frame: ``(skip, refusals)`` from the frame's path
+    ``status`` (:data:`PHASED` or :data:`EVENTS`), whether it ``tried`` the path, and the
+    frames left that ``skip`` it and the ``refusals`` in a row before.  After ``n`` refusals
+    in a row the next ``2**(n-1) - 1`` frames skip the attempt, so strategies whose frames
+    never qualify pay ~1/64 of a scan; a success resets the count."""
+    if status == PHASED:
+        return skip, 0
+    if tried:
+        refusals = min(refusals + 1, MAX_REFUSALS)
+        return 2 ** (refusals - 1) - 1, refusals
+    return skip - 1, refusals
+
+
+# -- room ------------------------------------------------------------------------------------
+
+
+@compiled
+def _room(m, threads, n, bars):
+    """True when every store has room for the frame; else the needs in ``R_NEED_*``.  The
+    thread store restarts when no thread is alive, else drops frames without one."""
+    ri = m.ri
+    if ri[R_SLOTS] and (
+        ri[R_LIVE] == 0
+        or ri[R_SLOTS] + threads > len(m.ti)
+        or ri[R_OPS] + n > len(m.ok)
+        or ri[R_BARS] + bars > len(m.bi)
+    ):
+        _compact(m)
+    rows = ri[R_OPS] + n + len(m.li) + 1  # each op records at most one row and one hold
+    heap = ri[R_HEAP] + 8 * (ri[R_OPS] + n) + 8 * (ri[R_SLOTS] + threads) + 64
+    ri[R_NEED_SLOTS], ri[R_NEED_OPS] = ri[R_SLOTS] + threads, ri[R_OPS] + n
+    ri[R_NEED_BARS], ri[R_NEED_HEAP], ri[R_NEED_ROWS] = ri[R_BARS] + bars, heap, rows
+    return not (
+        ri[R_NEED_SLOTS] > len(m.ti)
+        or ri[R_NEED_OPS] > len(m.ok)
+        or ri[R_NEED_BARS] > len(m.bi)
+        or heap > len(m.ht)
+        or m.trace_size[0] + rows > len(m.trace_times)
+        or m.holds_size[0] + rows > len(m.holds_times)
+    )
+
+
+@compiled
+def _compact(m):
+    """Keep only the frames that have a live thread (their slots, operations and barriers move
+    to the front); events and locks of the dropped threads stay, marked ended."""
+    ri, ti, hi, li = m.ri, m.ti, m.hi, m.li
+    slots, bars = ri[R_SLOTS], ri[R_BARS]
+    keep_slot = np.full(slots, NONE, np.int64)  # old slot -> new slot
+    keep_bar = np.full(max(bars, 1), NONE, np.int64)
+    kept = np.empty(slots, np.int64)  # the loads (frames executed) kept, ascending
+    n_kept = 0
+    new_slot = new_op = 0
+    s = 0
+    while s < slots:  # a load's slots are consecutive, loads ascend
+        load = ti[s, T_LOAD]
+        e = s
+        live = False
+        while e < slots and ti[e, T_LOAD] == load:
+            live = live or ti[e, T_LIVE] == 1
+            e += 1
+        if live:
+            kept[n_kept] = load
+            n_kept += 1
+            for x in range(s, e):
+                keep_slot[x] = new_slot
+                new_slot += 1
+        s = e
+    new_bar = p = 0
+    for b in range(bars):  # barriers are in load order too
+        load = m.bi[b, B_LOAD]
+        while p < n_kept and kept[p] < load:
+            p += 1
+        if p < n_kept and kept[p] == load:
+            keep_bar[b] = new_bar
+            new_bar += 1
+    # move the kept slots and their operations (targets never overtake sources)
+    for s in range(slots):
+        d = keep_slot[s]
+        if d < 0:
+            continue
+        first, end = ti[s, T_FIRST], ti[s, T_END]
+        shift = first - new_op
+        for i in range(first, end):
+            j = i - shift
+            k = m.ok[i]
+            a = m.oa[i]
+            if k == BARRIER:
+                a = keep_bar[a]
+            elif k >= SPAWN:
+                a = keep_slot[a]
+            m.ok[j], m.oc[j], m.oa[j], m.ov[j] = k, m.oc[i], a, m.ov[i]
+        for c in range(THREAD_INTS):
+            ti[d, c] = ti[s, c]
+        for c in range(THREAD_FLOATS):
+            m.tf[d, c] = m.tf[s, c]
+        ti[d, T_FIRST] = first - shift
+        ti[d, T_END] = end - shift
+        ti[d, T_PC] -= shift
+        if ti[d, T_RUN_END] >= 0:
+            ti[d, T_RUN_END] -= shift
+        new_op += end - first
+    for d in range(new_slot):
+        for c in (T_NEXT, T_JHEAD, T_JTAIL, T_TARGET):
+            if ti[d, c] >= 0:
+                ti[d, c] = keep_slot[ti[d, c]]
+    for b in range(bars):
+        d = keep_bar[b]
+        if d >= 0:
+            for c in range(5):
+                m.bi[d, c] = m.bi[b, c]
+            for c in (B_HEAD, B_TAIL):
+                if m.bi[d, c] >= 0:
+                    m.bi[d, c] = keep_slot[m.bi[d, c]]
+    for i in range(ri[R_HEAP]):  # events of dropped threads are stale: slot NONE
+        if hi[i, H_SLOT] >= 0:
+            hi[i, H_SLOT] = keep_slot[hi[i, H_SLOT]]
+    for cpu in range(len(m.ci)):
+        for c in range(3):
+            if m.ci[cpu, c] >= 0:
+                m.ci[cpu, c] = keep_slot[m.ci[cpu, c]]
+    for lock in range(len(li)):
+        for c in (L_HOLDER, L_HEAD, L_TAIL):
+            if li[lock, c] >= 0:
+                x = keep_slot[li[lock, c]]
+                li[lock, c] = DONE if x < 0 and c == L_HOLDER else x
+    ri[R_SLOTS], ri[R_OPS], ri[R_BARS] = new_slot, new_op, new_bar
+
+
+@borrowing
+def _load(
+    m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, thread_codes,
+    activity_codes, lock_codes, frame, start_us,
+):  # fmt: skip
+    """Copy the plan into the store (room checked); returns the coordinator's slot."""
+    ri, ti, tf = m.ri, m.ti, m.tf
+    base, op, bar = ri[R_SLOTS], ri[R_OPS], ri[R_BARS]
+    threads = len(thread_cpu)
+    for b in range(len(barrier_parties)):
+        m.bi[bar + b, B_PARTIES] = barrier_parties[b]
+        m.bi[bar + b, B_COUNT] = 0
+        m.bi[bar + b, B_HEAD] = m.bi[bar + b, B_TAIL] = NONE
+        m.bi[bar + b, B_LOAD] = ri[R_LOADS]
+    for t in range(threads):
+        s = base + t
+        for c in range(THREAD_INTS):
+            ti[s, c] = 0
+        ti[s, T_FRAME], ti[s, T_RANK], ti[s, T_CPU] = frame, t, thread_cpu[t]
+        ti[s, T_RUN_END] = ti[s, T_NEXT] = ti[s, T_JHEAD] = ti[s, T_JTAIL] = NONE
+        ti[s, T_TARGET] = NONE
+        ti[s, T_CODE], ti[s, T_SPAWNED] = thread_codes[t], spawned[t]
+        ti[s, T_LOAD] = ri[R_LOADS]
+        tf[s, TF_BEGAN] = start_us  # until it first computes or waits
+        tf[s, TF_RUN_START] = tf[s, TF_REMAINING] = tf[s, TF_LAST] = 0.0
+        tf[s, TF_SPEED] = 1.0
+    i = 0
+    n = len(kind)
+    for t in range(threads):
+        s = base + t
+        ti[s, T_FIRST] = ti[s, T_PC] = op + i
+        while i < n and thread[i] == t:
+            k = kind[i]
+            j = op + i
+            m.ok[j], m.oc[j] = k, cost[i]
+            if k in (COMPUTE, BARRIER):
+                m.ov[j] = activity_codes[activity[i]]
+                m.oa[j] = bar + arg[i] if k == BARRIER else NONE
+            elif k in (ACQUIRE, RELEASE):
+                m.ov[j], m.oa[j] = NONE, lock_codes[arg[i]]
+            else:
+                m.ov[j], m.oa[j] = NONE, base + arg[i]
+            i += 1
+        ti[s, T_END] = op + i
+    ri[R_SLOTS], ri[R_OPS], ri[R_BARS] = base + threads, op + n, bar + len(barrier_parties)
+    ri[R_LOADS] += 1
+    return base
+
+
+# -- the event heap ----------------------------------------------------------------------------
+
+
+@borrowing
+def _before(t1, f1, r1, t2, f2, r2):
+    """``(t1, f1, r1) < (t2, f2, r2)``."""
+    return t1 < t2 or (t1 == t2 and (f1 < f2 or (f1 == f2 and r1 < r2)))
+
+
+@borrowing
+def _less(ht, hi, i, t, f, r, s):
+    """Heap entry ``i``'s key before ``(t, f, r, s)``."""
+    a = ht[i]
+    if a != t:
+        return a < t
+    if hi[i, H_FRAME] != f:
+        return hi[i, H_FRAME] < f
+    if hi[i, H_RANK] != r:
+        return hi[i, H_RANK] < r
+    return hi[i, H_SEQ] < s
+
+
+@borrowing
+def _push(m, time, s, event):
+    """Schedule ``event`` for slot ``s`` at ``time`` (its token: the slot's now)."""
+    ri, ht, hi, ti = m.ri, m.ht, m.hi, m.ti
+    size = ri[R_HEAP]
+    if size >= len(ht):
+        ri[R_ERROR] = E_HEAP
+        return
+    ri[R_SEQ] += 1
+    seq, f, r = ri[R_SEQ], ti[s, T_FRAME], ti[s, T_RANK]
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if _less(ht, hi, parent, time, f, r, seq):
+            break
+        ht[i] = ht[parent]
+        for c in range(6):
+            hi[i, c] = hi[parent, c]
+        i = parent
+    ht[i] = time
+    hi[i, H_FRAME], hi[i, H_RANK], hi[i, H_SEQ] = f, r, seq
+    hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = event, s, ti[s, T_TOKEN]
+    ri[R_HEAP] = size + 1
+
+
+@borrowing
+def _pop_top(m):
+    """Remove the first event (the caller has read it)."""
+    ri, ht, hi = m.ri, m.ht, m.hi
+    size = ri[R_HEAP] - 1
+    ri[R_HEAP] = size
+    if size == 0:
+        return
+    t, f, r, s = ht[size], hi[size, H_FRAME], hi[size, H_RANK], hi[size, H_SEQ]
+    k, slot, token = hi[size, H_KIND], hi[size, H_SLOT], hi[size, H_TOKEN]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and _less(
+            ht, hi, right, ht[child], hi[child, H_FRAME], hi[child, H_RANK], hi[child, H_SEQ]
+        ):
+            child = right
+        if not _less(ht, hi, child, t, f, r, s):
+            break
+        ht[i] = ht[child]
+        for c in range(6):
+            hi[i, c] = hi[child, c]
+        i = child
+    ht[i] = t
+    hi[i, H_FRAME], hi[i, H_RANK], hi[i, H_SEQ] = f, r, s
+    hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = k, slot, token
+
+
+@borrowing
+def _advance_position(m, time, frame, rank):
+    """The position becomes ``(time, frame, rank)`` if that is later."""
+    ri, rf = m.ri, m.rf
+    if not _before(time, frame, rank, rf[F_POS], ri[R_POS_FRAME], ri[R_POS_RANK]) and not (
+        time == rf[F_POS] and frame == ri[R_POS_FRAME] and rank == ri[R_POS_RANK]
+    ):
+        rf[F_POS], ri[R_POS_FRAME], ri[R_POS_RANK] = time, frame, rank
+
+
+@borrowing
+def _step(m):
+    """Take the first event and act on it (a stale one only moves the position)."""
+    ht, hi, ti = m.ht, m.hi, m.ti
+    time, f, r = ht[0], hi[0, H_FRAME], hi[0, H_RANK]
+    kind, s, token = hi[0, H_KIND], hi[0, H_SLOT], hi[0, H_TOKEN]
+    _pop_top(m)
+    _advance_position(m, time, f, r)
+    if kind != RESUME and kind != WAKE and (s < 0 or token != ti[s, T_TOKEN]):
+        return  # superseded (a speed change, a split run, a parent already woken)
+    m.rf[F_NOW] = time
+    if kind == FINISH:
+        _end_compute(m, s)
+    elif kind == RUN_END:
+        _end_run(m, s)
+    elif kind == WAKE:
+        pc = ti[s, T_PC]
+        k = m.ok[pc]
+        if k == ACQUIRE:
+            act = m.ri[R_LOCK_WAIT]
+        elif k == JOIN:
+            act = m.ri[R_JOIN_WAIT]
+        elif k == RUN_FIRST:
+            act = m.ri[R_RUNQ_WAIT]
+        else:
+            act = m.ov[pc]
+        if time > m.tf[s, TF_BEGAN]:
+            _row(m, ti[s, T_FRAME], ti[s, T_CPU], ti[s, T_CODE], act, m.tf[s, TF_BEGAN], time)
+        ti[s, T_PC] = pc + 1
+    elif kind == TIMER:
+        _maybe_migrate(m, s)
+        return
+    _advance(m, s)
+
+
+# -- a thread's operations ---------------------------------------------------------------------
+
+
+@borrowing
+def _advance(m, s):
+    """Run slot ``s``'s operations from its program counter until it must wait or ends."""
+    ri, ti, ok, oc, oa = m.ri, m.ti, m.ok, m.oc, m.oa
+    now = m.rf[F_NOW]
+    frame, rank, end = ti[s, T_FRAME], ti[s, T_RANK], ti[s, T_END]
+    while ti[s, T_PC] < end:
+        pc = ti[s, T_PC]
+        k = ok[pc]
+        if k == COMPUTE and oc[pc] <= 0:
+            ti[s, T_PC] = pc + 1
+            continue
+        if ri[R_HEAP] and _before(m.ht[0], m.hi[0, H_FRAME], m.hi[0, H_RANK], now, frame, rank):
+            _push(m, now, s, RESUME)  # an earlier thread acts first
+            return
+        if k == COMPUTE:
+            _request_cpu(m, s)
+            return
+        if k == BARRIER:
+            _arrive(m, s, oa[pc])
+            return
+        if k == ACQUIRE:
+            if not _acquire(m, s, oa[pc]):
+                return
+        elif k == RELEASE:
+            _release(m, s, oa[pc])
+        elif k == SPAWN:
+            _spawn(m, s, oa[pc])
+        else:  # JOIN or RUN_FIRST
+            target = oa[pc]
+            if not ti[target, T_FIN]:
+                m.tf[s, TF_BEGAN] = now
+                ti[s, T_TARGET] = target
+                ti[s, T_NEXT] = NONE
+                if ti[target, T_JTAIL] >= 0:
+                    ti[ti[target, T_JTAIL], T_NEXT] = s
+                else:
+                    ti[target, T_JHEAD] = s
+                ti[target, T_JTAIL] = s
+                if k == RUN_FIRST:
+                    _push(m, now + oc[pc], s, TIMER)
+                return
+        if ri[R_ERROR]:
+            return
+        ti[s, T_PC] = pc + 1
+    _end_thread(m, s)
+
+
+@borrowing
+def _end_thread(m, s):
+    ri, ti = m.ri, m.ti
+    if ti[s, T_HELD]:
+        ri[R_ERROR], ri[R_ERR_SLOT] = E_HOLDING, s
+        return
+    ti[s, T_FIN], ti[s, T_LIVE] = 1, 0
+    ri[R_LIVE] -= 1
+    now = m.rf[F_NOW]
+    j = ti[s, T_JHEAD]
+    while j >= 0:
+        following = ti[j, T_NEXT]
+        ti[j, T_TOKEN] += 1  # a run-first parent's migration timer is void
+        _push(m, now, j, WAKE)
+        j = following
+    ti[s, T_JHEAD] = ti[s, T_JTAIL] = NONE
+
+
+@borrowing
+def _row(m, frame, cpu, code, activity, start, end):
+    i = m.trace_size[0]
+    m.trace_ints[i, 0], m.trace_ints[i, 1] = frame, cpu
+    m.trace_ints[i, 2], m.trace_ints[i, 3] = code, activity
+    m.trace_times[i, 0], m.trace_times[i, 1] = start, end
+    m.trace_size[0] = i + 1
+
+
+# -- CPUs ------------------------------------------------------------------------------------
+
+
+@borrowing
+def _request_cpu(m, s):
+    ci, ti = m.ci, m.ti
+    cpu = ti[s, T_CPU]
+    holder = ci[cpu, C_HOLDER]
+    if holder < 0:
+        _begin_compute(m, s)
+        return
+    if ti[holder, T_RUN_END] >= 0 and _split_run(m, holder):
+        _begin_compute(m, s)  # the run was over at this instant: the CPU is free
+        return
+    ti[s, T_NEXT] = NONE
+    if ci[cpu, C_TAIL] >= 0:
+        ti[ci[cpu, C_TAIL], T_NEXT] = s
+    else:
+        ci[cpu, C_HEAD] = s
+    ci[cpu, C_TAIL] = s
+
+
+@borrowing
+def _begin_compute(m, s):
+    """Slot ``s`` takes its (free) CPU for the computation at its pc and the ones after."""
+    ri, ti, ok, oc = m.ri, m.ti, m.ok, m.oc
+    now, cpu = m.rf[F_NOW], ti[s, T_CPU]
+    m.ci[cpu, C_HOLDER] = s
+    m.tf[s, TF_BEGAN] = now
+    pc = ti[s, T_PC]
+    if ri[R_SPEEDS]:
+        _begin_smt(m, s, oc[pc])
+        return
+    if not ri[R_RUNS] or m.ci[cpu, C_HEAD] >= 0:  # others wait: it gives the CPU up after one
+        ti[s, T_TOKEN] += 1
+        _push(m, now + oc[pc], s, FINISH)
+        return
+    end = now
+    ti[s, T_RUN_ID] += 1
+    last = ti[s, T_END]
+    while pc < last:
+        k = ok[pc]
+        if k == COMPUTE:
+            if oc[pc] > 0:
+                end = end + oc[pc]
+        elif k == RELEASE:
+            if not _defer_release(m, s, m.oa[pc], end):
+                break  # somebody waits for the lock (or an error): release it as an op
+        else:
+            break
+        pc += 1
+    m.tf[s, TF_RUN_START], ti[s, T_RUN_END] = now, pc
+    _push(m, end, s, RUN_END)
+
+
+@borrowing
+def _end_run(m, s):
+    """A run of computations is over: record it, free the CPU, go on after it."""
+    ti = m.ti
+    _record_run(m, s, ti[s, T_RUN_END])
+    ti[s, T_PC], ti[s, T_RUN_END] = ti[s, T_RUN_END], NONE
+    _free_cpu(m, ti[s, T_CPU])
+
+
+@borrowing
+def _record_run(m, s, stop):
+    """Record the run's computations before ``stop``; return when the last ended."""
+    ti, ok, oc = m.ti, m.ok, m.oc
+    t = m.tf[s, TF_RUN_START]
+    frame, cpu, code = ti[s, T_FRAME], ti[s, T_CPU], ti[s, T_CODE]
+    for pc in range(ti[s, T_PC], stop):
+        if ok[pc] == COMPUTE and oc[pc] > 0:
+            end = t + oc[pc]
+            _row(m, frame, cpu, code, m.ov[pc], t, end)
+            t = end
+    return t
+
+
+@borrowing
+def _split_run(m, s):
+    """Another thread asks for slot ``s``'s CPU: from now on ``s`` computes op by op.  True
+    when the run turns out to be over at this instant (the CPU is free)."""
+    ri, ti, ok, oc = m.ri, m.ti, m.ok, m.oc
+    now = m.rf[F_NOW]
+    # the run's thread has not acted at this instant
+    first = _before(m.rf[F_POS], ri[R_POS_FRAME], ri[R_POS_RANK], now, ti[s, T_FRAME],
+                    ti[s, T_RANK])  # fmt: skip
+    t, pc = m.tf[s, TF_RUN_START], ti[s, T_PC]
+    while True:
+        if pc == ti[s, T_RUN_END]:  # every computation is over: end the run now
+            ti[s, T_TOKEN] += 1
+            _end_run(m, s)
+            _push(m, now, s, RESUME)
+            return True
+        if ok[pc] == COMPUTE and oc[pc] > 0:
+            end = t + oc[pc]
+            if end > now or (end == now and first):
+                break
+            t = end
+        pc += 1
+    # ops before pc are over; op pc runs from t to t + cost and keeps the CPU; the releases
+    # after it happen later than planned: they wait for their turn again
+    _undefer_releases(m, s, pc + 1)
+    _record_run(m, s, pc)
+    ti[s, T_PC], ti[s, T_RUN_END] = pc, NONE
+    m.tf[s, TF_BEGAN] = t
+    ti[s, T_TOKEN] += 1
+    _push(m, t + oc[pc], s, FINISH)
+    return False
+
+
+@borrowing
+def _end_compute(m, s):
+    ti = m.ti
+    pc, cpu = ti[s, T_PC], ti[s, T_CPU]
+    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[pc], m.tf[s, TF_BEGAN], m.rf[F_NOW])
+    if m.ri[R_SMT]:
+        _smt_change(m, cpu, -1)
+    ti[s, T_PC] = pc + 1
+    _free_cpu(m, cpu)
+
+
+@borrowing
+def _free_cpu(m, cpu):
+    ci = m.ci
+    ci[cpu, C_HOLDER] = NONE
+    head = ci[cpu, C_HEAD]
+    if head >= 0:
+        ci[cpu, C_HEAD] = m.ti[head, T_NEXT]
+        if ci[cpu, C_HEAD] < 0:
+            ci[cpu, C_TAIL] = NONE
+        _begin_compute(m, head)
+
+
+@borrowing
+def _idle_cpu(m, exclude):
+    """The lowest-numbered CPU with no thread running or queued, other than ``exclude``;
+    -1 when none."""
+    ci = m.ci
+    for cpu in range(len(ci)):
+        if cpu != exclude and ci[cpu, C_HOLDER] < 0 and ci[cpu, C_HEAD] < 0:
+            return cpu
+    return -1
+
+
+# -- SMT and background load: computations at a speed ----------------------------------------
+
+
+@borrowing
+def _begin_smt(m, s, cost):
+    tf = m.tf
+    tf[s, TF_REMAINING], tf[s, TF_LAST] = cost, m.rf[F_NOW]
+    cpu = m.ti[s, T_CPU]
+    speed = _smt_change(m, cpu, 1) if m.ri[R_SMT] else 1.0
+    tf[s, TF_SPEED] = speed * m.share[cpu]
+    _reschedule(m, s)
+
+
+@borrowing
+def _smt_change(m, cpu, delta):
+    """A logical CPU of ``cpu``'s core starts (+1) or stops (-1) computing: its siblings'
+    computations change speed now (the work done so far is kept); returns the new speed."""
+    ri, tf, ci = m.ri, m.tf, m.ci
+    per_core = ri[R_PER_CORE]
+    core = cpu // per_core
+    m.core_busy[core] += delta
+    speed = 1.0 if m.core_busy[core] <= 1 else m.rf[F_THROUGHPUT]
+    now = m.rf[F_NOW]
+    for sibling in range(core * per_core, min(ri[R_CPUS], (core + 1) * per_core)):
+        other = ci[sibling, C_HOLDER]
+        if sibling == cpu or other < 0:
+            continue
+        tf[other, TF_REMAINING] -= (now - tf[other, TF_LAST]) * tf[other, TF_SPEED]
+        if tf[other, TF_REMAINING] < 0.0:  # rounding: the work is done now, not before now
+            tf[other, TF_REMAINING] = 0.0
+        tf[other, TF_LAST] = now
+        tf[other, TF_SPEED] = speed * m.share[sibling]
+        _reschedule(m, other)
+    return speed
+
+
+@borrowing
+def _reschedule(m, s):
+    tf = m.tf
+    m.ti[s, T_TOKEN] += 1
+    _push(m, tf[s, TF_LAST] + tf[s, TF_REMAINING] / tf[s, TF_SPEED], s, FINISH)
+
+
+# -- synchronisation -------------------------------------------------------------------------
+
+
+@borrowing
+def _arrive(m, s, b):
+    bi, ti = m.bi, m.ti
+    bi[b, B_COUNT] += 1
+    if bi[b, B_COUNT] > bi[b, B_PARTIES]:
+        m.ri[R_ERROR], m.ri[R_ERR_SLOT], m.ri[R_ERR_ARG] = E_PARTIES, s, b
+        return
+    now = m.rf[F_NOW]
+    m.tf[s, TF_BEGAN] = now
+    ti[s, T_NEXT] = NONE
+    if bi[b, B_TAIL] >= 0:
+        ti[bi[b, B_TAIL], T_NEXT] = s
+    else:
+        bi[b, B_HEAD] = s
+    bi[b, B_TAIL] = s
+    if bi[b, B_COUNT] == bi[b, B_PARTIES]:
+        w = bi[b, B_HEAD]
+        while w >= 0:
+            following = ti[w, T_NEXT]
+            _push(m, now, w, WAKE)
+            w = following
+
+
+@borrowing
+def _take_lock(m, lock, s):
+    li, ti = m.li, m.ti
+    li[lock, L_HOLDER] = s
+    li[lock, L_FRAME], li[lock, L_RANK], li[lock, L_CODE] = (
+        ti[s, T_FRAME], ti[s, T_RANK], ti[s, T_CODE]
+    )  # fmt: skip
+    ti[s, T_HELD] += 1
+
+
+@borrowing
+def _acquire(m, s, lock):
+    """Take ``lock`` now (True) or queue for it (False)."""
+    ri, li, ti = m.ri, m.li, m.ti
+    now = m.rf[F_NOW]
+    holder = li[lock, L_HOLDER]
+    if holder != NONE and li[lock, L_HAS_REL]:
+        # released inside a run: over if before now (at now: if the holder acted first)
+        at = m.lf[lock, LF_REL_AT]
+        in_run = (
+            holder >= 0
+            and ti[holder, T_RUN_END] >= 0
+            and ti[holder, T_RUN_ID] == li[lock, L_REL_RUN]
+        )
+        acted = not _before(m.rf[F_POS], ri[R_POS_FRAME], ri[R_POS_RANK], at,
+                            li[lock, L_FRAME], li[lock, L_RANK])  # fmt: skip
+        if at < now or not in_run or acted:
+            _log_hold(m, lock, at)
+            holder = NONE
+            li[lock, L_HOLDER] = NONE
+            li[lock, L_HAS_REL] = 0
+        else:  # the holder must now release it as an operation, at its time
+            _truncate_run(m, holder, lock)
+    if holder == NONE:
+        _take_lock(m, lock, s)
+        m.lf[lock, LF_SINCE] = now
+        return True
+    m.tf[s, TF_BEGAN] = now
+    ti[s, T_NEXT] = NONE
+    if li[lock, L_TAIL] >= 0:
+        ti[li[lock, L_TAIL], T_NEXT] = s
+    else:
+        li[lock, L_HEAD] = s
+    li[lock, L_TAIL] = s
+    return False
+
+
+@borrowing
+def _holds(m, s, lock):
+    """Whether slot ``s`` holds ``lock`` (and has not released it inside a run)."""
+    return m.li[lock, L_HOLDER] == s and not m.li[lock, L_HAS_REL]
+
+
+@borrowing
+def _log_hold(m, lock, end):
+    i = m.holds_size[0]
+    m.holds_ints[i, 0], m.holds_ints[i, 1] = lock, m.li[lock, L_FRAME]
+    m.holds_ints[i, 2] = m.li[lock, L_CODE]
+    m.holds_times[i, 0], m.holds_times[i, 1] = m.lf[lock, LF_SINCE], end
+    m.holds_size[0] = i + 1
+
+
+@borrowing
+def _release(m, s, lock):
+    ri, li, ti = m.ri, m.li, m.ti
+    if not _holds(m, s, lock):
+        ri[R_ERROR], ri[R_ERR_SLOT], ri[R_ERR_ARG] = E_NOT_HELD, s, lock
+        return
+    now = m.rf[F_NOW]
+    ti[s, T_HELD] -= 1
+    _log_hold(m, lock, now)
+    m.lf[lock, LF_SINCE] = now
+    waiter = li[lock, L_HEAD]
+    if waiter >= 0:
+        li[lock, L_HEAD] = ti[waiter, T_NEXT]
+        if li[lock, L_HEAD] < 0:
+            li[lock, L_TAIL] = NONE
+        _take_lock(m, lock, waiter)
+        _push(m, now, waiter, WAKE)
+    else:
+        li[lock, L_HOLDER] = NONE
+
+
+@borrowing
+def _defer_release(m, s, lock, at):
+    """Slot ``s`` will release ``lock`` at ``at`` inside its run, without an event; False
+    (nothing done) when a thread already waits for the lock."""
+    li = m.li
+    if not _holds(m, s, lock):
+        m.ri[R_ERROR], m.ri[R_ERR_SLOT], m.ri[R_ERR_ARG] = E_NOT_HELD, s, lock
+        return False
+    if li[lock, L_HEAD] >= 0:
+        return False
+    m.ti[s, T_HELD] -= 1
+    li[lock, L_HAS_REL] = 1
+    m.lf[lock, LF_REL_AT] = at
+    li[lock, L_REL_RUN] = m.ti[s, T_RUN_ID]
+    return True
+
+
+@borrowing
+def _undefer_releases(m, s, start):
+    """The releases of slot ``s``'s run from op ``start`` on happen later than the run
+    planned: it still holds those locks and releases them as plain operations."""
+    for pc in range(start, m.ti[s, T_RUN_END]):
+        if m.ok[pc] == RELEASE:
+            m.li[m.oa[pc], L_HAS_REL] = 0
+            m.ti[s, T_HELD] += 1
+
+
+@borrowing
+def _truncate_run(m, s, lock):
+    """End slot ``s``'s run where it releases ``lock`` (someone waits now): the release and
+    what follows then run as operations."""
+    ti, ok, oc = m.ti, m.ok, m.oc
+    t = m.tf[s, TF_RUN_START]
+    pc, stop = ti[s, T_PC], ti[s, T_RUN_END]
+    while pc < stop:
+        if ok[pc] == COMPUTE and oc[pc] > 0:
+            t = t + oc[pc]
+        elif ok[pc] == RELEASE and m.oa[pc] == lock:
+            break
+        pc += 1
+    _undefer_releases(m, s, pc)
+    ti[s, T_RUN_END] = pc
+    ti[s, T_TOKEN] += 1
+    _push(m, t, s, RUN_END)
+
+
+@borrowing
+def _spawn(m, s, child):
+    ri, ti = m.ri, m.ti
+    if not ti[child, T_SPAWNED] or ti[child, T_LIVE] or ti[child, T_FIN]:
+        ri[R_ERROR], ri[R_ERR_SLOT], ri[R_ERR_ARG] = E_SPAWN, s, child
+        return
+    if ti[child, T_CPU] < 0:
+        ti[child, T_CPU] = ti[s, T_CPU]
+    ti[child, T_LIVE] = 1
+    ri[R_LIVE] += 1
+    _push(m, m.rf[F_NOW], child, RESUME)
+
+
+@borrowing
+def _maybe_migrate(m, s):
+    """A run-first parent has waited its delay: it moves to an idle CPU, if there is one."""
+    ti = m.ti
+    idle = _idle_cpu(m, ti[s, T_CPU])
+    if idle < 0:
+        return  # it keeps waiting for the child
+    target = ti[s, T_TARGET]
+    j, previous = ti[target, T_JHEAD], NONE  # out of the child's joiners
+    while j != s:
+        previous, j = j, ti[j, T_NEXT]
+    if previous < 0:
+        ti[target, T_JHEAD] = ti[s, T_NEXT]
+    else:
+        ti[previous, T_NEXT] = ti[s, T_NEXT]
+    if ti[target, T_JTAIL] == s:
+        ti[target, T_JTAIL] = previous
+    now = m.rf[F_NOW]
+    _row(m, ti[s, T_FRAME], ti[s, T_CPU], ti[s, T_CODE], m.ri[R_RUNQ_WAIT], m.tf[s, TF_BEGAN],
+         now)  # fmt: skip
+    ti[s, T_CPU] = idle
+    ti[s, T_PC] += 1
+    _advance(m, s)
+
+
+# -- the phased path ---------------------------------------------------------------------------
+
+
+@compiled
+def _phased(
+    m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, is_wait, thread_codes,
+    activity_codes, lock_codes, n_locks, frame, start_us, out,
+):  # fmt: skip
+    """The closed form of a barrier-phased plan without contention: each thread starts a
+    phase when the previous barrier opened and computes back to back on its own CPU; a barrier
+    opens at its last arrival.  True (rows and holds written, ``out[0]`` the end) or False
+    (nothing written) when the plan is not of that shape.  Each lock a thread takes in a
+    phase is logged from the phase's start to the thread's end of the phase: a superset of its
+    critical sections (for the ``lock_exclusive`` invariant)."""
+    threads = len(thread_cpu)
+    offsets = np.searchsorted(thread, np.arange(threads + 1))
+    used = np.zeros(m.ri[R_CPUS], np.bool_)
+    for t in range(threads):
+        if used[thread_cpu[t]]:
+            return False
+        used[thread_cpu[t]] = True
+    declared = len(barrier_parties)
+    held_by = np.full(max(n_locks, 1), -1, np.int64)
+    names = np.empty(declared + 1, np.int64)  # thread 0's barriers, in order
+    n_names = 0
+    passed_at = np.empty((threads, declared + 1), np.int64)  # op index of each passage
+    owner = np.full((declared + 2, max(n_locks, 1)), -1, np.int64)  # (phase, lock) -> thread
+    for t in range(threads):
+        held, passed = 0, 0
+        for i in range(offsets[t], offsets[t + 1]):
+            k = kind[i]
+            if k == BARRIER:
+                if held or not is_wait[activity[i]] or passed >= declared:
+                    return False  # (more passages than barriers: not distinct, or unequal)
+                if t and (passed >= n_names or names[passed] != arg[i]):
+                    return False
+                passed_at[t, passed] = i
+                passed += 1
+            elif k == ACQUIRE:
+                lock = arg[i]
+                if held_by[lock] == t:
+                    return False
+                if owner[passed + 1, lock] == -1:
+                    owner[passed + 1, lock] = t
+                elif owner[passed + 1, lock] != t:
+                    return False
+                held_by[lock] = t
+                held += 1
+            elif k == RELEASE:
+                lock = arg[i]
+                if held_by[lock] != t:
+                    return False
+                held_by[lock] = -1
+                held -= 1
+        if held:
+            return False
+        if t == 0:
+            for j in range(passed):
+                names[j] = arg[passed_at[0, j]]
+                if barrier_parties[names[j]] != threads:
+                    return False
+                for p in range(j):
+                    if names[p] == names[j]:
+                        return False
+            n_names = passed
+        elif passed != n_names:
+            return False
+    barriers = n_names
+    opened = start_us
+    ends = np.zeros(threads)
+    starts = np.empty(barriers + 1)
+    phase_ends = np.empty((barriers + 1, threads))
+    first_row = m.trace_size[0]
+    for phase in range(barriers + 1):
+        starts[phase] = opened
+        for t in range(threads):
+            first = offsets[t] if phase == 0 else passed_at[t, phase - 1] + 1
+            last = offsets[t + 1] if phase == barriers else passed_at[t, phase]
+            now = opened
+            for i in range(first, last):
+                if kind[i] == COMPUTE and cost[i] > 0:
+                    end = now + cost[i]
+                    _row(m, frame, thread_cpu[t], thread_codes[t], activity_codes[activity[i]],
+                         now, end)  # fmt: skip
+                    now = end
+            ends[t] = now
+            phase_ends[phase, t] = now
+        if phase == barriers:
+            break
+        opens = ends.max()
+        for t in range(threads):
+            if ends[t] < opens:
+                wait = activity_codes[activity[passed_at[t, phase]]]
+                _row(m, frame, thread_cpu[t], thread_codes[t], wait, ends[t], opens)
+        opened = opens
+    if ends.max() > ends[0]:
+        m.trace_size[0] = first_row  # a thread outlives the coordinator: the events path
+        return False
+    for phase in range(1, barriers + 2):
+        for lock in range(n_locks):
+            t = owner[phase, lock]
+            if t >= 0:
+                i = m.holds_size[0]
+                m.holds_ints[i, 0], m.holds_ints[i, 1] = lock_codes[lock], frame
+                m.holds_ints[i, 2] = thread_codes[t]
+                m.holds_times[i, 0] = starts[phase - 1]
+                m.holds_times[i, 1] = phase_ends[phase - 1, t]
+                m.holds_size[0] = i + 1
+    out[0] = ends[0]
+    return True
