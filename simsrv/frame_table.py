@@ -1,11 +1,11 @@
 """A run's per-frame records as growable numpy columns.
 
-Two writers fill them, in frame order: the Python frame loop appends one frame at a time
-(:meth:`FrameTable.append`), the compiled frame loop (:mod:`simsrv.compiled_loop`) writes rows
-straight into the columns after the stored ones (:meth:`FrameTable.reserve`, then
-:attr:`FrameTable.size` advanced).  The strategy's own per-frame values
-(:meth:`~simsrv.strategies.base.Strategy.frame_record`) are integer columns when the strategy
-names them up front (strategies with a compiled loop), else dicts gathered as they come.
+The frame loop (:mod:`simsrv.compiled_loop`) writes rows straight into the columns after the
+stored ones (:meth:`FrameTable.reserve`, then :attr:`FrameTable.size` advanced);
+:meth:`FrameTable.append` adds one frame from Python (for tools and tests).  The strategy's own
+per-frame values (:meth:`~simsrv.strategies.base.Strategy.frame_record`) are integer columns
+when the strategy names them up front (strategies with a compiled loop), else dicts gathered
+as they come.
 
 The run takes the frames out as it goes (:meth:`FrameTable.take`: the frames before a number,
 as a :class:`FrameBlock`), so the table holds only the frames not taken yet (from
@@ -20,8 +20,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from simsrv.workload.frame import FrameWorkload
 
 FRAME_COLUMNS = (
     "frame",
@@ -38,24 +36,6 @@ FRAME_COLUMNS = (
 """Per-frame columns every strategy reports (see :class:`simsrv.simulation.SimulationOutput`)."""
 INT_COLUMNS = ("messages", "commands", "replies", "choked", "physics", "queued")
 """The columns of :attr:`FrameTable.ints`, in order."""
-
-
-def frame_row(frame: FrameWorkload, end_s: float, messages: int, queued: int) -> tuple:
-    """One frame's values in :data:`FRAME_COLUMNS` order: ``frame`` ran until ``end_s`` s,
-    read ``messages`` packets and left ``queued`` in its socket."""
-    start_s = frame.start_s
-    return (
-        frame.index,
-        start_s,
-        end_s,
-        end_s - start_s,
-        messages,
-        frame.commands,
-        len(frame.reply_clients),
-        frame.choked,
-        frame.physics,
-        queued,
-    )
 
 
 class FrameTable:
@@ -100,7 +80,7 @@ class FrameTable:
             setattr(self, name, new)
 
     def append(self, row: tuple, extra: dict[str, Any] | None) -> None:
-        """Store frame ``size``: ``row`` in :data:`FRAME_COLUMNS` order (:func:`frame_row`) and
+        """Store frame ``size``: ``row`` in :data:`FRAME_COLUMNS` order and
         the strategy's values (None: it reports none)."""
         self.reserve(1)
         i = self.stored
@@ -111,6 +91,14 @@ class FrameTable:
         elif extra is not None:
             self.extra_dicts.append(extra)
         self.size += 1
+
+    def record_extra(self, row: int, extra: dict[str, Any]) -> None:
+        """The strategy's values of the frame in stored row ``row`` (the last frame written:
+        frames are recorded in order)."""
+        if self.extra_names:
+            self.extra[row] = [extra[name] for name in self.extra_names]
+        else:
+            self.extra_dicts.append(extra)
 
     def stored_times(self) -> np.ndarray:
         """(stored, 2): the stored frames' start and end, s (a view)."""

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsrv.compiled_loop.runner import CompiledLoop
+from simsrv.compiled_loop.runner import FrameLoop
 from simsrv.frame_stream import FrameStream
-from simsrv.frame_table import FrameTable, frame_row
+from simsrv.frame_table import FrameTable
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.keep_window import KeepWindow
 from simsrv.machine.engines import ENGINES
@@ -128,33 +128,19 @@ def simulate(
         records.drain(now_s)
         frame_records.release(records.closed_frames)
 
-    processed = 0
-    now = 0.0
-    trimmed_at = 0  # client ticks generated when the world's history was last trimmed
+    def forget(first_tick: int | None) -> None:  # the world's history no unread packet carries
+        world.forget_before(stream.oldest_unread_tick(first_tick))
+
     wakeup_s = platform.wakeup_latency_us * 1e-6
-    fast = CompiledLoop.create(scenario, stream, socket, builder, machine, strategy, wakeup_s)
+    loop = FrameLoop(scenario, builder, machine, strategy, table, wakeup_s)
     try:
-        while now < stop_s:
-            if fast is not None:  # frames in compiled calls while it can; this frame in Python
-                now, read = fast.run(now, table, drain)
-                processed += read
-                if now >= stop_s:
-                    break
-            arrived = stream.release_until(now)
-            if len(socket) == 0 and len(arrived) == 0:  # the server sleeps until a packet wakes it
-                now = stream.next_arrival_s() + wakeup_s
-                continue
-            batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
-            frame = builder.build(len(table), now, batch)
-            end = machine.execute(strategy.plan(frame), frame.index, now)
-            extra = strategy.frame_record() if reports_extra else None
-            table.append(frame_row(frame, end, len(batch), len(socket)), extra)
-            processed += len(batch)
-            now = end
-            drain(now)
-            if stream.next_tick != trimmed_at:  # new ticks: forget those no unread packet carries
-                trimmed_at = stream.next_tick
-                world.forget_before(stream.oldest_unread_tick(socket.first_tick()))
+        if not socket.capacity:  # the socket is a range of the stream: compiled release
+            now, processed = loop.run_stream(stream, 0.0, drain, forget)
+            socket.hold(loop.queued(stream))
+        else:  # a bounded socket drops packets: read in Python, frames as any other
+            now, processed = run_socket(
+                loop, stream, socket, stop_s, limit, wakeup_s, drain, forget
+            )
 
         stream.close()  # the accounting below needs packets, not world states
         counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
@@ -188,6 +174,37 @@ def simulate(
         trace_metrics=trace_metrics,
         frame_digest=digest,
     )
+
+
+def run_socket(
+    loop: FrameLoop,
+    stream: ClientStream,
+    socket: SocketQueue,
+    stop_s: float,
+    limit: int,
+    wakeup_s: float,
+    drain: Any,
+    forget: Any,
+) -> tuple[float, int]:
+    """The frames of a server whose socket is bounded (it drops what does not fit): packets
+    released from ``stream`` into ``socket`` at each frame's start, up to ``limit`` read and
+    run by ``loop`` (:meth:`~simsrv.compiled_loop.runner.FrameLoop.socket_frame`); an empty
+    socket sleeps until the next arrival (plus the wake-up latency).  Returns the clock and
+    the packets read; ``forget(first tick queued)`` after the stream made new ticks."""
+    now, processed, made = 0.0, 0, 0
+    while now < stop_s:
+        arrived = stream.release_until(now)
+        if len(socket) == 0 and len(arrived) == 0:  # the server sleeps until a packet wakes it
+            now = stream.next_arrival_s() + wakeup_s
+            continue
+        batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
+        now = loop.socket_frame(now, batch, len(socket))
+        processed += len(batch)
+        drain(now)
+        if stream.next_tick != made:  # new ticks: forget those no unread packet carries
+            made = stream.next_tick
+            forget(socket.first_tick())
+    return now, processed
 
 
 def slowest_speed(machine: Any) -> float:

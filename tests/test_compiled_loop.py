@@ -1,8 +1,11 @@
-"""The compiled frame loop (simsrv.compiled_loop) runs the same frames as the Python loop, bit
-for bit: every frame row, every trace row, the message accounting and the run's end, on each
-strategy that has one, across the options and workloads that take its different branches
-(lost packets and their commands, a read limit that leaves packets queued, senders with
-several packets in a frame, threads sharing a CPU, SMT and background load)."""
+"""The frame loop (simsrv.compiled_loop) gives the same frames whoever plans them and wherever
+the packets come from, bit for bit: a strategy's compiled loop (many frames per compiled call)
+and its Python ``plan`` (one frame at a time between the compiled steps) give every frame row,
+every trace row, the message accounting and the run's end, across the options and workloads
+that take the steps' branches (lost packets and their commands, a read limit that leaves
+packets queued, senders with several packets in a frame, threads sharing a CPU, SMT and
+background load, bandwidth control); a socket large enough never to drop (read in Python)
+gives the stream's frames."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsrv.simulation as simulation
-from simsrv.compiled_loop.runner import CompiledLoop
+from simsrv.compiled_loop import runner
+from simsrv.compiled_loop.runner import FrameLoop
 from simsrv.keep_window import KEEP_ALL
 from simsrv.scenario.load import load_scenario
 
@@ -20,20 +24,21 @@ SHORT = ["run.duration_s=1.0", "run.warmup_s=0.2"]
 
 
 def _runs(overrides: list[str], monkeypatch) -> tuple:
-    """The run of ``overrides`` with the compiled loop and without it, and the loop."""
+    """The run of ``overrides`` with the strategy's compiled loop and with its Python ``plan``
+    only, and the first run's frame loop."""
     scenario = load_scenario(None, [*SHORT, *overrides])
-    loops: list[CompiledLoop | None] = []
-    create = CompiledLoop.create.__func__
+    loops: list[FrameLoop] = []
+    init = FrameLoop.__init__
 
-    def recording(cls, *args):
-        loops.append(create(cls, *args))
-        return loops[-1]
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        loops.append(self)
 
     with monkeypatch.context() as patch:
-        patch.setattr(CompiledLoop, "create", classmethod(recording))
+        patch.setattr(FrameLoop, "__init__", recording)
         fast = simulation.simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     with monkeypatch.context() as patch:
-        patch.setattr(CompiledLoop, "create", classmethod(lambda cls, *args: None))
+        patch.setattr(FrameLoop, "_kernel_call", lambda self, stream: runner.PYTHON)
         slow = simulation.simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
     return fast, slow, loops[0]
 
@@ -83,11 +88,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_compiled_loop_runs_the_python_loops_frames(case, monkeypatch):
+def test_the_compiled_loop_runs_the_python_plans_frames(case, monkeypatch):
     fast, slow, loop = _runs(CASES[case], monkeypatch)
     _assert_same(fast, slow)
-    assert loop is not None
-    assert loop.frames > len(fast.frames) / 2  # most frames ran compiled
+    assert loop.frames > len(fast.frames) / 2  # most frames ran in the strategy's loop
     if case == "slow-frames":  # the case it is there for happened
         assert (fast.frames["replies"] < fast.frames["messages"]).any()
     if case == "read-limit":
@@ -106,9 +110,7 @@ def test_the_compiled_loop_runs_the_python_loops_frames(case, monkeypatch):
         ],  # SMT: computations at a speed
     ],
 )
-def test_plans_on_shared_or_slowed_cpus_run_compiled_with_the_same_results(
-    overrides, monkeypatch
-):
+def test_plans_on_shared_or_slowed_cpus_run_compiled_with_the_same_results(overrides, monkeypatch):
     """Threads sharing a CPU, background load, SMT: the engine runs every plan, so the
     compiled loop runs most frames, and they are the Python loop's."""
     fast, slow, loop = _runs(overrides, monkeypatch)
@@ -116,15 +118,36 @@ def test_plans_on_shared_or_slowed_cpus_run_compiled_with_the_same_results(
     assert loop.frames > len(fast.frames) / 2
 
 
-def test_strategies_without_a_compiled_loop_or_outside_it_get_none(monkeypatch):
+def test_strategies_without_a_compiled_loop_or_with_a_bounded_socket_plan_in_python(
+    monkeypatch,
+):
     for overrides in (
         ["server.strategy=sequential"],
         ["server.strategy=abdelkhalek", "clients.socket_buffer_messages=8"],
-        ["server.strategy=abdelkhalek", "clients.bandwidth_control=true"],
     ):
         fast, slow, loop = _runs(overrides, monkeypatch)
-        assert loop is None
+        assert loop.frames == 0
         _assert_same(fast, slow)
+
+
+def test_bandwidth_control_runs_in_the_compiled_loop(monkeypatch):
+    overrides = ["server.strategy=abdelkhalek", "clients.bandwidth_control=true"]
+    overrides += ["clients.rate_bytes_per_s=1500"]  # chokes replies
+    fast, slow, loop = _runs(overrides, monkeypatch)
+    _assert_same(fast, slow)
+    assert fast.frames["choked"].sum() > 0
+    assert loop.frames > len(fast.frames) / 2
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "abdelkhalek", "bsp-group"])
+def test_a_socket_that_never_drops_gives_the_streams_frames(strategy):
+    """The socket source (packets read in Python, as a bounded socket and cluster nodes do)
+    and the stream source (released and read in compiled code) run the same frames."""
+    sets = [*SHORT, f"server.strategy={strategy}"]
+    stream = simulation.simulate(load_scenario(None, sets), KEEP_ALL, keep_frames=KEEP_ALL)
+    big = load_scenario(None, [*sets, "clients.socket_buffer_messages=1000000"])
+    socket = simulation.simulate(big, KEEP_ALL, keep_frames=KEEP_ALL)
+    _assert_same(stream, socket)
 
 
 @settings(max_examples=6, deadline=None)

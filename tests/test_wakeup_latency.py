@@ -79,7 +79,7 @@ def test_the_compiled_loop_runs_the_python_loops_frames_with_a_wakeup(tmp_path, 
         monkeypatch,
     )
     _assert_same(fast, slow)
-    assert loop is not None and loop.frames > len(fast.frames) / 2
+    assert loop.frames > len(fast.frames) / 2
     eager, _, _ = _runs(["server.strategy=abdelkhalek"], monkeypatch)
     assert fast.frames["messages"].mean() > eager.frames["messages"].mean()
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from simsrv.cluster.socket import NodeSocket
+from simsrv.compiled_loop.runner import FrameLoop
 from simsrv.frame_table import FrameTable
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
@@ -32,6 +33,8 @@ class Node:
     strategy: Strategy
     builder: FrameBuilder
     socket: NodeSocket
+    loop: FrameLoop
+    """Runs its frames (:meth:`~simsrv.compiled_loop.runner.FrameLoop.socket_frame`)."""
     now: float = 0.0
     processed: int = 0
     table: FrameTable = field(default_factory=FrameTable)
@@ -79,4 +82,6 @@ def build_node(
     builder = FrameBuilder(scenario, world.entity_count)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     socket = NodeSocket(scenario.clients.socket_buffer_messages, window)
-    return Node(index, machine, strategy, builder, socket)
+    table = FrameTable()
+    loop = FrameLoop(scenario, builder, machine, strategy, table)
+    return Node(index, machine, strategy, builder, socket, loop, table=table)

@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,6 @@ from simsrv.cluster.router import Handoff, Router
 from simsrv.cluster.zones import Rebalance, ZonedWorld
 from simsrv.cluster.zoning import ZONINGS
 from simsrv.frame_stream import FrameStream
-from simsrv.frame_table import frame_row
 from simsrv.interconnect import load_profile
 from simsrv.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.keep_window import KeepWindow
@@ -237,31 +237,34 @@ def run_frame(
 ) -> None:
     """One frame of ``node`` starting at ``now`` s (its socket is not empty)."""
     batch = node.socket.read(limit)
-    node.builder.entities = zoned.entities_at(node.index, now)
-    frame = node.builder.build(len(node.table), now, batch)
-    plan = node.strategy.plan(frame)
-    exchange.advance(now)
-    mirrored = 0
-    messages = exchange.posted_count
-    for dst, count in enumerate(zoned.mirror_at(now)[node.index].tolist()):
-        if count:
-            exchange.post("mirror", node.index, dst, state_bytes * count, now, count)
-            mirrored += count
-    if actions is not None:
-        actions.answer(node.index, now)
-        actions.request(node.index, batch, now)
-    ops = exchange.take_ops(node.index)
-    end = node.machine.execute(with_ops(plan, ops), frame.index, now)
-    extra = node.strategy.frame_record() if node.reports_extra else None
-    node.table.append(frame_row(frame, end, len(batch), len(node.socket)), extra)
+    node.builder.entities = entities = zoned.entities_at(node.index, now)
+    counts: list[int] = []
+
+    def with_interconnect(plan: Any) -> Any:  # the frame's interconnect work, run first
+        exchange.advance(now)
+        counts.append(exchange.posted_count)
+        mirrored = 0
+        for dst, count in enumerate(zoned.mirror_at(now)[node.index].tolist()):
+            if count:
+                exchange.post("mirror", node.index, dst, state_bytes * count, now, count)
+                mirrored += count
+        counts.append(mirrored)
+        if actions is not None:
+            actions.answer(node.index, now)
+            actions.request(node.index, batch, now)
+        return with_ops(plan, exchange.take_ops(node.index))
+
+    index = len(node.table)
+    end = node.loop.socket_frame(now, batch, len(node.socket), with_interconnect)
+    messages, mirrored = counts
     exchanged = exchange.posted_count - messages + exchange.take_received(node.index)
     if exchange.digest.inside(now):  # a measured frame
         measured = node.measured
         measured["mirrored"] += mirrored
-        measured["entities"] += frame.entities
+        measured["entities"] += entities
         measured["exchanged"] += exchanged
     if record_packets:
-        node.served.append((frame.index, now, batch.copy()))
+        node.served.append((index, now, batch.copy()))
     node.processed += len(batch)
     node.now = end
     try:

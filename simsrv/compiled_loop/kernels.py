@@ -29,9 +29,12 @@ from simsrv.compiled import compiled
 from simsrv.compiled_loop.state import (
     B_FROM,
     B_TO,
+    BANDWIDTH,
+    CHOKED,
     COMMANDS,
     CPP,
     CUT,
+    ENTITY_BYTES,
     F_CHOKED,
     F_COMMANDS,
     F_MESSAGES,
@@ -41,10 +44,13 @@ from simsrv.compiled_loop.state import (
     FRAME,
     GAPLESS,
     HEAD,
+    HEADER_BYTES,
     HORIZON,
     LAST_PHYSICS,
     LATER,
     LIMIT,
+    MAX_BYTES,
+    MAX_ENTITIES,
     MINTIC,
     NEW_CHUNK,
     NEXT_BLOCK,
@@ -55,6 +61,7 @@ from simsrv.compiled_loop.state import (
     PROCESSED,
     PVS,
     RANGE,
+    RATE,
     READ,
     REASON,
     REPLIES,
@@ -68,6 +75,7 @@ from simsrv.compiled_loop.state import (
     WAKEUP,
 )
 from simsrv.machine import engine
+from simsrv.workload.bandwidth import MAX_BACKUP_BYTES
 from simsrv.workload.frame_kernels import (
     commit_ticks,
     count_commands,
@@ -103,7 +111,7 @@ def _released(arrivals, head, now):
 def next_frame(loop):
     """Release the packets arrived by the clock, read the frame's packets and build the frame
     (``CUT`` ... ``PVS``); True when a frame is ready.  With nothing queued the clock jumps to
-    the next arrival, as the Python loop does."""
+    the next arrival plus the wake-up latency."""
     ints, floats, arrivals = loop.ints, loop.floats, loop.arrivals
     n = len(arrivals)
     while True:
@@ -124,24 +132,28 @@ def next_frame(loop):
         break
     taken = min(ints[LIMIT], cut - read)
     ints[CUT], ints[B_FROM], ints[B_TO] = cut, read, read + taken
-    _build(loop, read, read + taken, now)
+    build(loop, now)
     return True
 
 
 @compiled
 def frame_messages(loop):
-    """The packets of the frame being built (a view of the backlog block)."""
+    """The packets of the frame being built (a view of ``buffer``)."""
     return loop.buffer[loop.ints[B_FROM] : loop.ints[B_TO]]
 
 
 @compiled
-def _build(loop, first, end, now):
-    """:meth:`FrameBuilder.build` without its commits (``last_tick``, ``last_physics_s``:
-    :func:`finish_frame` makes them), with the same kernels
-    (:mod:`simsrv.workload.frame_kernels`): commands, physics and the replied clients of
-    packets ``buffer[first:end]`` (the commands written into the packets are the same every
-    time the frame is built, as ``last_tick`` is not changed yet)."""
+def build(loop, now):
+    """The frame rules [MODEL §1, §8] on the packets ``buffer[B_FROM:B_TO]`` read at ``now``
+    (s), without their commits (:func:`finish_plan` makes them, so a frame built again is the
+    same): the commands each packet executes (1, or up to ``commands_per_packet`` after
+    missing ticks), whether world physics runs (``sv_mintic`` passed), the clients replied to
+    (each sender once, its newest packet's counts) and, with bandwidth control, which of them
+    the rate limit chokes (QuakeWorld's ``Netchan_CanPacket``: the channel must be clear by
+    ``now + MAX_BACKUP / rate``; sending ``b`` bytes moves ``cleartime`` to ``max(cleartime,
+    now) + b / rate``)."""
     ints, floats = loop.ints, loop.floats
+    first, end = ints[B_FROM], ints[B_TO]
     messages = loop.buffer[first:end]
     ints[STAMP] += 1
     unique = distinct_senders(messages, loop.seen, ints[STAMP])
@@ -167,6 +179,23 @@ def _build(loop, first, end, now):
     else:
         ints[STAMP] += 1
         replies = reply_targets(messages, loop.seen, ints[STAMP], loop.latest, out_c, out_v, out_p)
+    choked = 0
+    if ints[BANDWIDTH]:
+        rate = floats[RATE]
+        clear_by = now + MAX_BACKUP_BYTES / rate
+        kept = 0
+        for j in range(replies):
+            clear = loop.cleartime[out_c[j]]
+            if clear < clear_by:
+                entities = min(out_v[j] + 1, ints[MAX_ENTITIES])
+                size = min(ints[HEADER_BYTES] + ints[ENTITY_BYTES] * entities, ints[MAX_BYTES])
+                loop.reply_clear[kept] = max(clear, now) + float(size) / rate
+                out_c[kept], out_v[kept], out_p[kept] = out_c[j], out_v[j], out_p[j]
+                kept += 1
+            else:
+                choked += 1
+        replies = kept
+    ints[CHOKED] = choked
     visible, pvs = 0, 0
     for j in range(replies):
         visible += out_v[j]
@@ -175,19 +204,23 @@ def _build(loop, first, end, now):
 
 
 @compiled
-def finish_frame(loop, thread, kind, cost, arg, activity):
-    """Execute the frame's plan (its operation columns, the strategy's names as the loop's
-    tables) on the machine and commit the frame: the builder's memory, the stream and socket
-    pointers, the frame's columns.  False (nothing done) when a store lacks room."""
+def finish_plan(
+    loop, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
+    thread_codes, activity_codes, lock_codes,
+):  # fmt: skip
+    """Execute the frame's plan (its columns and the machine's tables of its names,
+    :meth:`Machine.tables <simsrv.machine.executor.Machine.tables>`) on the machine and commit
+    the frame: the packets' ticks, physics, the replies' channels, the stream and socket
+    pointers, the frame's row.  False (nothing done) when a store lacks room (:data:`ROOM`)
+    or the plan is inconsistent (:data:`PLAN_ERROR`, the machine's code in ``out[0]``)."""
     ints, floats = loop.ints, loop.floats
     row = ints[ROW]
     if row >= len(loop.charged_us) or row >= len(loop.frame_times):
         return stop(loop, ROOM)
     now, out = floats[NOW], loop.out
     status = engine.execute(
-        loop.machine, thread, kind, cost, arg, activity, loop.thread_cpu,
-        loop.barrier_parties, loop.spawned, loop.is_wait, loop.thread_codes,
-        loop.activity_codes, loop.lock_codes, ints[FRAME], now * US_PER_S, out,
+        loop.machine, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned,
+        is_wait, thread_codes, activity_codes, lock_codes, ints[FRAME], now * US_PER_S, out,
     )  # fmt: skip
     if status == engine.ROOM:
         return stop(loop, ROOM)
@@ -195,22 +228,42 @@ def finish_frame(loop, thread, kind, cost, arg, activity):
         out[0] = status
         return stop(loop, PLAN_ERROR)
     loop.charged_us[row] = out[1]
-    end = out[0] / US_PER_S
-    # the builder, the stream and the socket
+    commit_frame(loop, out[0] / US_PER_S)
+    return True
+
+
+@compiled
+def commit_frame(loop, end):
+    """Commit the frame built, executed until ``end`` (s): the packets' ticks, physics, the
+    replies' channels, the stream and socket pointers, the frame's row (``ROW``)."""
+    ints, floats = loop.ints, loop.floats
+    row, now = ints[ROW], floats[NOW]
     first, last = ints[B_FROM], ints[B_TO]
     if not ints[GAPLESS]:
         commit_ticks(loop.buffer[first:last], loop.last_tick, ints[UNIQUE])
     if ints[PHYSICS]:
         floats[LAST_PHYSICS] = now
+    if ints[BANDWIDTH]:
+        for j in range(ints[REPLIES]):
+            loop.cleartime[loop.reply_clients[j]] = loop.reply_clear[j]
     ints[HEAD], ints[READ] = ints[CUT], last
     # the frame's row (row ``row`` of the frame columns: the call's frames after the stored)
     loop.frame_times[row, 0], loop.frame_times[row, 1] = now, end
     f = loop.frame_ints
     f[row, F_MESSAGES], f[row, F_COMMANDS] = last - first, ints[COMMANDS]
-    f[row, F_REPLIES], f[row, F_CHOKED] = ints[REPLIES], 0
+    f[row, F_REPLIES], f[row, F_CHOKED] = ints[REPLIES], ints[CHOKED]
     f[row, F_PHYSICS], f[row, F_QUEUED] = ints[PHYSICS], ints[CUT] - last
     ints[PROCESSED] += last - first
     ints[FRAME] += 1
     ints[ROW] += 1
     floats[NOW] = end
-    return True
+
+
+@compiled
+def finish_frame(loop, thread, kind, cost, arg, activity):
+    """:func:`finish_plan` for a strategy's compiled loop: its plans carry the names of the
+    loop's tables (``loop.thread_cpu`` ...)."""
+    return finish_plan(
+        loop, thread, kind, cost, arg, activity, loop.thread_cpu, loop.barrier_parties,
+        loop.spawned, loop.is_wait, loop.thread_codes, loop.activity_codes, loop.lock_codes,
+    )  # fmt: skip

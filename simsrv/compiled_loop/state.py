@@ -37,7 +37,7 @@ ROW = 4
 PROCESSED = 5
 """Packets read by this call's frames."""
 STAMP = 6
-"""Builder: the last stamp written in ``seen`` (:attr:`FrameBuilder.stamp`)."""
+"""Builder: the last stamp written in ``seen`` (:mod:`simsrv.workload.frame_kernels`)."""
 LIMIT, CPP, GAPLESS = 7, 8, 9
 """Constants: packets read per frame at most, commands per packet at most, 1 when no packet
 can go missing (commands are not counted)."""
@@ -48,7 +48,12 @@ CUT, B_FROM, B_TO, UNIQUE, PHYSICS, COMMANDS, RANGE, REPLIES, VISIBLE, PVS = ran
 """The stream's release cut, the packets read ``buffer[B_FROM:B_TO]``, whether their senders
 are all different, whether physics runs, user commands, action-range entities, replies, their
 visible entities and PVS rooms."""
-INT_REGISTERS = 21
+CHOKED = 21
+"""The frame's replies held by the rate limit (bandwidth control)."""
+BANDWIDTH, HEADER_BYTES, ENTITY_BYTES, MAX_ENTITIES, MAX_BYTES = range(22, 27)
+"""Constants of the reply rate limit: 1 when it is on, and the reply size's rule
+(``server.reply_*``: header bytes, bytes per entity, entities at most, bytes at most)."""
+INT_REGISTERS = 27
 
 # -- floats registers -----------------------------------------------------------------------
 NOW = 0
@@ -64,7 +69,9 @@ MINTIC = 4
 WAKEUP = 5
 """The platform's wake-up latency: an idle server's frame starts this long after the packet
 that wakes it, s."""
-FLOAT_REGISTERS = 6
+RATE = 6
+"""The clients' rate limit, bytes/s (bandwidth control)."""
+FLOAT_REGISTERS = 7
 
 # -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
 STOPPED = 0
@@ -114,6 +121,9 @@ class LoopState(NamedTuple):
     reply_clients, reply_visible, reply_pvs:
         The frame's replied clients, their visible entities and PVS rooms (the first
         ``ints[REPLIES]``).
+    cleartime, reply_clear:
+        Bandwidth control: per client the time its channel is clear, s (QuakeWorld's
+        ``cleartime``); per reply of the frame, its client's new ``cleartime`` once sent.
     machine:
         The machine's state (:class:`~simsrv.machine.engine.MachineState`): the frames
         execute on it in place.
@@ -136,6 +146,8 @@ class LoopState(NamedTuple):
     reply_clients: np.ndarray
     reply_visible: np.ndarray
     reply_pvs: np.ndarray
+    cleartime: np.ndarray
+    reply_clear: np.ndarray
     machine: MachineState
     thread_cpu: np.ndarray
     barrier_parties: np.ndarray

@@ -1,11 +1,11 @@
 """The machine engines, by name (``machine.engine``): both execute the same plans and give the
 same trace, bit for bit (``tests/test_engines.py``).
 
-``fast`` (default)  :class:`simsrv.machine.executor.Machine`: a hand-written event heap with
-                    exact shortcuts (runs 1.3-2.7x faster on the scenarios, where the world
-                    and the workload take much of the time).
+``fast`` (default)  :class:`simsrv.machine.executor.Machine`: the compiled engine
+                    (:mod:`simsrv.machine.engine`) with exact shortcuts.
 ``simpy``           :class:`simsrv.machine.simpy_engine.SimpyMachine`: simpy processes,
-                    resources and events, op by op, written for clarity: the reference.
+                    resources and events, op by op, written for clarity: the reference and
+                    the model's specification.
 
 An engine is a class built as ``Engine(cpus, smt_per_core, smt_throughput, background=())``
 (``background``: busy share of each CPU taken by other programs) with

@@ -1,11 +1,44 @@
-"""A second engine (``machine.engine = "simpy"``): the same plans, executed op by op with simpy.
+"""The reference engine (``machine.engine = "simpy"``): the model of the machine, executed op by
+op with simpy.  Its docstring is the machine's specification; the fast engine
+(:mod:`simsrv.machine.engine`, compiled, with exact shortcuts) must give the same trace rows,
+bit for bit (``tests/test_engines.py`` runs every scenario and random plans on both).
 
-Written for clarity, not speed: every thread of a frame is a simpy *process* that walks its
-operations one by one; every CPU and every lock is a simpy ``Resource`` of capacity 1 (FIFO);
-a barrier, a thread's end and each timer are simpy *events*.  It implements the model of
-:mod:`simsrv.machine.executor` (read its docstring) without any shortcut, and must give the
-same trace rows, bit for bit (``tests/test_engines.py`` runs every scenario and random plans on
-both).
+The model
+---------
+* Each CPU runs one thread at a time.  A thread's :class:`Compute` holds its CPU for the cost;
+  threads that share a CPU take turns at operation boundaries, in request order (FIFO), so two
+  threads on one CPU take the sum of their costs and two threads on two CPUs the maximum.
+* A blocked thread (barrier, lock, join) does not hold its CPU; the time it waits is recorded as
+  a wait interval (``barrier_wait`` or a named barrier's ``*_wait``, ``lock_wait``,
+  ``join_wait``, ``runqueue_wait``) that does not count as busy.
+* Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
+* A spawned thread starts when its spawner's :class:`Spawn` runs, on its own CPU or (``cpu =
+  SPAWNER_CPU``) on its spawner's; :class:`Join` waits for a thread's end.  A :class:`RunFirst`
+  parent waits for its child like a join, unless after ``migrate_after_us`` another CPU is idle
+  (no thread on it, none queued): it then moves to the lowest-numbered idle CPU and goes on
+  there (Linux's idle balance pulling a queued task).  Threads may outlive their frame (a
+  worker's teardown overlapping the next frame).
+* Optional background load: CPU ``i`` is busy a share ``background[i]`` of the time with
+  programs outside the server (time-sliced finely), so the server's computations on it run
+  at ``1 - background[i]`` of its speed (a cost ``c`` takes ``c / (1 - share)``), on top of
+  any SMT slowdown.
+* Optional SMT: logical CPU ``i`` is on core ``i // smt_per_core``.  A computation runs at
+  speed 1 (one unit of cost per us) while it is the only computing logical CPU of its core and
+  at ``smt_throughput`` while a sibling computes too; speeds change the instant a sibling starts
+  or stops and the work done is kept (cost ``c`` ends when ``t_alone + throughput * t_shared =
+  c``).  Blocked threads do not compute, so they do not slow their siblings.
+* **Simultaneous events.**  When several threads act at the same simulated instant, they act in
+  a fixed order: threads of earlier frames first, then by their index in the plan (the
+  coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
+  order; two threads that request a free lock at the same instant: the lower index gets it.
+* A frame ends when its coordinator (``threads[0]``) has run all its operations.
+* Simulated time runs in microseconds internally; the API speaks seconds.
+
+How it is written
+-----------------
+Every thread of a frame is a simpy *process* that walks its operations one by one; every CPU
+and every lock is a simpy ``Resource`` of capacity 1 (FIFO); a barrier, a thread's end and
+each timer are simpy *events*.  It imports nothing from the fast engine.
 
 How simultaneous events keep the fast engine's order
 ----------------------------------------------------
@@ -98,7 +131,7 @@ class _ThreadState:
 class SimpyMachine:
     """N simulated CPUs on simpy; the same interface and trace as
     :class:`simsrv.machine.executor.Machine` (``execute``, ``finish``, ``trace``,
-    ``charged_us``, ``lock_holds``)."""
+    ``charged_us``, ``lock_holds``, ``settled_us``)."""
 
     runs_arrays_compiled = False
     """The reference engine runs every plan itself (no compiled frame loop)."""

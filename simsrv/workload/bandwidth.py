@@ -15,21 +15,9 @@ MAX_BACKUP_BYTES = 200.0
 
 
 class BandwidthControl:
-    """Per-client ``cleartime`` state for ``n`` clients at ``rate_bytes_per_s`` each."""
+    """Per-client ``cleartime`` state for ``n`` clients at ``rate_bytes_per_s`` each; the rule
+    is applied by the frame loop's :func:`simsrv.compiled_loop.kernels.build`."""
 
     def __init__(self, n: int, rate_bytes_per_s: float) -> None:
         self.rate = rate_bytes_per_s
         self.cleartime_s = np.zeros(n)
-
-    def allow(self, clients: np.ndarray, sizes_bytes: np.ndarray, now_s: float) -> np.ndarray:
-        """Which of ``clients`` (unique ids) may get their reply now; charges the ones sent.
-
-        Returns
-        -------
-        (len(clients),) bool: True = sent, False = choked.
-        """
-        clear = self.cleartime_s[clients]
-        ok = clear < now_s + MAX_BACKUP_BYTES / self.rate
-        sent = clients[ok]
-        self.cleartime_s[sent] = np.maximum(clear[ok], now_s) + sizes_bytes[ok] / self.rate
-        return ok

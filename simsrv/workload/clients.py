@@ -108,8 +108,28 @@ class ClientStream:
         return self._buffer, self._arrivals, self._head, bool(self._later)
 
     def release_to(self, head: int) -> None:
-        """Mark the first block's packets before ``head`` released (by the compiled loop)."""
+        """Mark the first block's packets before ``head`` released (by the frame loop)."""
         self._head = head
+
+    def generate_until(self, t_s: float) -> None:
+        """Generate the chunks of every packet arriving by ``t_s`` (as :meth:`release_until`
+        does before it releases)."""
+        while self.horizon_s <= t_s:
+            self._generate_chunk()
+
+    def join_next_block(self, start: int) -> None:
+        """The first block is released up to its end while more follow: its packets before
+        ``start`` are done (counted), the ones from ``start`` on (released, not read yet) and
+        the next block become the first block, released up to the joint (for the frame loop,
+        whose socket is a range of the first block)."""
+        self._arrived_in_window += self._count_in_window(self._buffer[:start])
+        block, arrivals = self._later.popleft()
+        kept = self._buffer[start:]
+        self._head = len(kept)
+        if len(kept):
+            block = np.concatenate([kept, block])
+            arrivals = np.concatenate([self._arrivals[start:], arrivals])
+        self._buffer, self._arrivals = block, arrivals
 
     def _take(self, t_s: float) -> np.ndarray:
         head = self._head
