@@ -34,6 +34,7 @@ from simsrv.compiled_loop.state import (
     COMMANDS,
     CPP,
     CUT,
+    ENTITIES,
     ENTITY_BYTES,
     F_CHOKED,
     F_COMMANDS,
@@ -65,6 +66,7 @@ from simsrv.compiled_loop.state import (
     READ,
     REASON,
     REPLIES,
+    RING,
     ROOM,
     ROW,
     STAMP,
@@ -76,6 +78,7 @@ from simsrv.compiled_loop.state import (
 )
 from simsrv.machine import engine
 from simsrv.workload.bandwidth import MAX_BACKUP_BYTES
+from simsrv.workload.frame import FrameWorkload
 from simsrv.workload.frame_kernels import (
     commit_ticks,
     count_commands,
@@ -257,6 +260,39 @@ def commit_frame(loop, end):
     ints[FRAME] += 1
     ints[ROW] += 1
     floats[NOW] = end
+
+
+@compiled
+def frame_workload(loop):
+    """The frame just built, as the strategies' :class:`~simsrv.workload.frame.FrameWorkload`
+    (its reply arrays are views of the loop's, valid until the next frame)."""
+    ints, replies = loop.ints, loop.ints[REPLIES]
+    return FrameWorkload(
+        ints[FRAME], loop.floats[NOW], frame_messages(loop), loop.reply_clients[:replies],
+        loop.reply_visible[:replies], loop.reply_pvs[:replies], ints[CHOKED],
+        ints[PHYSICS] != 0, ints[ENTITIES], ints[COMMANDS], ints[RANGE], ints[VISIBLE], ints[PVS],
+    )  # fmt: skip
+
+
+@compiled
+def strategy_frames(loop, planner, args, records):
+    """A strategy's compiled frame loop from its compiled planner
+    (:class:`~simsrv.strategies.base.CompiledPlanner`): ``planner(frame, args)`` plans each
+    frame (a :class:`~simsrv.workload.frame.FrameWorkload`) as ``(thread, kind, cost, arg,
+    activity, record, complete)``: the plan's operation columns, the frame's values of the
+    strategy's columns (written to ``records``) and False when it cannot plan the frame in
+    compiled code (a table to load first: :data:`RING`).  Returns the reason it stopped."""
+    ints = loop.ints
+    while next_frame(loop):
+        thread, kind, cost, arg, activity, record, complete = planner(frame_workload(loop), args)
+        if not complete:
+            return stop(loop, RING)
+        if not finish_frame(loop, thread, kind, cost, arg, activity):
+            break
+        row = ints[ROW] - 1  # the frame's row in the call's frame columns
+        for j in range(len(record)):
+            records[row, j] = record[j]
+    return ints[REASON]
 
 
 @compiled

@@ -122,6 +122,7 @@ class FrameLoop:
             tables = (_NO_INTS, _NO_INTS, _NO_BOOLS, _NO_BOOLS, _NO_INTS, _NO_INTS, _NO_INTS)
         self.ints[s.ROW] = 0
         self.ints[s.FRAME] = table.size
+        self.ints[s.ENTITIES] = builder.entities
         return LoopState(
             buffer, arrivals, self.ints, self.floats, builder.last_tick, builder.seen,
             builder.latest, *self.replies, self.cleartime, self.reply_clear, self._machine_state(),

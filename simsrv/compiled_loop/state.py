@@ -53,7 +53,9 @@ CHOKED = 21
 BANDWIDTH, HEADER_BYTES, ENTITY_BYTES, MAX_ENTITIES, MAX_BYTES = range(22, 27)
 """Constants of the reply rate limit: 1 when it is on, and the reply size's rule
 (``server.reply_*``: header bytes, bytes per entity, entities at most, bytes at most)."""
-INT_REGISTERS = 27
+ENTITIES = 27
+"""Entities world physics simulates (the frame's ``entities``)."""
+INT_REGISTERS = 28
 
 # -- floats registers -----------------------------------------------------------------------
 NOW = 0

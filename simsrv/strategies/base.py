@@ -16,6 +16,11 @@ Override points of :class:`Strategy`
                          frame loop (:class:`FrameKernel`), which runs many frames per call with
                          the same compiled planning function as ``plan`` (one implementation;
                          :mod:`simsrv.compiled_loop`).
+
+A strategy whose planner is one compiled function subclasses :class:`CompiledPlanner`: it
+gives the function and its arguments, and gets ``plan`` and the compiled frame loop from them
+(``docs/howto.md`` builds one).  A plain-Python ``plan`` returning a readable
+:class:`~simsrv.machine.plan.FramePlan` works too (for prototyping): the machine converts it.
 """
 
 from __future__ import annotations
@@ -103,6 +108,52 @@ class Strategy:
         """The compiled frame loop for frames whose packets carry ``ticks`` (client ticks: the
         strategy loads what it needs per tick), or None (the Python loop runs the frames)."""
         return None
+
+
+class CompiledPlanner(Strategy):
+    """A strategy planned by one compiled function, in Python and in the compiled frame loop.
+
+    Subclasses set :attr:`planner` (``staticmethod`` of a :func:`~simsrv.compiled.compiled`
+    function), :attr:`plan_names` and, optionally, :attr:`frame_record_names`, and define
+    :meth:`planner_args`.  ``planner(frame, args)`` takes the frame
+    (:class:`~simsrv.workload.frame.FrameWorkload`) and returns ``(thread, kind, cost, arg,
+    activity, record, complete)``: the plan's operation columns
+    (:mod:`simsrv.machine.plan_arrays`), the frame's values of the strategy's columns (an int64
+    array in :attr:`frame_record_names` order) and True (False: it cannot plan this frame in
+    compiled code before :meth:`prepare` has run)."""
+
+    has_frame_kernel = True
+    planner: Callable[..., tuple]
+    plan_names: tuple = ()
+    """The plan's fields after its operation columns (:class:`PlanArrays` order: thread CPUs,
+    thread names, activities, barrier names, barrier parties, locks)."""
+
+    def planner_args(self) -> tuple:
+        """The planner's second argument (costs, options, tables), for the frames to come."""
+        raise NotImplementedError
+
+    def prepare(self, frame: FrameWorkload) -> None:
+        """Make the planner able to plan ``frame`` (e.g. load a table it needs)."""
+
+    def plan(self, frame: FrameWorkload) -> PlanArrays:
+        while True:
+            thread, kind, cost, arg, activity, record, complete = self.planner(
+                frame, self.planner_args()
+            )
+            if complete:
+                break
+            self.prepare(frame)
+        self._record = dict(zip(self.frame_record_names or (), record.tolist(), strict=True))
+        return PlanArrays(thread, kind, cost, arg, activity, *self.plan_names)
+
+    def frame_record(self) -> dict[str, Any]:
+        return getattr(self, "_record", {})
+
+    def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
+        from simsrv.compiled_loop.kernels import strategy_frames  # (the loop imports this)
+
+        args = (self.planner, self.planner_args())
+        return FrameKernel(strategy_frames, args, PlanArrays.names_only(*self.plan_names))
 
 
 @dataclass(frozen=True)
