@@ -174,7 +174,7 @@ class Abdelkhalek(Strategy):
             self.threads = options.threads or context.cpus
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
         self.cpu_of = self.cpu_of.astype(np.int64)
-        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.costs)
+        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.cost_vector)
         self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
         self.barrier_parties = np.full(len(BARRIERS), self.threads, np.int64)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
@@ -238,7 +238,7 @@ class Abdelkhalek(Strategy):
         """The costs ``_plan`` reads, indexed by ``FRAME_US`` ... ``NET_SEND_US``."""
 
     def plan(self, frame: FrameWorkload) -> PlanArrays:
-        k = self.costs
+        k = self.cost_vector
         head = self.head
         head[WORLD_US] = c.world_us(k, frame.entities) if frame.physics else 0.0
         head[REPLY_INFO_US] = c.reply_info_us(k, self.connected_clients)
@@ -261,9 +261,9 @@ class Abdelkhalek(Strategy):
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
         if self.connected is not None:  # a cluster node: its connected clients vary
             return None
-        self.head[REPLY_INFO_US] = c.reply_info_us(self.costs, self.connected_clients)
+        self.head[REPLY_INFO_US] = c.reply_info_us(self.cost_vector, self.connected_clients)
         ring_ticks, tables = ring_arguments(self.player_locks, ticks, _NO_RING)
-        world_us = c.world_us(self.costs, self.context.world.entity_count)
+        world_us = c.world_us(self.cost_vector, self.context.world.entity_count)
         constants = np.array(
             [self.threads, self.memory_bytes, self.memory_reserved_bytes], np.int64
         )

@@ -186,7 +186,7 @@ class AreaQuadrant(Strategy):
         self.depth = area_depth(self.threads)
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
         self.cpu_of = self.cpu_of.astype(np.int64)
-        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.costs).astype(np.float64)
+        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.cost_vector)
         self.tree = AreanodeTree.build(
             world.map.extent_min, world.map.extent_max, max(AREA_DEPTH, self.depth)
         )
@@ -268,8 +268,8 @@ class AreaQuadrant(Strategy):
     def plan(self, frame: FrameWorkload) -> PlanArrays:
         messages = frame.messages
         head = self.head
-        head[6] = c.reply_info_us(self.costs, self.connected_clients)
-        self.unit_us[0] = c.world_us(self.costs, frame.entities)
+        head[6] = c.reply_info_us(self.cost_vector, self.connected_clients)
+        self.unit_us[0] = c.world_us(self.cost_vector, frame.entities)
         _frame_head(
             self.flags, head, self.unit_us, frame.physics, len(messages), frame.commands,
             frame.range_entities, len(frame.reply_clients), frame.visible_entities,
@@ -294,8 +294,8 @@ class AreaQuadrant(Strategy):
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
         if self.connected is not None:  # a cluster node: its connected clients vary
             return None
-        self.head[6] = c.reply_info_us(self.costs, self.connected_clients)
-        self.unit_us[0] = c.world_us(self.costs, self.context.world.entity_count)
+        self.head[6] = c.reply_info_us(self.cost_vector, self.connected_clients)
+        self.unit_us[0] = c.world_us(self.cost_vector, self.context.world.entity_count)
         ring_ticks, tables = ring_arguments(self.player_areas, ticks, _NO_RING)
         args = (
             self.flags,
