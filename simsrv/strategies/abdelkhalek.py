@@ -174,7 +174,7 @@ class Abdelkhalek(Strategy):
             self.threads = options.threads or context.cpus
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
         self.cpu_of = self.cpu_of.astype(np.int64)
-        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.costs)
+        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.cost_vector)
         self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
         self.barrier_parties = np.full(len(BARRIERS), self.threads, np.int64)
         self.tree = AreanodeTree.build(world.map.extent_min, world.map.extent_max)
@@ -201,54 +201,31 @@ class Abdelkhalek(Strategy):
         self.memory_bytes, self.memory_reserved_bytes = thread_memory_bytes(
             self.threads, options.stack_pages
         )
-        share = options.gamestate_share if locking else 0.0
+        self.share = options.gamestate_share if locking else 0.0
+        """The share of a packet's execution under the game-state lock (0: no such lock)."""
         self.flags = np.array(
             [
                 self.threads,
                 locking,
                 options.lock_scope == "leaf-to-root",
                 options.client_locks,
-                share > 0.0,
+                self.share > 0.0,
                 self.tree.nodes,
                 self.tree.nodes + len(self.client_ids),
                 options.locking == "region-optimized",
             ],
             dtype=np.int64,
         )
-        k = self.costs
-        self.head = np.array(
-            [
-                k.frame_overhead,
-                0.0,  # world physics (per frame)
-                k.barrier,
-                0.0,  # scores and broadcasts (per frame)
-                k.lock_acquire,
-                k.lock_per_node,
-                k.request_per_message,
-                k.request_per_command,
-                k.request_per_range_entity,
-                share,
-                k.net_recv_per_message,
-                k.reply_per_client,
-                k.reply_per_visible_entity,
-                k.reply_per_pvs_room,
-                k.net_send_per_reply,
-            ]
-        )
-        """The costs ``_plan`` reads, indexed by ``FRAME_US`` ... ``NET_SEND_US``."""
 
     def plan(self, frame: FrameWorkload) -> PlanArrays:
-        k = self.costs
-        head = self.head
-        head[WORLD_US] = c.world_us(k, frame.entities) if frame.physics else 0.0
-        head[REPLY_INFO_US] = c.reply_info_us(k, self.connected_clients)
         messages, ring = frame.messages, self.player_locks
         if ring is not None and not ring.tables:
             ring.load(messages["tick"])
         while True:
             ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
             *columns, master, complete = _plan(
-                self.flags, head, self.resume_us, ticks, *tables, messages,
+                self.flags, self.cost_vector, self.share, self.resume_us, bool(frame.physics),
+                frame.entities, self.connected_clients, ticks, *tables, messages,
                 frame.reply_clients, frame.reply_visible, frame.reply_pvs_rooms,
             )  # fmt: skip
             if complete:
@@ -261,13 +238,21 @@ class Abdelkhalek(Strategy):
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
         if self.connected is not None:  # a cluster node: its connected clients vary
             return None
-        self.head[REPLY_INFO_US] = c.reply_info_us(self.costs, self.connected_clients)
         ring_ticks, tables = ring_arguments(self.player_locks, ticks, _NO_RING)
-        world_us = c.world_us(self.costs, self.context.world.entity_count)
         constants = np.array(
-            [self.threads, self.memory_bytes, self.memory_reserved_bytes], np.int64
+            [
+                self.context.world.entity_count,
+                self.connected_clients,
+                self.threads,
+                self.memory_bytes,
+                self.memory_reserved_bytes,
+            ],
+            np.int64,
         )
-        args = (self.flags, self.head, self.resume_us, world_us, constants, ring_ticks, *tables)
+        args = (
+            self.flags, self.cost_vector, self.share, self.resume_us, constants, ring_ticks,
+            *tables,
+        )  # fmt: skip
         names = PlanArrays.names_only(*self.plan_names)
         return FrameKernel(_frames, args, names)
 
@@ -289,26 +274,29 @@ class Abdelkhalek(Strategy):
 
 _NO_RING = (np.full(1, -1, np.int64), tuple(np.zeros((1, 1), np.int64) for _ in range(6)))
 """The ring arguments of a plan without locks (never read)."""
-# ``head``: costs of a frame, us (the two marked per frame are set by ``plan``)
-FRAME_US, WORLD_US, BARRIER_US, REPLY_INFO_US, LOCK_US, LOCK_NODE_US = range(6)
-REQUEST_MESSAGE, REQUEST_COMMAND, REQUEST_RANGE, SHARE, NET_RECV_US = range(6, 11)
-REPLY_CLIENT, REPLY_VISIBLE, REPLY_PVS, NET_SEND_US = range(11, 15)
+ENTITIES, CONNECTED, THREADS, MEMORY, MEMORY_RESERVED = range(5)
+"""The compiled loop's ``constants`` (:meth:`Abdelkhalek.frame_kernel`): the world's entities,
+the connected clients, then the frame record's constant columns."""
 
 
 @compiled
 def _plan(
-    flags, head, resume, ring_ticks, ring_start, ring_scope, ring_walked, ring_own_start,
-    ring_own, ring_own_walked, messages, reply_clients, reply_visible, reply_pvs,
+    flags, k, share, resume, physics, entities, connected, ring_ticks, ring_start, ring_scope,
+    ring_walked, ring_own_start, ring_own, ring_own_walked, messages, reply_clients,
+    reply_visible, reply_pvs,
 ):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity), its master thread and
     True; or empty columns and False when a packet's tick is not in the ring (load it and
     call again).  ``flags``: threads, locking, leaf-to-root, client locks, game-state lock,
-    first client lock id, game-state lock id, region-optimized; ``head``: the costs indexed
-    by ``FRAME_US`` ... ``NET_SEND_US``; the ring (:class:`PerTick` of
-    :meth:`Abdelkhalek._player_locks`); the packets (read order); the replied clients with
-    their visible entities and PVS rooms.  The costs are those of :mod:`costs
-    <simsrv.strategies.costs>` (``request_us``, ``net_recv_us``, ``reply_us``,
-    ``net_send_us``), summed per thread in the same order as ``np.bincount``."""
+    first client lock id, game-state lock id, region-optimized; ``k``: the platform's cost
+    vector (:func:`~simsrv.strategies.costs.cost_vector`); ``share``: the share of a packet's
+    execution under the game-state lock; ``resume``: each thread's cost of resuming after a
+    barrier, us; whether world physics runs, the entities it simulates, the connected
+    clients; the ring (:class:`PerTick` of :meth:`Abdelkhalek._player_locks`); the packets
+    (read order); the replied clients with their visible entities and PVS rooms.  Every cost
+    is a function of :mod:`costs <simsrv.strategies.costs>` (``request_us`` and ``lock_us``
+    per packet; ``net_recv_us``, ``reply_us``, ``net_send_us`` of each thread's counts, summed
+    in the same order as ``np.bincount``)."""
     threads, locking, optimized = flags[0], flags[1], flags[7]
     m = len(messages)
     clients, ticks = messages["client"], messages["tick"]
@@ -317,17 +305,12 @@ def _plan(
     start, top, walked = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
     before, under = np.empty(m), np.empty(m)
     received = np.zeros(threads, np.int64)
-    share = head[SHARE]
     slot = -1
     for i in range(m):
         t = clients[i] % threads
         thread_of[i] = t
         received[t] += 1
-        request = (
-            head[REQUEST_MESSAGE] * 1
-            + head[REQUEST_COMMAND] * commands[i]
-            + head[REQUEST_RANGE] * range_count[i]
-        )
+        request = c.request_us(k, 1, commands[i], range_count[i])
         if share > 0.0:
             before[i], under[i] = request - request * share, request * share
         else:
@@ -356,44 +339,41 @@ def _plan(
         pvs[t] += reply_pvs[j]
     net_recv, reply, net_send = np.empty(threads), np.empty(threads), np.empty(threads)
     for t in range(threads):
-        net_recv[t] = head[NET_RECV_US] * received[t]
-        reply[t] = (
-            head[REPLY_CLIENT] * replies[t]
-            + head[REPLY_VISIBLE] * visible[t]
-            + head[REPLY_PVS] * pvs[t]
-        )
-        net_send[t] = head[NET_SEND_US] * replies[t]
+        net_recv[t] = c.net_recv_us(k, received[t])
+        reply[t] = c.reply_us(k, replies[t], visible[t], pvs[t])
+        net_send[t] = c.net_send_us(k, replies[t])
+    world = c.world_us(k, entities) if physics else 0.0
+    reply_info = c.reply_info_us(k, connected)
     count, none = np.zeros(threads, np.int64), np.empty(0, np.int64)
     _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, master,
-         head, resume, received, net_recv, reply, net_send, replies, thread_of, walked, before,
-         under, start, top, clients)  # fmt: skip
+         k, world, reply_info, resume, received, net_recv, reply, net_send, replies, thread_of,
+         walked, before, under, start, top, clients)  # fmt: skip
     total = count.sum()
     at = np.zeros(threads, np.int64)
     for t in range(1, threads):
         at[t] = at[t - 1] + count[t - 1]
     thread, kind = np.empty(total, np.int64), np.empty(total, np.int8)
     cost, arg, activity = np.zeros(total), np.full(total, -1, np.int64), np.empty(total, np.int64)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, master, head, resume, received,
-         net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
-         clients)  # fmt: skip
+    _ops(True, at, thread, kind, cost, arg, activity, flags, master, k, world, reply_info,
+         resume, received, net_recv, reply, net_send, replies, thread_of, walked, before, under,
+         start, top, clients)  # fmt: skip
     return thread, kind, cost, arg, activity, master, True
 
 
 @compiled
 def _frames(
-    loop, flags, head, resume, world_us, constants, ring_ticks, ring_start, ring_scope,
-    ring_walked, ring_own_start, ring_own, ring_own_walked, records,
+    loop, flags, k, share, resume, constants, ring_ticks, ring_start, ring_scope, ring_walked,
+    ring_own_start, ring_own, ring_own_walked, records,
 ):  # fmt: skip
     """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
-    :meth:`Abdelkhalek.plan` plans them, until a step stops; the reason.  ``world_us``: world
-    physics of a frame that runs it; ``constants``: threads, memory_bytes,
-    memory_reserved_bytes (the frame record's constant columns)."""
+    :meth:`Abdelkhalek.plan` plans them, until a step stops; the reason.  ``constants``:
+    indexed by :data:`ENTITIES` ... :data:`MEMORY_RESERVED`."""
     ints = loop.ints
     while next_frame(loop):
-        head[WORLD_US] = world_us if ints[PHYSICS] else 0.0
         replies = ints[REPLIES]
         thread, kind, cost, arg, activity, master, complete = _plan(
-            flags, head, resume, ring_ticks, ring_start, ring_scope, ring_walked,
+            flags, k, share, resume, ints[PHYSICS] != 0, constants[ENTITIES],
+            constants[CONNECTED], ring_ticks, ring_start, ring_scope, ring_walked,
             ring_own_start, ring_own, ring_own_walked, frame_messages(loop),
             loop.reply_clients[:replies], loop.reply_visible[:replies],
             loop.reply_pvs[:replies],
@@ -403,27 +383,30 @@ def _frames(
         if not finish_frame(loop, thread, kind, cost, arg, activity):
             break
         row = ints[ROW] - 1  # the frame's row in the call's frame columns
-        records[row, 0], records[row, 1] = constants[0], master
-        records[row, 2], records[row, 3] = constants[1], constants[2]
+        records[row, 0], records[row, 1] = constants[THREADS], master
+        records[row, 2], records[row, 3] = constants[MEMORY], constants[MEMORY_RESERVED]
     return ints[REASON]
 
 
 @borrowing
 def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, master, head, resume, received,
-    net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top, client,
+    fill, at, thread, kind, cost, arg, activity, flags, master, k, world, reply_info, resume,
+    received, net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
+    client,
 ):  # fmt: skip
     """Emit the frame's operations (:func:`~simsrv.machine.plan_arrays.emit`), per thread in
     the order of the module docstring: the world phase (the master), barrier ``world``,
     receiving, each of its packets (lock walk cost, areanode path bottom-up, client record,
     the request with the game-state lock around its last share, releases in reverse),
-    barrier ``requests``, the replies, barrier ``replies``."""
+    barrier ``requests``, the replies, barrier ``replies``.  ``k``: the cost vector
+    (:func:`~simsrv.strategies.costs.cost_vector`); ``world``, ``reply_info``: the frame's
+    world physics and scores and broadcasts, us."""
     threads = flags[0]
     locking, leaf_to_root, client_locks, gamestate = flags[1], flags[2], flags[3], flags[4]
     client_base, gamestate_id = flags[5], flags[6]
     out = (fill, at, thread, kind, cost, arg, activity)
-    _emit(*out, master, COMPUTE, head[FRAME_US], -1, FRAME)
-    _emit(*out, master, COMPUTE, head[WORLD_US], -1, WORLD)
+    _emit(*out, master, COMPUTE, k[0].frame_overhead, -1, FRAME)
+    _emit(*out, master, COMPUTE, world, -1, WORLD)
     for barrier in range(3):
         if barrier == 1:
             for m in range(len(thread_of)):
@@ -436,8 +419,7 @@ def _ops(
                 while node != top[m]:
                     node = (node - 1) // 2 if leaf_to_root else top[m]
                     locks += 1
-                price = head[LOCK_US] * locks + head[LOCK_NODE_US] * walked[m]
-                _emit(*out, t, COMPUTE, price, -1, LOCK)
+                _emit(*out, t, COMPUTE, c.lock_us(k, locks, walked[m]), -1, LOCK)
                 node = start[m]
                 while True:  # the areanode path, bottom-up
                     _emit(*out, t, ACQUIRE, 0.0, node, -1)
@@ -466,13 +448,13 @@ def _ops(
                     else:
                         node = start[m]
         elif barrier == 2:
-            _emit(*out, master, COMPUTE, head[REPLY_INFO_US], -1, REPLY_INFO)
+            _emit(*out, master, COMPUTE, reply_info, -1, REPLY_INFO)
             for t in range(threads):
                 if replies[t]:
                     _emit(*out, t, COMPUTE, reply[t], -1, REPLY)
                     _emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
         for t in range(threads):
-            _emit(*out, t, COMPUTE, head[BARRIER_US], -1, BARRIER_COST)
+            _emit(*out, t, COMPUTE, k[0].barrier, -1, BARRIER_COST)
             _emit(*out, t, BARRIER, 0.0, barrier, BARRIER_WAIT)
             if resume[t] > 0:
                 _emit(*out, t, COMPUTE, resume[t], -1, SWITCH)

@@ -68,8 +68,6 @@ from pydantic import Field
 from simsrv.compiled import borrowing, compiled
 from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
 from simsrv.compiled_loop.state import (
-    B_FROM,
-    B_TO,
     COMMANDS,
     PHYSICS,
     PVS,
@@ -186,7 +184,7 @@ class AreaQuadrant(Strategy):
         self.depth = area_depth(self.threads)
         self.cpu_of = place_threads(self.threads, context.cpus, context.platform.smt_per_core)
         self.cpu_of = self.cpu_of.astype(np.int64)
-        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.costs).astype(np.float64)
+        self.resume_us = resume_costs(self.cpu_of, context.cpus, self.cost_vector)
         self.tree = AreanodeTree.build(
             world.map.extent_min, world.map.extent_max, max(AREA_DEPTH, self.depth)
         )
@@ -222,66 +220,25 @@ class AreaQuadrant(Strategy):
                 self.steps,
                 len(self.areas),
                 self.stage3 == "active",
+                self.depth,
             ],
             np.int64,
         )
-        k = self.costs
-        self.rates = np.array(
-            [
-                k.request_per_message,
-                k.request_per_command,
-                k.request_per_range_entity,
-                k.lock_acquire,
-                k.lock_per_node * self.depth,
-                k.reply_per_client,
-                k.reply_per_visible_entity,
-                k.reply_per_pvs_room,
-                k.net_send_per_reply,
-            ],
-            np.float64,
-        )
-        self.head = np.array([k.frame_overhead, 0, 0, 0, 0, k.barrier, 0, 0, 0], np.float64)
-        """Frame, world, receiving, the serial stage 2, sorting, barrier, reply-info,
-        serial replies and sends, us (``plan`` sets the per-frame ones)."""
-        self.unit_us = np.array(
-            [
-                0.0,  # world physics (set per plan, from the frame's entities)
-                k.net_recv_per_message,
-                k.request_per_message,
-                k.request_per_command,
-                k.request_per_range_entity,
-                k.queue_per_message + k.lock_per_node * self.depth,
-                k.reply_per_client,
-                k.reply_per_visible_entity,
-                k.reply_per_pvs_room,
-                k.net_send_per_reply,
-            ],
-            np.float64,
-        )
-        """The per-frame costs' units (:func:`_frame_head`), us: world physics of a frame
-        that runs it, then per packet received, per packet, command and range entity
-        executed, per packet sorted, per reply, visible entity, PVS room and send."""
         self._record: dict[str, Any] = {}
 
     # -- planning ---------------------------------------------------------------------------
 
     def plan(self, frame: FrameWorkload) -> PlanArrays:
         messages = frame.messages
-        head = self.head
-        head[6] = c.reply_info_us(self.costs, self.connected_clients)
-        self.unit_us[0] = c.world_us(self.costs, frame.entities)
-        _frame_head(
-            self.flags, head, self.unit_us, frame.physics, len(messages), frame.commands,
-            frame.range_entities, len(frame.reply_clients), frame.visible_entities,
-            frame.pvs_rooms,
-        )  # fmt: skip
         ring = self.player_areas
         if ring is not None and not ring.tables:
             ring.load(messages["tick"])
         while True:
             ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
             *columns, boundary, spread, complete, code, a, b, d = _plan(
-                self.flags, head, self.rates, self.resume_us, ticks, *tables, messages,
+                self.flags, self.cost_vector, self.resume_us, bool(frame.physics),
+                frame.entities, self.connected_clients, frame.commands, frame.range_entities,
+                frame.visible_entities, frame.pvs_rooms, ticks, *tables, messages,
                 frame.reply_clients, frame.reply_visible, frame.reply_pvs_rooms,
             )  # fmt: skip
             if complete:
@@ -294,18 +251,12 @@ class AreaQuadrant(Strategy):
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
         if self.connected is not None:  # a cluster node: its connected clients vary
             return None
-        self.head[6] = c.reply_info_us(self.costs, self.connected_clients)
-        self.unit_us[0] = c.world_us(self.costs, self.context.world.entity_count)
         ring_ticks, tables = ring_arguments(self.player_areas, ticks, _NO_RING)
+        entities, connected = self.context.world.entity_count, self.connected_clients
         args = (
-            self.flags,
-            self.head,
-            self.rates,
-            self.resume_us,
-            self.unit_us,
-            ring_ticks,
+            self.flags, self.cost_vector, self.resume_us, entities, connected, ring_ticks,
             *tables,
-        )
+        )  # fmt: skip
         names = PlanArrays.names_only(*self.plan_names)
         return FrameKernel(_frames, args, names)
 
@@ -359,14 +310,19 @@ _NO_RING = (
 
 @compiled
 def _plan(
-    flags, head, rates, resume, ring_ticks, ring_step, ring_thread, ring_packed, ring_held,
-    messages, clients, reply_visible, reply_pvs,
+    flags, k, resume, physics, entities, connected, commands, range_entities, visible, pvs,
+    ring_ticks, ring_step, ring_thread, ring_packed, ring_held, messages, clients,
+    reply_visible, reply_pvs,
 ):  # fmt: skip
     """The frame's plan (:func:`_build_plan`'s results), True and the result of the
     ``entity_partition`` kernel on the packets' threads; or empty results and False when a
-    packet's tick is not in the ring (load it and call again).  With a parallel stage 2 each
-    packet's step, thread, areas and their count come from the ring (:class:`PerTick` of
-    :meth:`AreaQuadrant._player_areas`) at its tick, for its sender."""
+    packet's tick is not in the ring (load it and call again).  ``k``: the platform's cost
+    vector (:func:`~simsrv.strategies.costs.cost_vector`); then the frame's counts: whether
+    world physics runs, the entities it simulates, the connected clients, the user commands and
+    action-range entities of its packets, the visible entities and PVS rooms of its replies.
+    With a parallel stage 2 each packet's step, thread, areas and their count come from the
+    ring (:class:`PerTick` of :meth:`AreaQuadrant._player_areas`) at its tick, for its
+    sender."""
     m = len(messages) if flags[1] else 0
     step, thread_of, held = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
     width = ring_packed.shape[2] if m else 0
@@ -384,50 +340,34 @@ def _plan(
         held[i] = ring_held[slot, sender]
         for b in range(width):
             packed[i, b] = ring_packed[slot, sender, b]
-    code, a, b, c = packet_workers_kernel(thread_of, flags[0])
+    code, a, b, d = packet_workers_kernel(thread_of, flags[0])
+    frame = c.frame_costs(
+        k, physics, entities, len(messages), commands, range_entities, connected, len(clients),
+        visible, pvs,
+    )  # fmt: skip
     thread, kind, cost, arg, activity, boundary, spread = _build_plan(
-        flags, head, rates, resume, step, thread_of, held, packed, messages["commands"],
+        flags, k, frame, resume, step, thread_of, held, packed, messages["commands"],
         messages["range_count"], clients, reply_visible, reply_pvs,
     )  # fmt: skip
-    return thread, kind, cost, arg, activity, boundary, spread, True, code, a, b, c
-
-
-@compiled
-def _frame_head(
-    flags, head, unit, physics, messages, commands, range_entities, replies, visible, pvs
-):  # fmt: skip
-    """Set the frame's entries of ``head`` from its counts and the ``unit`` costs (us): world
-    physics (when it runs), receiving, the serial stage 2 (when stage 2 is serial), sorting,
-    the serial replies and sends (when stage 3 is serial); the formulas of :mod:`costs
-    <simsrv.strategies.costs>`."""
-    head[1] = unit[0] if physics else 0.0
-    head[2] = unit[1] * messages
-    if not flags[1]:
-        head[3] = unit[2] * messages + unit[3] * commands + unit[4] * range_entities
-    head[4] = unit[5] * messages
-    if not flags[2]:
-        head[7] = unit[6] * replies + unit[7] * visible + unit[8] * pvs
-        head[8] = unit[9] * replies
+    return thread, kind, cost, arg, activity, boundary, spread, True, code, a, b, d
 
 
 @compiled
 def _frames(
-    loop, flags, head, rates, resume, unit, ring_ticks, ring_step, ring_thread, ring_packed,
-    ring_held, records,
+    loop, flags, k, resume, entities, connected, ring_ticks, ring_step, ring_thread,
+    ring_packed, ring_held, records,
 ):  # fmt: skip
     """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
     :meth:`AreaQuadrant.plan` plans them, until a step stops (a partition violation stops it
-    too: the Python frame reports it); the reason."""
+    too: the Python frame reports it); the reason.  ``entities``: the world's (world
+    physics); ``connected``: the connected clients."""
     ints = loop.ints
     while next_frame(loop):
         replies = ints[REPLIES]
-        _frame_head(
-            flags, head, unit, ints[PHYSICS], ints[B_TO] - ints[B_FROM], ints[COMMANDS],
-            ints[RANGE], replies, ints[VISIBLE], ints[PVS],
-        )  # fmt: skip
         thread, kind, cost, arg, activity, boundary, spread, complete, code, a, b, d = _plan(
-            flags, head, rates, resume, ring_ticks, ring_step, ring_thread, ring_packed,
-            ring_held, frame_messages(loop), loop.reply_clients[:replies],
+            flags, k, resume, ints[PHYSICS] != 0, entities, connected, ints[COMMANDS],
+            ints[RANGE], ints[VISIBLE], ints[PVS], ring_ticks, ring_step, ring_thread,
+            ring_packed, ring_held, frame_messages(loop), loop.reply_clients[:replies],
             loop.reply_visible[:replies], loop.reply_pvs[:replies],
         )  # fmt: skip
         if not complete:
@@ -455,20 +395,22 @@ def _barrier_names(stage2: str, stage3: str, steps: int) -> tuple[str, ...]:
 
 @compiled
 def _build_plan(
-    flags, head, rates, resume, step, thread_of, held, packed, commands, range_count, clients,
+    flags, k, frame, resume, step, thread_of, held, packed, commands, range_count, clients,
     reply_visible, reply_pvs,
 ):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
     docstring, then the packets executed above the area level and the spread of replies per
     thread.  ``flags``: threads, parallel stage 2, parallel stage 3, locking, request steps,
-    areas, active-client replies; ``head``: frame, world, receiving, the serial stage 2,
-    sorting, barrier, reply-info, serial replies and sends, us; ``rates``: request per packet,
-    per command, per range entity, per lock, the lock walk, reply per client, per visible
-    entity, per PVS room, send per reply, us.  Per packet (arrival order): its step, thread,
-    areas (count and packed bits), commands and range entities; per replied client: its
-    slot, visible entities and PVS rooms.  Packets run by step, then in arrival order; a
-    first pass counts each thread's operations, the second writes them."""
-    threads, parallel3, active = flags[0], flags[2], flags[6]
+    areas, active-client replies, the area depth; ``k``: the cost vector
+    (:func:`~simsrv.strategies.costs.cost_vector`); ``frame``: the frame's
+    :class:`~simsrv.strategies.costs.FrameCosts` (what thread 0 charges when a stage is
+    serial).  Per packet (arrival order): its step, thread, areas (count and packed bits),
+    commands and range entities; per replied client: its slot, visible entities and PVS
+    rooms.  Each packet's request and lock costs and each thread's reply costs are the
+    functions of :mod:`costs <simsrv.strategies.costs>` of its counts.  Packets run by step,
+    then in arrival order; a first pass counts each thread's operations, the second writes
+    them."""
+    threads, parallel3, active, depth = flags[0], flags[2], flags[6], flags[7]
     m = len(step)
     order = np.empty(m, np.int64)  # a stable sort by step
     starts = np.zeros(flags[4] + 1, np.int64)
@@ -482,8 +424,8 @@ def _build_plan(
     request, price = np.empty(m), np.empty(m)
     boundary = 0
     for i in range(m):
-        request[i] = rates[0] * 1 + rates[1] * commands[i] + rates[2] * range_count[i]
-        price[i] = rates[3] * held[i] + rates[4]
+        request[i] = c.request_us(k, 1, commands[i], range_count[i])
+        price[i] = c.lock_us(k, held[i], depth)
         boundary += step[i] > 0
     replies = np.zeros(threads, np.int64)
     reply, net_send = np.zeros(threads), np.zeros(threads)
@@ -505,15 +447,16 @@ def _build_plan(
             visible[t] += reply_visible[j]
             pvs[t] += reply_pvs[j]
         for t in range(threads):
-            reply[t] = rates[5] * replies[t] + rates[6] * visible[t] + rates[7] * pvs[t]
-            net_send[t] = rates[8] * replies[t]
+            reply[t] = c.reply_us(k, replies[t], visible[t], pvs[t])
+            net_send[t] = c.net_send_us(k, replies[t])
         spread = replies.max() - replies.min()
+    sort = c.sort_us(k, len(commands), depth)  # every packet, when stage 2 is parallel
     count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(False, count, thread, kind, cost, arg, activity, flags, head, resume, order, step,
-         thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
+    _ops(False, count, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
+         order, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, head, resume, order, step,
-         thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
+    _ops(True, at, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
+         order, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     return thread, kind, cost, arg, activity, boundary, spread
 
 
@@ -531,21 +474,25 @@ def _passage(out, threads, barrier_us, resume, barrier, wait):
 
 @borrowing
 def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, head, resume, order, step, thread_of,
-    request, price, packed, replies, reply, net_send,
+    fill, at, thread, kind, cost, arg, activity, flags, barrier_us, frame, sort, resume, order,
+    step, thread_of, request, price, packed, replies, reply, net_send,
 ):  # fmt: skip
+    """Emit the frame's operations (:func:`~simsrv.machine.plan_arrays.emit`) in the order of
+    the module docstring (see :func:`_build_plan`); ``barrier_us``: passing a barrier, us;
+    ``frame``: the frame's :class:`~simsrv.strategies.costs.FrameCosts`; ``sort``: sorting
+    its packets into the queues, us."""
     threads, parallel2, parallel3, locking = flags[0], flags[1], flags[2], flags[3]
     steps, areas = flags[4], flags[5]
     out = (fill, at, thread, kind, cost, arg, activity)
-    emit(*out, 0, COMPUTE, head[0], -1, FRAME)
-    emit(*out, 0, COMPUTE, head[1], -1, WORLD)
-    emit(*out, 0, COMPUTE, head[2], -1, NET_RECV)
+    emit(*out, 0, COMPUTE, frame.frame, -1, FRAME)
+    emit(*out, 0, COMPUTE, frame.world, -1, WORLD)
+    emit(*out, 0, COMPUTE, frame.net_recv, -1, NET_RECV)
     barrier = 0
     if not parallel2:
-        emit(*out, 0, COMPUTE, head[3], -1, REQUEST)
+        emit(*out, 0, COMPUTE, frame.request, -1, REQUEST)
     else:
-        emit(*out, 0, COMPUTE, head[4], -1, SORT)
-        _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
+        emit(*out, 0, COMPUTE, sort, -1, SORT)
+        _passage(out, threads, barrier_us, resume, barrier, BARRIER_WAIT)
         barrier += 1
         m, position = len(step), 0
         for level in range(steps):
@@ -564,24 +511,24 @@ def _ops(
                 else:
                     emit(*out, t, COMPUTE, request[i], -1, REQUEST)
                 position += 1
-            _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
+            _passage(out, threads, barrier_us, resume, barrier, BARRIER_WAIT)
             barrier += 1
     if not parallel3:
-        emit(*out, 0, COMPUTE, head[6], -1, REPLY_INFO)
-        emit(*out, 0, COMPUTE, head[7], -1, REPLY)
-        emit(*out, 0, COMPUTE, head[8], -1, NET_SEND)
+        emit(*out, 0, COMPUTE, frame.reply_info, -1, REPLY_INFO)
+        emit(*out, 0, COMPUTE, frame.reply, -1, REPLY)
+        emit(*out, 0, COMPUTE, frame.net_send, -1, NET_SEND)
         return
     if not parallel2:
-        _passage(out, threads, head[5], resume, barrier, BARRIER_WAIT)
+        _passage(out, threads, barrier_us, resume, barrier, BARRIER_WAIT)
         barrier += 1
-    emit(*out, 0, COMPUTE, head[6], -1, REPLY_INFO)
-    _passage(out, threads, head[5], resume, barrier, INTERNAL_WAIT)
+    emit(*out, 0, COMPUTE, frame.reply_info, -1, REPLY_INFO)
+    _passage(out, threads, barrier_us, resume, barrier, INTERNAL_WAIT)
     barrier += 1
     for t in range(threads):
         if replies[t]:
             emit(*out, t, COMPUTE, reply[t], -1, REPLY)
             emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
-    _passage(out, threads, head[5], resume, barrier, END_WAIT)
+    _passage(out, threads, barrier_us, resume, barrier, END_WAIT)
 
 
 STRATEGIES.register(

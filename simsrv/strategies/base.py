@@ -37,6 +37,7 @@ from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.platforms.profile import Platform
 from simsrv.registry import Registry
 from simsrv.scenario.schema import Scenario
+from simsrv.strategies.costs import cost_vector
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.world import World
 
@@ -92,6 +93,8 @@ class Strategy:
         self.options = options
         self.context = context
         self.costs = context.platform.costs
+        self.cost_vector = cost_vector(self.costs)
+        """:attr:`costs` as the cost functions read them (:mod:`simsrv.strategies.costs`)."""
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
         """The plan of one frame."""

@@ -57,7 +57,8 @@ The operating-system process model is three options (see ``docs/strategies.md``)
 The coordinator starts every frame on CPU 0.  Trace thread names: ``coordinator``,
 ``worker<i>`` and ``worker<i>.exit`` (the teardown, spawned by the worker when it posts).
 The plan is built as arrays (:mod:`simsrv.machine.plan_arrays`) in one compiled call,
-:func:`_build_plan`.
+:func:`_plan`, which charges the frame's work with the cost functions of
+:mod:`simsrv.strategies.costs`.
 """
 
 from __future__ import annotations
@@ -85,7 +86,6 @@ from simsrv.scheduling.balancers import BALANCERS, makespan
 from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
-from simsrv.strategies.phases import input_costs, request_reply_costs
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
@@ -174,7 +174,7 @@ class BspGroup(Strategy):
     # -- planning ---------------------------------------------------------------------------
 
     def plan(self, frame: FrameWorkload) -> PlanArrays:
-        k, o = self.costs, self.options
+        o = self.options
         messages = frame.messages
         groups = frame_groups(messages["client"], messages["tick"], self.context.world.neighbours)
         workers = min(self.max_workers, groups.count)
@@ -206,41 +206,7 @@ class BspGroup(Strategy):
         )
         self._remember(groups, weights, assignment, initial, workers)
 
-        m = len(messages)
         pool = o.spawn == "pool"
-        # the processes' group work: request (less its action lists), reply, send
-        request, reply, net_send = request_reply_costs(
-            k,
-            share.messages,
-            share.commands,
-            share.ranges,
-            share.replies,
-            share.visible,
-            share.pvs_rooms,
-            request_share=1.0 - o.action_list_share,
-        )
-        if pool:
-            first = np.full(processes, k.copy_per_entity * frame.entities)
-            create = k.context_switch
-        else:
-            first = k.cow_per_page * share.pages
-            create = k.fork if o.spawn == "fork" else k.clone
-        head = np.array(
-            [
-                *input_costs(k, frame),
-                o.action_list_share * c.request_us(k, m, frame.commands, frame.range_entities),
-                k.grouping_per_message * m + k.grouping_per_edge * groups.edges,
-                k.schedule_per_group * groups.count,
-                c.reply_info_us(k, self.connected_clients),
-                create,
-                k.setaffinity,
-                platform.migration_delay_us,
-                k.barrier if pool else k.wait,
-                k.copy_per_entity * float(share.entities[1:].sum()),
-                k.exit_teardown,
-            ],
-            dtype=np.float64,
-        )
         flags = np.array(
             [
                 workers,
@@ -248,11 +214,15 @@ class BspGroup(Strategy):
                 o.affinity == "pinned",
                 o.reap == "wait" and not pool,
                 o.action_list_share != 0,
+                o.spawn == "fork",
             ],
             dtype=np.int64,
         )
-        work = np.stack((first, request, reply, net_send, k.copy_per_entity * share.entities))
-        columns = _build_plan(flags, head, work)
+        columns = _plan(
+            flags, self.cost_vector, frame.physics, frame.entities, len(messages), frame.commands,
+            frame.range_entities, self.connected_clients, groups.edges, groups.count,
+            o.action_list_share, platform.migration_delay_us, *share,
+        )  # fmt: skip
         names, cpus, spawned = self._threads(workers)
         return PlanArrays(
             *columns,
@@ -400,16 +370,88 @@ COPY_IN, COPY_ON_WRITE, COPY_OUT, TEARDOWN = range(13, 17)
 NO_BARRIERS = np.zeros(0, dtype=np.int64)
 
 
+class CoordinatorCosts(NamedTuple):
+    """The coordinator's costs of one frame, us (computed by :func:`_plan` from the cost
+    functions of :mod:`simsrv.strategies.costs`)."""
+
+    frame: float
+    world: float
+    net_recv: float
+    action_lists: float
+    """``action_list_share`` of the frame's request work."""
+    grouping: float
+    schedule: float
+    reply_info: float
+    create: float
+    """Creating a worker: ``fork``, ``clone`` or (pool) waking it, a ``context_switch``."""
+    setaffinity: float
+    migration_delay: float
+    """The run-first migration delay (the platform's ``migration_delay_us``)."""
+    wait: float
+    """The coordinator's wait per worker: ``wait`` (pool: ``barrier``)."""
+    copy_back: float
+    teardown: float
+
+
+WORK_FIRST, WORK_REQUEST, WORK_REPLY, WORK_NET_SEND, WORK_COPY_OUT = range(5)
+"""The rows of :func:`_plan`'s per-process ``work``."""
+
+
+@compiled
+def _plan(
+    flags, k, physics, entities, messages, commands, range_entities, connected, edges, groups,
+    action_list_share, migration_delay_us, p_messages, p_commands, p_ranges, p_replies,
+    p_visible, p_pvs_rooms, p_entities, p_pages,
+):  # fmt: skip
+    """The frame's plan columns (thread, kind, cost, arg, activity), charged from the cost
+    vector ``k`` (:func:`~simsrv.strategies.costs.cost_vector`).  ``flags``: workers, pool,
+    pinned, reap waits for the teardown, action lists charged, fork (else clone); then the
+    frame's counts: whether physics runs, its entities, packets, user commands, action-range
+    entities, connected clients, the group graph's edges and groups;
+    ``action_list_share``; the platform's migration delay, us; then per process (0 =
+    coordinator) the :class:`ProcessShares` arrays.  The processes run the rest of their
+    packets' request work (``1 - action_list_share``)."""
+    pool, fork = flags[1], flags[5]
+    request_share = 1.0 - action_list_share
+    processes = len(p_messages)
+    work = np.empty((5, processes))
+    copied = 0.0  # entities the workers copy out (the coordinator copies them back)
+    for p in range(processes):
+        work[WORK_FIRST, p] = c.copy_us(k, entities) if pool else c.cow_us(k, p_pages[p])
+        work[WORK_REQUEST, p] = request_share * c.request_us(
+            k, p_messages[p], p_commands[p], p_ranges[p]
+        )
+        work[WORK_REPLY, p] = c.reply_us(k, p_replies[p], p_visible[p], p_pvs_rooms[p])
+        work[WORK_NET_SEND, p] = c.net_send_us(k, p_replies[p])
+        work[WORK_COPY_OUT, p] = c.copy_us(k, p_entities[p])
+        if p:
+            copied += p_entities[p]
+    head = CoordinatorCosts(
+        k[0].frame_overhead,
+        c.world_us(k, entities) if physics else 0.0,
+        c.net_recv_us(k, messages),
+        action_list_share * c.request_us(k, messages, commands, range_entities),
+        c.grouping_us(k, messages, edges),
+        c.schedule_us(k, groups),
+        c.reply_info_us(k, connected),
+        k[0].context_switch if pool else (k[0].fork if fork else k[0].clone),
+        k[0].setaffinity,
+        migration_delay_us,
+        k[0].barrier if pool else k[0].wait,
+        c.copy_us(k, copied),
+        k[0].exit_teardown,
+    )
+    return _build_plan(flags, head, work)
+
+
 @compiled
 def _build_plan(flags, head, work):
-    """The frame's plan columns (thread, kind, cost, arg, activity).  ``flags``: workers,
-    pool, pinned, reap waits for the teardown, action lists charged; ``head``: the costs of
-    frame, world, net_recv, action_lists, grouping, schedule, reply_info, creating a worker
-    (fork, clone or a pool's context switch), setaffinity, the run-first migration delay, the
-    coordinator's wait per worker, copy_back and teardown, us; ``work``, (5, processes): per
+    """The frame's plan columns (thread, kind, cost, arg, activity).  ``flags`` as
+    :func:`_plan`'s; ``head``: the :class:`CoordinatorCosts`; ``work``, (5, processes): per
     process (0 = coordinator) its first work (copy-on-write faults or a pool's copy-in),
-    request, reply, net_send and copy_out costs, us.  A first pass counts each thread's operations,
-    the second writes them."""
+    request, reply, net_send and copy_out costs, us (rows :data:`WORK_FIRST` ...
+    :data:`WORK_COPY_OUT`).  A first pass counts each thread's operations, the second writes
+    them."""
     threads = 1 + flags[0] * (1 if flags[1] else 2)
     count, thread, kind, cost, arg, activity = counting_columns(threads)
     _ops(False, count, thread, kind, cost, arg, activity, flags, head, work)
@@ -428,31 +470,36 @@ def _ops(fill, at, thread, kind, cost, arg, activity, flags, head, work):
     ``2w - 1``, its teardown ``2w``."""
     workers, pool, pinned, waits_exit, lists = flags[0], flags[1], flags[2], flags[3], flags[4]
     out = (fill, at, thread, kind, cost, arg, activity)
-    for j in range(REPLY_INFO + 1):  # head[j] is activity j's cost, FRAME .. REPLY_INFO
-        if j != ACTION_LISTS or lists:
-            emit(*out, 0, COMPUTE, head[j], -1, j)
+    emit(*out, 0, COMPUTE, head.frame, -1, FRAME)
+    emit(*out, 0, COMPUTE, head.world, -1, WORLD)
+    emit(*out, 0, COMPUTE, head.net_recv, -1, NET_RECV)
+    if lists:
+        emit(*out, 0, COMPUTE, head.action_lists, -1, ACTION_LISTS)
+    emit(*out, 0, COMPUTE, head.grouping, -1, GROUPING)
+    emit(*out, 0, COMPUTE, head.schedule, -1, SCHEDULE)
+    emit(*out, 0, COMPUTE, head.reply_info, -1, REPLY_INFO)
     acts = np.array((COPY_IN if pool else COPY_ON_WRITE, REQUEST, REPLY, NET_SEND, COPY_OUT))
     step = 1 if pool else 2
     for w in range(1, workers + 1):
         t = step * w - step + 1
-        emit(*out, 0, COMPUTE, head[7], -1, SPAWN_WORK)
+        emit(*out, 0, COMPUTE, head.create, -1, SPAWN_WORK)
         if pinned and not pool:
-            emit(*out, 0, COMPUTE, head[8], -1, SPAWN_WORK)
+            emit(*out, 0, COMPUTE, head.setaffinity, -1, SPAWN_WORK)
         emit(*out, 0, SPAWN, 0.0, t, -1)
         if not pinned and not pool:
-            emit(*out, 0, RUN_FIRST, head[9], t, -1)
+            emit(*out, 0, RUN_FIRST, head.migration_delay, t, -1)
         for j in range(len(acts)):
             emit(*out, t, COMPUTE, work[j, w], -1, acts[j])
         if not pool:
             emit(*out, t, SPAWN, 0.0, t + 1, -1)
-            emit(*out, t + 1, COMPUTE, head[12], -1, TEARDOWN)
-    for j in range(1, 4):  # the coordinator's own request, reply and net_send
+            emit(*out, t + 1, COMPUTE, head.teardown, -1, TEARDOWN)
+    for j in range(WORK_REQUEST, WORK_NET_SEND + 1):  # the coordinator's own share
         emit(*out, 0, COMPUTE, work[j, 0], -1, acts[j])
     joined = 1 if waits_exit else 0  # join the teardown (thread t + 1) or the worker
     for w in range(1, workers + 1):
         emit(*out, 0, JOIN, 0.0, step * w - step + 1 + joined, -1)
-        emit(*out, 0, COMPUTE, head[10], -1, WAIT)
-    emit(*out, 0, COMPUTE, head[11], -1, COPY_BACK)
+        emit(*out, 0, COMPUTE, head.wait, -1, WAIT)
+    emit(*out, 0, COMPUTE, head.copy_back, -1, COPY_BACK)
 
 
 STRATEGIES.register("bsp-group", StrategyKind("bsp-group", BspGroupOptions, BspGroup))

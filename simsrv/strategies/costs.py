@@ -1,50 +1,186 @@
-"""Cost of server work in microseconds, from workload counts and the platform's cost table.
+"""Cost of server work in microseconds: each rule of the cost model, written once.
 
 These functions are the cost model of [MODEL §1] (equations in ``docs/model.md``); strategies
-decide where each piece runs.  They take counts (scalars or numpy arrays of per-group counts,
-so that a strategy can cost all its groups at once).
+decide where each piece runs.  Every planner charges its work through them: the Python planners
+(``sequential`` through :mod:`~simsrv.strategies.phases`, ``bsp-group``) and the compiled
+planners of ``abdelkhalek`` and ``area-quadrant`` alike, so that a rule cannot be re-typed in
+one strategy and drift from the others (``tests/test_costs.py`` checks each strategy's plans
+against them).  They are compiled (:func:`simsrv.compiled.compiled`) and take counts as
+integers or floats (numba compiles one version per argument type; the arithmetic is the same).
+
+The platform's cost parameters: the cost vector
+-----------------------------------------------
+The functions read the parameters of :class:`~simsrv.platforms.profile.Costs` by name from a
+*cost vector* ``k``: a read-only numpy array of one record of :data:`COST_DTYPE`, one float64
+field per field of ``Costs``, with the same names in the same order (derived from ``Costs``,
+so the list of parameters exists once too); :func:`cost_vector` builds it.  Compiled code reads
+``k[0].world_base``: numba compiles a record field to a load at a fixed offset, so every
+parameter is read by name and no table of positions (``head[6]``) has to follow ``Costs``.
+
+Why a record array rather than a :class:`typing.NamedTuple` of floats, which numba also reads
+by name: the Python planners call a compiled function on every frame, and numba types its
+arguments on every call from Python.  An array is typed from its dtype, once per call
+(~0.4 us); a NamedTuple of 28 floats field by field (~3.5 us per call, numba 0.68), which
+made the sequential planner's ``plan`` about three times slower.  The array is read-only,
+so no compiled function can change the platform's costs, and it passes through
+:func:`~simsrv.compiled.borrowing` helpers without reference counting.  Python reads it by
+name too: ``k["world_base"][0]``.
+
+So a Python planner makes one compiled call per frame: :func:`frame_costs` gives a whole
+frame's costs at once (``sequential``), and the other planners compute theirs inside the
+compiled planning call they already make.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+from simsrv.compiled import compiled
 from simsrv.platforms.profile import Costs
 
-
-def world_us(costs: Costs, entities):
-    """World physics + game logic: ``world_base + world_per_entity * entities``."""
-    return costs.world_base + costs.world_per_entity * entities
-
-
-def net_recv_us(costs: Costs, messages):
-    """Receive system calls: ``net_recv_per_message * messages``."""
-    return costs.net_recv_per_message * messages
+COST_DTYPE = np.dtype([(name, np.float64) for name in Costs.model_fields], align=True)
+"""The record of a cost vector: one float64 field per field of
+:class:`~simsrv.platforms.profile.Costs`, same names, same order, us."""
 
 
-def request_us(costs: Costs, messages, commands, range_entities):
-    """Executing packets: per packet, per user command, per entity in the action ranges."""
+def cost_vector(costs: Costs) -> np.ndarray:
+    """``costs`` as a cost vector: a read-only (1,) array of :data:`COST_DTYPE`, us."""
+    vector = np.array([tuple(getattr(costs, name) for name in COST_DTYPE.names)], COST_DTYPE)
+    vector.flags.writeable = False
+    return vector
+
+
+class FrameCosts(NamedTuple):
+    """A frame's work on one CPU, us, phase by phase in ``SV_Frame``'s order
+    (:func:`frame_costs`); each field is named after the activity the plans charge it to."""
+
+    frame: float
+    """Fixed frame work (``frame_overhead``)."""
+    world: float
+    """World physics (:func:`world_us`), 0 when it is not due."""
+    net_recv: float
+    """Receiving the frame's packets (:func:`net_recv_us`)."""
+    request: float
+    """Executing them (:func:`request_us`)."""
+    reply_info: float
+    """Scores and broadcasts to the connected clients (:func:`reply_info_us`)."""
+    reply: float
+    """Building the replies (:func:`reply_us`)."""
+    net_send: float
+    """Sending them (:func:`net_send_us`)."""
+
+
+@compiled
+def world_us(k, entities):
+    """World physics + game logic, us: ``world_base + world_per_entity * entities``."""
+    return k[0].world_base + k[0].world_per_entity * entities
+
+
+@compiled
+def net_recv_us(k, messages):
+    """Receive system calls, us: ``net_recv_per_message * messages``."""
+    return k[0].net_recv_per_message * messages
+
+
+@compiled
+def request_us(k, messages, commands, range_entities):
+    """Executing packets, us: per packet, per user command, per entity in the action ranges."""
     return (
-        costs.request_per_message * messages
-        + costs.request_per_command * commands
-        + costs.request_per_range_entity * range_entities
+        k[0].request_per_message * messages
+        + k[0].request_per_command * commands
+        + k[0].request_per_range_entity * range_entities
     )
 
 
-def reply_info_us(costs: Costs, connected):
-    """Stage-3 part 1 (scores and broadcast messages to every connected client), per frame:
-    ``reply_info_per_client * connected``."""
-    return costs.reply_info_per_client * connected
+@compiled
+def reply_info_us(k, connected):
+    """Stage-3 part 1 (scores and broadcast messages to every connected client), per frame,
+    us: ``reply_info_per_client * connected``."""
+    return k[0].reply_info_per_client * connected
 
 
-def reply_us(costs: Costs, replies, visible_entities, pvs_rooms):
-    """Building replies: per reply, per entity in the replied clients' visible sets, per room
-    in their PVS rows."""
+@compiled
+def reply_us(k, replies, visible_entities, pvs_rooms):
+    """Building replies, us: per reply, per entity in the replied clients' visible sets, per
+    room in their PVS rows."""
     return (
-        costs.reply_per_client * replies
-        + costs.reply_per_visible_entity * visible_entities
-        + costs.reply_per_pvs_room * pvs_rooms
+        k[0].reply_per_client * replies
+        + k[0].reply_per_visible_entity * visible_entities
+        + k[0].reply_per_pvs_room * pvs_rooms
     )
 
 
-def net_send_us(costs: Costs, replies):
-    """Send system calls: ``net_send_per_reply * replies``."""
-    return costs.net_send_per_reply * replies
+@compiled
+def net_send_us(k, replies):
+    """Send system calls, us: ``net_send_per_reply * replies``."""
+    return k[0].net_send_per_reply * replies
+
+
+@compiled
+def frame_costs(
+    k, physics, entities, messages, commands, range_entities, connected, replies,
+    visible_entities, pvs_rooms,
+):  # fmt: skip
+    """The :class:`FrameCosts` of a frame run on one CPU, us, from its counts: whether world
+    physics runs, the entities it simulates, the packets read with their user commands and
+    action-range entities, the connected clients, the replies with their visible entities and
+    PVS rooms."""
+    return FrameCosts(
+        k[0].frame_overhead,
+        world_us(k, entities) if physics else 0.0,
+        net_recv_us(k, messages),
+        request_us(k, messages, commands, range_entities),
+        reply_info_us(k, connected),
+        reply_us(k, replies, visible_entities, pvs_rooms),
+        net_send_us(k, replies),
+    )
+
+
+@compiled
+def lock_us(k, locks, nodes):
+    """Acquiring ``locks`` locks found by a walk of ``nodes`` areanode nodes, us:
+    ``lock_acquire * locks + lock_per_node * nodes``."""
+    return k[0].lock_acquire * locks + k[0].lock_per_node * nodes
+
+
+@compiled
+def sort_us(k, messages, depth):
+    """Sorting ``messages`` packets into the task queues of the areanode nodes at ``depth``
+    (area-quadrant), us: per packet ``queue_per_message`` plus a walk of ``depth`` nodes
+    (``lock_per_node`` each)."""
+    return (k[0].queue_per_message + k[0].lock_per_node * depth) * messages
+
+
+@compiled
+def resume_us(k):
+    """Resuming a thread that shares its CPU, after a barrier, us: a context switch plus
+    refilling its cold stack and state (``context_switch + thread_cache_refill``)."""
+    return k[0].context_switch + k[0].thread_cache_refill
+
+
+@compiled
+def grouping_us(k, messages, edges):
+    """bsp-group's grouping beyond the action lists, us: per packet and per edge of the
+    entity graph (``grouping_per_message``, ``grouping_per_edge``)."""
+    return k[0].grouping_per_message * messages + k[0].grouping_per_edge * edges
+
+
+@compiled
+def schedule_us(k, groups):
+    """bsp-group's balancer, us: ``schedule_per_group * groups``."""
+    return k[0].schedule_per_group * groups
+
+
+@compiled
+def copy_us(k, entities):
+    """Copying ``entities`` entity states to or from shared memory, us:
+    ``copy_per_entity * entities``."""
+    return k[0].copy_per_entity * entities
+
+
+@compiled
+def cow_us(k, pages):
+    """Copy-on-write faults of ``pages`` written pages, us: ``cow_per_page * pages``."""
+    return k[0].cow_per_page * pages

@@ -11,7 +11,7 @@ from __future__ import annotations
 from simsrv.machine.plan import FramePlan, Thread
 from simsrv.scenario.validation import StrictModel
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyKind
-from simsrv.strategies.phases import input_phase, reply_info_phase, reply_phase, request_phase
+from simsrv.strategies.phases import frame_phases
 from simsrv.workload.frame import FrameWorkload
 
 
@@ -23,14 +23,8 @@ class Sequential(Strategy):
     """The whole frame on CPU 0."""
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
-        k = self.costs
-        ops = [
-            *input_phase(k, frame),
-            *request_phase(k, len(frame.messages), frame.commands, frame.range_entities),
-            reply_info_phase(k, self.connected_clients),
-            *reply_phase(k, len(frame.reply_clients), frame.visible_entities, frame.pvs_rooms),
-        ]
-        return FramePlan((Thread("main", 0, tuple(ops)),))
+        ops = frame_phases(self.cost_vector, frame, self.connected_clients)
+        return FramePlan((Thread("main", 0, ops),))
 
 
 STRATEGIES.register("sequential", StrategyKind("sequential", SequentialOptions, Sequential))

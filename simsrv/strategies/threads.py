@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.platforms.profile import Costs
+from simsrv.strategies import costs as c
 
 STACK_RESERVED_BYTES = 2 * 1024 * 1024
 """Virtual memory a thread's stack reserves by default [M §3.1] (2 MiB)."""
@@ -43,7 +43,8 @@ def place_threads(threads: int, cpus: int, smt_per_core: int) -> np.ndarray:
     return ((t % cores) * per_core + (t // cores) % per_core) % cpus
 
 
-def resume_costs(cpu_of: np.ndarray, cpus: int, costs: Costs) -> np.ndarray:
-    """Cost of resuming each thread after a barrier, us: 0 unless it shares its CPU."""
+def resume_costs(cpu_of: np.ndarray, cpus: int, k: np.ndarray) -> np.ndarray:
+    """Cost of resuming each thread after a barrier, us (float64): 0 unless it shares its CPU,
+    else :func:`~simsrv.strategies.costs.resume_us` of the cost vector ``k``."""
     sharing = np.bincount(cpu_of, minlength=cpus)[cpu_of] > 1
-    return np.where(sharing, costs.context_switch + costs.thread_cache_refill, 0.0)
+    return np.where(sharing, c.resume_us(k), 0.0)
