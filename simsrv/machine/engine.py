@@ -552,26 +552,14 @@ def _push(m, time, s, event):
         parent = (i - 1) // 2
         if _less(ht, hi, parent, time, f, r, seq):
             break
-        _move(ht, hi, parent, i)
+        ht[i] = ht[parent]
+        for c in range(6):
+            hi[i, c] = hi[parent, c]
         i = parent
-    _place(ht, hi, i, time, f, r, seq, event, s, ti[s, T_TOKEN])
-    ri[R_HEAP] = size + 1
-
-
-@borrowing
-def _move(ht, hi, src, dst):
-    """Heap entry ``src`` copied to slot ``dst``."""
-    ht[dst] = ht[src]
-    for c in range(6):
-        hi[dst, c] = hi[src, c]
-
-
-@borrowing
-def _place(ht, hi, i, time, frame, rank, seq, kind, slot, token):
-    """Heap slot ``i`` holds the event ``(time, frame, rank, seq)``: ``kind`` for ``slot``."""
     ht[i] = time
-    hi[i, H_FRAME], hi[i, H_RANK], hi[i, H_SEQ] = frame, rank, seq
-    hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = kind, slot, token
+    hi[i, H_FRAME], hi[i, H_RANK], hi[i, H_SEQ] = f, r, seq
+    hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = event, s, ti[s, T_TOKEN]
+    ri[R_HEAP] = size + 1
 
 
 @borrowing
@@ -596,9 +584,13 @@ def _pop_top(m):
             child = right
         if not _less(ht, hi, child, t, f, r, s):
             break
-        _move(ht, hi, child, i)
+        ht[i] = ht[child]
+        for c in range(6):
+            hi[i, c] = hi[child, c]
         i = child
-    _place(ht, hi, i, t, f, r, s, k, slot, token)
+    ht[i] = t
+    hi[i, H_FRAME], hi[i, H_RANK], hi[i, H_SEQ] = f, r, s
+    hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = k, slot, token
 
 
 @borrowing
