@@ -25,7 +25,7 @@ compiled loop.
 
 from __future__ import annotations
 
-from simsrv.compiled import compiled
+from simsrv.compiled import compiled, inlined
 from simsrv.compiled_loop.state import (
     B_FROM,
     B_TO,
@@ -135,7 +135,7 @@ def next_frame(loop):
         break
     taken = min(ints[LIMIT], cut - read)
     ints[CUT], ints[B_FROM], ints[B_TO] = cut, read, read + taken
-    build(loop, now)
+    build_frame(loop, now)
     return True
 
 
@@ -147,6 +147,12 @@ def frame_messages(loop):
 
 @compiled
 def build(loop, now):
+    """:func:`build_frame` (for Python callers: a socket's packets)."""
+    build_frame(loop, now)
+
+
+@inlined
+def build_frame(loop, now):
     """The frame rules [MODEL §1, §8] on the packets ``buffer[B_FROM:B_TO]`` read at ``now``
     (s), without their commits (:func:`finish_plan` makes them, so a frame built again is the
     same): the commands each packet executes (1, or up to ``commands_per_packet`` after
@@ -206,7 +212,7 @@ def build(loop, now):
     ints[REPLIES], ints[VISIBLE], ints[PVS] = replies, visible, pvs
 
 
-@compiled
+@inlined
 def finish_plan(
     loop, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
     thread_codes, activity_codes, lock_codes,
@@ -231,12 +237,30 @@ def finish_plan(
         out[0] = status
         return stop(loop, PLAN_ERROR)
     loop.charged_us[row] = out[1]
-    commit_frame(loop, out[0] / US_PER_S)
+    commit(loop, out[0] / US_PER_S)
     return True
 
 
 @compiled
+def finish_plan_compiled(
+    loop, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
+    thread_codes, activity_codes, lock_codes,
+):  # fmt: skip
+    """:func:`finish_plan` for Python callers (a plan built in Python)."""
+    return finish_plan(
+        loop, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
+        thread_codes, activity_codes, lock_codes,
+    )  # fmt: skip
+
+
+@compiled
 def commit_frame(loop, end):
+    """:func:`commit` for Python callers (a plan the simpy reference executed)."""
+    commit(loop, end)
+
+
+@inlined
+def commit(loop, end):
     """Commit the frame built, executed until ``end`` (s): the packets' ticks, physics, the
     replies' channels, the stream and socket pointers, the frame's row (``ROW``)."""
     ints, floats = loop.ints, loop.floats

@@ -33,7 +33,12 @@ from typing import Any
 import numpy as np
 
 from simsrv.compiled_loop import state as s
-from simsrv.compiled_loop.kernels import build, commit_frame, finish_plan, next_frame
+from simsrv.compiled_loop.kernels import (
+    build,
+    commit_frame,
+    finish_plan_compiled,
+    next_frame,
+)
 from simsrv.compiled_loop.state import LoopState
 from simsrv.frame_table import FrameTable
 from simsrv.machine.engine import MachineState
@@ -190,7 +195,7 @@ class FrameLoop:
         spawned = arrays.thread_spawned
         if spawned is None:
             spawned = np.zeros(len(arrays.thread_cpu), np.bool_)
-        while not finish_plan(
+        while not finish_plan_compiled(
             loop, arrays.thread, arrays.kind, arrays.cost, arrays.arg, arrays.activity,
             arrays.thread_cpu, arrays.barrier_parties, spawned, waits, threads, activities,
             locks,

@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import borrowing, compiled
+from simsrv.compiled import borrowing, compiled, inlined, inlined_allocating
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -113,8 +113,13 @@ C_HOLDER, C_HEAD, C_TAIL = range(3)
 L_HOLDER, L_HAS_REL, L_REL_RUN, L_HEAD, L_TAIL, L_FRAME, L_RANK, L_CODE = range(8)
 LOCK_INTS = 8
 LF_SINCE, LF_REL_AT = range(2)
-# event kinds
-RESUME, FINISH, RUN_END, WAKE, TIMER = range(5)
+# event kinds (numpy integers: a plain int passed to a compiled helper would be typed as a
+# literal, and the helper compiled once per value)
+RESUME, FINISH, RUN_END, WAKE, TIMER = (np.int64(kind) for kind in range(5))
+STARTS, STOPS = np.int64(1), np.int64(-1)
+"""A logical CPU starts or stops computing (:func:`_smt_change`)."""
+BEFORE_THREADS = np.int64(-1)
+"""The rank a frame's start takes in the position: before its threads'."""
 
 MAX_REFUSALS = 7
 """Refusals in a row counted at most: a back-off of ``2**6 - 1 = 63`` frames."""
@@ -265,7 +270,7 @@ def execute(
         thread_codes, activity_codes, lock_codes, frame, start_us,
     )  # fmt: skip
     run_until(m, start_us, False)
-    _advance_position(m, start_us, frame, -1)
+    _advance_position(m, start_us, frame, BEFORE_THREADS)
     for t in range(threads):
         if ri[R_ERROR]:
             return ri[R_ERROR]
@@ -353,7 +358,7 @@ def phased_backoff(status, tried, skip, refusals):
 # -- room ------------------------------------------------------------------------------------
 
 
-@compiled
+@inlined_allocating
 def _room(m, threads, n, bars):
     """True when every store has room for the frame; else the needs in ``R_NEED_*``.  The
     thread store restarts when no thread is alive, else drops frames without one."""
@@ -466,7 +471,7 @@ def _compact(m):
     ri[R_SLOTS], ri[R_OPS], ri[R_BARS] = new_slot, new_op, new_bar
 
 
-@borrowing
+@inlined
 def _load(
     m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, thread_codes,
     activity_codes, lock_codes, frame, start_us,
@@ -518,13 +523,13 @@ def _load(
 # -- the event heap ----------------------------------------------------------------------------
 
 
-@borrowing
+@inlined
 def _before(t1, f1, r1, t2, f2, r2):
     """``(t1, f1, r1) < (t2, f2, r2)``."""
     return t1 < t2 or (t1 == t2 and (f1 < f2 or (f1 == f2 and r1 < r2)))
 
 
-@borrowing
+@inlined
 def _less(ht, hi, i, t, f, r, s):
     """Heap entry ``i``'s key before ``(t, f, r, s)``."""
     a = ht[i]
@@ -537,10 +542,16 @@ def _less(ht, hi, i, t, f, r, s):
     return hi[i, H_SEQ] < s
 
 
-@borrowing
+@inlined
 def _push(m, time, s, event):
     """Schedule ``event`` for slot ``s`` at ``time`` (its token: the slot's now)."""
-    ri, ht, hi, ti = m.ri, m.ht, m.hi, m.ti
+    _push_event(m.ri, m.ht, m.hi, m.ti, time, s, event)
+
+
+@borrowing
+def _push_event(ri, ht, hi, ti, time, s, event):
+    """:func:`_push` on the arrays it needs (a call with the whole state would pass all of
+    its arrays, field by field)."""
     size = ri[R_HEAP]
     if size >= len(ht):
         ri[R_ERROR] = E_HEAP
@@ -562,10 +573,15 @@ def _push(m, time, s, event):
     ri[R_HEAP] = size + 1
 
 
-@borrowing
+@inlined
 def _pop_top(m):
     """Remove the first event (the caller has read it)."""
-    ri, ht, hi = m.ri, m.ht, m.hi
+    _pop_event(m.ri, m.ht, m.hi)
+
+
+@borrowing
+def _pop_event(ri, ht, hi):
+    """:func:`_pop_top` on the arrays it needs."""
     size = ri[R_HEAP] - 1
     ri[R_HEAP] = size
     if size == 0:
@@ -593,7 +609,7 @@ def _pop_top(m):
     hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = k, slot, token
 
 
-@borrowing
+@inlined
 def _advance_position(m, time, frame, rank):
     """The position becomes ``(time, frame, rank)`` if that is later."""
     ri, rf = m.ri, m.rf
@@ -689,7 +705,7 @@ def _advance(m, s):
     _end_thread(m, s)
 
 
-@borrowing
+@inlined
 def _end_thread(m, s):
     ri, ti = m.ri, m.ti
     if ti[s, T_HELD]:
@@ -707,7 +723,7 @@ def _end_thread(m, s):
     ti[s, T_JHEAD] = ti[s, T_JTAIL] = NONE
 
 
-@borrowing
+@inlined
 def _row(m, frame, cpu, code, activity, start, end):
     i = m.trace_size[0]
     m.trace_ints[i, 0], m.trace_ints[i, 1] = frame, cpu
@@ -719,7 +735,7 @@ def _row(m, frame, cpu, code, activity, start, end):
 # -- CPUs ------------------------------------------------------------------------------------
 
 
-@borrowing
+@inlined
 def _request_cpu(m, s):
     ci, ti = m.ci, m.ti
     cpu = ti[s, T_CPU]
@@ -771,7 +787,7 @@ def _begin_compute(m, s):
     _push(m, end, s, RUN_END)
 
 
-@borrowing
+@inlined
 def _end_run(m, s):
     """A run of computations is over: record it, free the CPU, go on after it."""
     ti = m.ti
@@ -780,7 +796,7 @@ def _end_run(m, s):
     _free_cpu(m, ti[s, T_CPU])
 
 
-@borrowing
+@inlined
 def _record_run(m, s, stop):
     """Record the run's computations before ``stop``; return when the last ended."""
     ti, ok, oc = m.ti, m.ok, m.oc
@@ -794,7 +810,7 @@ def _record_run(m, s, stop):
     return t
 
 
-@borrowing
+@inlined
 def _split_run(m, s):
     """Another thread asks for slot ``s``'s CPU: from now on ``s`` computes op by op.  True
     when the run turns out to be over at this instant (the CPU is free)."""
@@ -827,18 +843,18 @@ def _split_run(m, s):
     return False
 
 
-@borrowing
+@inlined
 def _end_compute(m, s):
     ti = m.ti
     pc, cpu = ti[s, T_PC], ti[s, T_CPU]
     _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[pc], m.tf[s, TF_BEGAN], m.rf[F_NOW])
     if m.ri[R_SMT]:
-        _smt_change(m, cpu, -1)
+        _smt_change(m, cpu, STOPS)
     ti[s, T_PC] = pc + 1
     _free_cpu(m, cpu)
 
 
-@borrowing
+@inlined
 def _free_cpu(m, cpu):
     ci = m.ci
     ci[cpu, C_HOLDER] = NONE
@@ -850,7 +866,7 @@ def _free_cpu(m, cpu):
         _begin_compute(m, head)
 
 
-@borrowing
+@inlined
 def _idle_cpu(m, exclude):
     """The lowest-numbered CPU with no thread running or queued, other than ``exclude``;
     -1 when none."""
@@ -864,17 +880,17 @@ def _idle_cpu(m, exclude):
 # -- SMT and background load: computations at a speed ----------------------------------------
 
 
-@borrowing
+@inlined
 def _begin_smt(m, s, cost):
     tf = m.tf
     tf[s, TF_REMAINING], tf[s, TF_LAST] = cost, m.rf[F_NOW]
     cpu = m.ti[s, T_CPU]
-    speed = _smt_change(m, cpu, 1) if m.ri[R_SMT] else 1.0
+    speed = _smt_change(m, cpu, STARTS) if m.ri[R_SMT] else 1.0
     tf[s, TF_SPEED] = speed * m.share[cpu]
     _reschedule(m, s)
 
 
-@borrowing
+@inlined
 def _smt_change(m, cpu, delta):
     """A logical CPU of ``cpu``'s core starts (+1) or stops (-1) computing: its siblings'
     computations change speed now (the work done so far is kept); returns the new speed."""
@@ -897,7 +913,7 @@ def _smt_change(m, cpu, delta):
     return speed
 
 
-@borrowing
+@inlined
 def _reschedule(m, s):
     tf = m.tf
     m.ti[s, T_TOKEN] += 1
@@ -907,7 +923,7 @@ def _reschedule(m, s):
 # -- synchronisation -------------------------------------------------------------------------
 
 
-@borrowing
+@inlined
 def _arrive(m, s, b):
     bi, ti = m.bi, m.ti
     bi[b, B_COUNT] += 1
@@ -930,7 +946,7 @@ def _arrive(m, s, b):
             w = following
 
 
-@borrowing
+@inlined
 def _take_lock(m, lock, s):
     li, ti = m.li, m.ti
     li[lock, L_HOLDER] = s
@@ -940,7 +956,7 @@ def _take_lock(m, lock, s):
     ti[s, T_HELD] += 1
 
 
-@borrowing
+@inlined
 def _acquire(m, s, lock):
     """Take ``lock`` now (True) or queue for it (False)."""
     ri, li, ti = m.ri, m.li, m.ti
@@ -977,13 +993,13 @@ def _acquire(m, s, lock):
     return False
 
 
-@borrowing
+@inlined
 def _holds(m, s, lock):
     """Whether slot ``s`` holds ``lock`` (and has not released it inside a run)."""
     return m.li[lock, L_HOLDER] == s and not m.li[lock, L_HAS_REL]
 
 
-@borrowing
+@inlined
 def _log_hold(m, lock, end):
     i = m.holds_size[0]
     m.holds_ints[i, 0], m.holds_ints[i, 1] = lock, m.li[lock, L_FRAME]
@@ -992,7 +1008,7 @@ def _log_hold(m, lock, end):
     m.holds_size[0] = i + 1
 
 
-@borrowing
+@inlined
 def _release(m, s, lock):
     ri, li, ti = m.ri, m.li, m.ti
     if not _holds(m, s, lock):
@@ -1013,7 +1029,7 @@ def _release(m, s, lock):
         li[lock, L_HOLDER] = NONE
 
 
-@borrowing
+@inlined
 def _defer_release(m, s, lock, at):
     """Slot ``s`` will release ``lock`` at ``at`` inside its run, without an event; False
     (nothing done) when a thread already waits for the lock."""
@@ -1030,7 +1046,7 @@ def _defer_release(m, s, lock, at):
     return True
 
 
-@borrowing
+@inlined
 def _undefer_releases(m, s, start):
     """The releases of slot ``s``'s run from op ``start`` on happen later than the run
     planned: it still holds those locks and releases them as plain operations."""
@@ -1040,7 +1056,7 @@ def _undefer_releases(m, s, start):
             m.ti[s, T_HELD] += 1
 
 
-@borrowing
+@inlined
 def _truncate_run(m, s, lock):
     """End slot ``s``'s run where it releases ``lock`` (someone waits now): the release and
     what follows then run as operations."""
@@ -1059,7 +1075,7 @@ def _truncate_run(m, s, lock):
     _push(m, t, s, RUN_END)
 
 
-@borrowing
+@inlined
 def _spawn(m, s, child):
     ri, ti = m.ri, m.ti
     if not ti[child, T_SPAWNED] or ti[child, T_LIVE] or ti[child, T_FIN]:
@@ -1072,7 +1088,7 @@ def _spawn(m, s, child):
     _push(m, m.rf[F_NOW], child, RESUME)
 
 
-@borrowing
+@inlined
 def _maybe_migrate(m, s):
     """A run-first parent has waited its delay: it moves to an idle CPU, if there is one."""
     ti = m.ti
@@ -1100,7 +1116,7 @@ def _maybe_migrate(m, s):
 # -- the phased path ---------------------------------------------------------------------------
 
 
-@compiled
+@inlined_allocating
 def _phased(
     m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, is_wait, thread_codes,
     activity_codes, lock_codes, n_locks, frame, start_us, out,
