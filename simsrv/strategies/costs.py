@@ -21,7 +21,8 @@ Why a record array rather than a :class:`typing.NamedTuple` of floats, which num
 by name: the Python planners call a compiled function on every frame, and numba types its
 arguments on every call from Python.  An array is typed from its dtype, once per call
 (~0.4 us); a NamedTuple of 28 floats field by field (~3.5 us per call, numba 0.68), which
-made the sequential planner's ``plan`` about three times slower.  The array is read-only,
+made the sequential planner's ``plan`` ~3x slower in a prototype (5 -> 14.5 us a frame; ~6 us
+with the array).  The array is read-only,
 so no compiled function can change the platform's costs, and it passes through
 :func:`~simsrv.compiled.borrowing` helpers without reference counting.  Python reads it by
 name too: ``k["world_base"][0]``.
