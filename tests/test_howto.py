@@ -9,16 +9,12 @@ import re
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from test_compiled_loop import _assert_same, _runs
 
 import simsrv.strategies
-from simsrv.compiled_loop import runner
-from simsrv.compiled_loop.runner import FrameLoop
-from simsrv.keep_window import KEEP_ALL
 from simsrv.machine import engine
 from simsrv.scenario.load import load_scenario
-from simsrv.simulation import simulate
 from simsrv.strategies import STRATEGIES, import_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,31 +42,16 @@ def teams(tmp_path, monkeypatch):
 
 def test_the_howto_strategy_is_one_file_that_runs_compiled_and_in_python(teams, monkeypatch):
     assert "teams" in STRATEGIES.names()
-    sets = ["server.strategy=teams", "server.options.teams=3", "run.duration_s=1.0"]
-    scenario = load_scenario(None, sets)
-    loops: list[FrameLoop] = []
-    init = FrameLoop.__init__
-
-    def recording(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        loops.append(self)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(FrameLoop, "__init__", recording)
-        fast = simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
-    assert loops[0].frames > len(fast.frames) / 2  # planned by the compiled planner
-    with monkeypatch.context() as patch:
-        patch.setattr(FrameLoop, "_kernel_call", lambda self, stream: runner.PYTHON)
-        slow = simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
-    pd.testing.assert_frame_equal(fast.frames, slow.frames, check_exact=True)
-    pd.testing.assert_frame_equal(fast.trace, slow.trace, check_exact=True)
-    assert fast.checks and all(fast.checks.values())
+    assert STRATEGIES.get("teams", "server.strategy").create is teams.Teams
+    sets = ["server.strategy=teams", "server.options.teams=3"]
+    fast, slow, loop = _runs(sets, monkeypatch)  # its compiled loop, and its Python plan
+    _assert_same(fast, slow)
+    assert loop.frames > len(fast.frames) / 2  # planned by the compiled planner
+    assert all(fast.checks.values())
     trace = fast.trace
     assert set(trace["thread"]) == {"team0", "team1", "team2"}
     # the costs are the shared rules': receiving is net_recv_per_message per packet read
-    costs = teams.Teams  # the class the page registers
-    assert costs is STRATEGIES.get("teams", "server.strategy").create
-    per_message = scenario_cost(scenario, "net_recv_per_message")
+    per_message = scenario_cost(load_scenario(None, sets), "net_recv_per_message")
     recv = trace[trace["activity"] == "net_recv"]
     total_us = (recv["end_s"] - recv["start_s"]).sum() * 1e6
     assert total_us == pytest.approx(per_message * fast.frames["messages"].sum(), rel=1e-9)
