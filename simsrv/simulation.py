@@ -135,8 +135,7 @@ def simulate(
     loop = FrameLoop(scenario, builder, machine, strategy, table, wakeup_s)
     try:
         if not socket.capacity:  # the socket is a range of the stream: compiled release
-            now, processed = loop.run_stream(stream, 0.0, drain, forget)
-            socket.hold(loop.queued(stream))
+            now, processed = loop.run_stream(stream, socket, 0.0, drain, forget)
         else:  # a bounded socket drops packets: read in Python, frames as any other
             now, processed = run_socket(
                 loop, stream, socket, stop_s, limit, wakeup_s, drain, forget

@@ -49,6 +49,7 @@ from simsrv.strategies.base import Strategy
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder, FrameWorkload
 from simsrv.workload.messages import MESSAGE_DTYPE
+from simsrv.workload.socket import SocketQueue
 
 FRAMES_PER_CALL = 4096
 """Frames one compiled call runs at most (the rows reserved in the frame table, and in the
@@ -237,14 +238,16 @@ class FrameLoop:
     def run_stream(
         self,
         stream: ClientStream,
+        socket: SocketQueue,
         now: float,
         drain: Callable[[float], None],
         on_new_ticks: Callable[[int | None], None],
     ) -> tuple[float, int]:
         """Run frames from ``now`` (s, the socket empty) until the run's end, on the packets
-        of ``stream``; return the clock and the packets read.  ``drain(clock)`` after each
-        call takes the records that settled; ``on_new_ticks(first)`` after the stream made new
-        ticks (``first``: the tick of the socket's first packet, None when empty)."""
+        of ``stream``; return the clock and the packets read; ``socket`` then holds the
+        packets released and not read.  ``drain(clock)`` after each call takes the records
+        that settled; ``on_new_ticks(first)`` after the stream made new ticks (``first``: the
+        tick of the socket's first packet, None when empty)."""
         ints, floats = self.ints, self.floats
         floats[s.NOW] = now
         _, _, head, _ = stream.first_block()
@@ -266,10 +269,13 @@ class FrameLoop:
                 read = int(ints[s.READ])
                 buffer = stream.first_block()[0]
                 on_new_ticks(int(buffer["tick"][read]) if read < ints[s.HEAD] else None)
-            elif reason == s.NEXT_BLOCK:
+            elif reason == s.NEXT_BLOCK and ints[s.READ] == ints[s.HEAD]:
                 ints[s.HEAD] -= ints[s.READ]
                 stream.join_next_block(int(ints[s.READ]))
                 ints[s.READ] = 0
+            elif reason == s.NEXT_BLOCK:  # the socket holds packets: read it until empty
+                if not self._socket_frames(stream, socket, drain, on_new_ticks):
+                    return float(floats[s.NOW]), int(ints[s.PROCESSED])
             elif reason == s.NO_ARRIVAL:
                 floats[s.NOW] = stream.next_arrival_s() + floats[s.WAKEUP]
                 ints[s.HEAD] = ints[s.READ] = stream.first_block()[2]
@@ -277,7 +283,34 @@ class FrameLoop:
                 self.machine.make_room()
             elif reason == s.PLAN_ERROR:
                 raise self.machine.plan_error(int(self.out[0]), int(ints[s.FRAME]), None)
+        socket.hold(self.queued(stream))
         return float(floats[s.NOW]), int(ints[s.PROCESSED])
+
+    def _socket_frames(
+        self,
+        stream: ClientStream,
+        socket: SocketQueue,
+        drain: Callable[[float], None],
+        on_new_ticks: Callable[[int | None], None],
+    ) -> bool:
+        """Frames from ``socket`` while it holds packets, when the stream moves on to its next
+        backlog block (the socket then is no range of one block: joining the two would copy
+        an overloaded server's whole backlog at every block).  True when the socket is empty
+        again (the stream source goes on), False when the run ended first."""
+        ints, floats = self.ints, self.floats
+        socket.hold(self.queued(stream))
+        now, made, limit = float(floats[s.NOW]), stream.next_tick, int(ints[s.LIMIT])
+        while len(socket):
+            if now >= floats[s.STOP]:
+                return False
+            batch = socket.deliver_and_read(stream.release_until(now), limit)
+            now = self.socket_frame(now, batch, len(socket))
+            drain(now)
+            if stream.next_tick != made:  # new ticks
+                made = stream.next_tick
+                on_new_ticks(socket.first_tick())
+        ints[s.HEAD] = ints[s.READ] = stream.first_block()[2]
+        return True
 
     def queued(self, stream: ClientStream) -> np.ndarray:
         """The packets released from ``stream`` and not read (the socket's content)."""

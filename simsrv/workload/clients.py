@@ -125,7 +125,7 @@ class ClientStream:
         self._arrived_in_window += self._count_in_window(self._buffer[:start])
         block, arrivals = self._later.popleft()
         kept = self._buffer[start:]
-        self._head = len(kept)
+        self._head -= start
         if len(kept):
             block = np.concatenate([kept, block])
             arrivals = np.concatenate([self._arrivals[start:], arrivals])
