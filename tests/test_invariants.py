@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from simsrv import trace_stream
 from simsrv.cli.main import main
+from simsrv.compiled_loop import state as STATE
+from simsrv.compiled_loop.runner import FrameLoop
 from simsrv.invariants import (
     CHECKS,
     InvariantViolation,
@@ -24,7 +26,6 @@ from simsrv.invariants import (
     check_trace,
 )
 from simsrv.machine import Acquire, Machine
-from simsrv.machine.executor import Machine as MachineClass
 from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
@@ -54,15 +55,15 @@ def test_the_scale_scenarios_report_every_check_true(capsys, path):
 def lossy_machine(monkeypatch):
     """A machine that loses the trace row of a computation in frame 5 (breaks
     costs_accounted)."""
-    original = MachineClass.execute
+    original = FrameLoop._plan_and_finish
 
-    def lossy(self, plan, frame, start_s):
-        end = original(self, plan, frame, start_s)
-        if frame == 5:
-            self.trace.size -= 1  # the frame's last row
-        return end
+    def lossy(self, loop, before_execute=None):
+        original(self, loop, before_execute)
+        if self.table.size - 1 == 5:
+            self.machine.trace.size -= 1  # the frame's last row
+        return None
 
-    monkeypatch.setattr(MachineClass, "execute", lossy)
+    monkeypatch.setattr(FrameLoop, "_plan_and_finish", lossy)
 
 
 def test_a_violation_is_exit_3_with_one_line_naming_invariant_frame_and_threads(
@@ -94,18 +95,20 @@ def test_a_violation_still_writes_the_trace_asked_for(
 
 
 def test_a_cpu_running_two_threads_at_once_is_caught(monkeypatch, capsys):
-    original = MachineClass.execute
+    original = FrameLoop._plan_and_finish
 
-    def overlapping(self, plan, frame, start_s):
-        end = original(self, plan, frame, start_s)
-        if frame == 3:  # a phantom thread on the same CPU in the middle of the frame
-            now, end_us = start_s * 1e6, end * 1e6
-            self.trace.pending.append((3, plan.threads[0].cpu, "ghost", "world", now, end_us))
-            self.trace.flush()
-            self.charged_us[-1] += end_us - now
-        return end
+    def overlapping(self, loop, before_execute=None):
+        start_s = float(loop.floats[STATE.NOW])
+        original(self, loop, before_execute)
+        if self.table.size - 1 == 3:  # a phantom thread on CPU 0 in the middle of the frame
+            machine = self.machine
+            now, end_us = start_s * 1e6, float(loop.floats[STATE.NOW]) * 1e6
+            machine.trace.pending.append((3, 0, "ghost", "world", now, end_us))
+            machine.trace.flush()
+            machine.charged_us[-1] += end_us - now
+        return None
 
-    monkeypatch.setattr(MachineClass, "execute", overlapping)
+    monkeypatch.setattr(FrameLoop, "_plan_and_finish", overlapping)
     assert main(["run", *SHORT]) == 3
     err = capsys.readouterr().err
     assert err.startswith("simsrv: invariant violated: cpu_exclusive: frame 3: cpu 0 runs thread")
