@@ -17,7 +17,7 @@ import sys
 _RUN = r"""
 import json, resource, sys, time
 from simsrv import load_scenario
-from simsrv.simulation import simulate
+from simsrv.pipeline.simulation import simulate
 scenario = load_scenario(sys.argv[1] if sys.argv[1] != "-" else None, sys.argv[2:])
 simulated = scenario.run.warmup_s + scenario.run.duration_s
 start = time.perf_counter()

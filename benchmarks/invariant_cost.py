@@ -4,7 +4,7 @@ Times, per scenario, the whole ``simulate()`` and the parts that exist only for 
 the per-frame partition checks (compiled; ``bsp-group``; ``area-quadrant``'s runs inside its
 compiled planner and counts as run time), the trace checks
 taken block by block as the run goes (CPU and lock exclusivity, costs accounted:
-:class:`simsrv.invariants.TraceChecks`), the end of the run (conservation, running the
+:class:`simsrv.machine.invariants.TraceChecks`), the end of the run (conservation, running the
 threads that outlive the last frame), and the charged-cost sum of each plan that is not one
 serial thread.  Two
 small per-frame costs are not separable and count as run time: the charged-cost sum of a serial
@@ -20,12 +20,12 @@ import statistics
 import time
 from pathlib import Path
 
-import simsrv.simulation as simulation
+import simsrv.pipeline.simulation as simulation
 import simsrv.strategies.bsp_group as bsp_group
-from simsrv.invariants import TraceChecks
 from simsrv.machine.executor import Machine
+from simsrv.machine.invariants import TraceChecks
 from simsrv.machine.plan import FramePlan
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = [

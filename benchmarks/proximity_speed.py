@@ -20,8 +20,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from simsrv import load_scenario
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_world
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_world
 from simsrv.world.proximity import MAX_PAIRS, neighbour_lists
 
 ROOT = Path(__file__).resolve().parents[1]

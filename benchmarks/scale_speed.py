@@ -26,7 +26,7 @@ Cases (each run is a fresh process, so its peak resident memory is its own):
 Speed is simulated seconds (warm-up included) per wall second of ``simulate`` (the world
 setup included); medians over ``--runs``.  Each fresh process runs the scenario twice: the
 first ``simulate`` is the *fresh-process* speed (the verdicts use it: it includes loading the
-compiled functions from numba's cache, ~0.03-0.04 s with ``simsrv.compiled_loading``, half
+compiled functions from numba's cache, ~0.03-0.04 s with ``simsrv.core.compiled_loading``, half
 of it numba's runtime compiling its reference-counting functions), the
 second the *warm* speed, what every further run of a sweep worker costs.  Peak resident memory
 is taken after the first run.  Results print as a table and go to ``--json``.
@@ -71,7 +71,7 @@ THREAD_CASES = ("a-abdelkhalek", "a-area-quadrant")
 GROWTH_CHILD = r"""
 import json, sys, time
 from simsrv import load_scenario
-import simsrv.simulation as simulation
+import simsrv.pipeline.simulation as simulation
 from simsrv import KEEP_ALL
 from simsrv.machine.executor import Machine
 from simsrv.workload.frame import FrameBuilder

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import simsrv
 import simsrv.sweep.sweep as sweep_module
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
 from simsrv.sweep.records import METRICS, scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun
 from simsrv.sweep.store import SweepStore

@@ -15,9 +15,9 @@ import math
 import statistics
 import time
 
-from simsrv.scenario.load import load_scenario
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_world
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_world
 
 
 def tick_ms(kind: str, players: int, ticks: int, seed: int) -> dict:

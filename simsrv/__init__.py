@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simsrv.lazy import lazy_exports
+from simsrv.core.lazy import lazy_exports
 from simsrv.version import __version__
 
 if TYPE_CHECKING:
-    from simsrv.keep_window import KEEP_ALL, KeepWindow
-    from simsrv.result import RunResult, run
-    from simsrv.scenario import Scenario, load_scenario
+    from simsrv.pipeline.keep_window import KEEP_ALL, KeepWindow
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.result import RunResult, run
+    from simsrv.scenario import Scenario
 
 __all__ = [
     "KEEP_ALL",
@@ -42,12 +43,12 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "RunResult": "simsrv.result",
-        "run": "simsrv.result",
+        "RunResult": "simsrv.pipeline.result",
+        "run": "simsrv.pipeline.result",
         "Scenario": "simsrv.scenario",
-        "load_scenario": "simsrv.scenario",
-        "KEEP_ALL": "simsrv.keep_window",
-        "KeepWindow": "simsrv.keep_window",
+        "load_scenario": "simsrv.pipeline.load",
+        "KEEP_ALL": "simsrv.pipeline.keep_window",
+        "KeepWindow": "simsrv.pipeline.keep_window",
     },
     globals(),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
 
 SHORT = ["run.duration_s=0.5", "run.warmup_s=0.2"]
 

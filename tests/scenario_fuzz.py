@@ -21,7 +21,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from hypothesis import strategies as st
 
 from simsrv.machine.engines import ENGINES
-from simsrv.scheduling.balancers import BALANCERS
+from simsrv.strategies.grouping.balancers import BALANCERS
 from tests.schema_fields import SchemaField, list_depth, schema_fields
 
 FIELDS = schema_fields()

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from simsrv.machine import Machine
+from simsrv.pipeline.load import load_scenario
 from simsrv.platforms.profile import Costs, load_platform
-from simsrv.scenario.load import load_scenario
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.frame import FrameWorkload
 from simsrv.workload.messages import MESSAGE_DTYPE

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from simsrv.keep_window import KEEP_ALL
 from simsrv.machine.plan import Acquire, Release
 from simsrv.metrics.waiting import waiting_fractions
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
 from simsrv.platforms.profile import load_platform
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
 from simsrv.strategies import STRATEGIES, StrategyContext
 from simsrv.strategies.region_locks import path_locks, path_nodes
 from simsrv.world.areanode import AreanodeTree

@@ -7,7 +7,7 @@ the path of the capacity search: 8, 16 and 24 clients met, 32 overloaded.
 
 from __future__ import annotations
 
-from simsrv.capacity import find_capacity
+from simsrv.sweep.capacity import find_capacity
 
 SEQUENTIAL = "scenarios/area2004/sequential.toml"
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.metrics.stages import per_thread, stage_time_fraction
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
 from simsrv.strategies.area_quadrant import area_depth, request_schedule
 from simsrv.world.areanode import AreanodeTree
 from tests.strategy_harness import execute, floor, frame_of, make_strategy

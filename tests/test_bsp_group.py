@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from simsrv.machine import Machine
 from simsrv.metrics.timeline import parallel_fraction
+from simsrv.pipeline.load import load_scenario
 from simsrv.platforms.profile import Costs, load_platform
-from simsrv.scenario.load import load_scenario
-from simsrv.scheduling.balancers import BALANCERS
-from simsrv.scheduling.groups import frame_groups
 from simsrv.strategies import STRATEGIES, StrategyContext
+from simsrv.strategies.grouping.balancers import BALANCERS
+from simsrv.strategies.grouping.groups import frame_groups
 from simsrv.workload.frame import FrameWorkload
 from simsrv.workload.messages import MESSAGE_DTYPE
 from simsrv.world.proximity import Neighbours, neighbour_lists

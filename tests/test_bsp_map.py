@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from simsrv.cli.main import main
-from simsrv.errors import InputError
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_map, build_world
+from simsrv.core.errors import InputError
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_map, build_world
 from simsrv.world.visibility import visibility
 from tests import bsp_builder as box
 

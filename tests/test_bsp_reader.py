@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.world.bsp.hull import HullTree
 from simsrv.world.bsp.reader import parse_bsp, read_bsp
 from simsrv.world.bsp.vis import decompress_row, pvs_matrix

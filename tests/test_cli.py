@@ -97,12 +97,12 @@ def test_bad_input_exits_2_with_one_line(argv, capsys):
 def test_unusable_outputs_and_flags_are_refused_before_any_run(
     argv, message, tmp_path, capsys, monkeypatch
 ):
-    import simsrv.result
+    import simsrv.pipeline.result
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("a run started before the output path was checked")
 
-    monkeypatch.setattr(simsrv.result, "simulate", must_not_run)
+    monkeypatch.setattr(simsrv.pipeline.result, "simulate", must_not_run)
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where a directory is needed\n")
     sweep = tmp_path / "sweep.toml"
@@ -130,8 +130,8 @@ def test_the_output_file_check_leaves_no_file_and_keeps_an_existing_one(tmp_path
 
 
 def test_capacity_keeps_the_measured_points_when_a_later_count_fails(capsys, monkeypatch):
-    import simsrv.capacity as capacity
-    from simsrv.errors import InputError
+    import simsrv.sweep.capacity as capacity
+    from simsrv.core.errors import InputError
 
     point = {"clients": 8, "replies_per_s": 250.0, "offered_per_s": 250.0}
     point |= {"dropped_fraction": 0.0, "met": True}

@@ -75,8 +75,8 @@ def test_a_command_still_runs_its_heavy_code_when_asked():
 
 
 def test_the_defaults_named_in_help_match_the_code_that_uses_them():
-    from simsrv import defaults
     from simsrv.calibration import CALIBRATORS
+    from simsrv.core import defaults
     from simsrv.strategies import STRATEGIES
 
     assert list(defaults.CALIBRATED_PLATFORMS) == CALIBRATORS.names()
@@ -85,7 +85,7 @@ def test_the_defaults_named_in_help_match_the_code_that_uses_them():
 
 def test_the_package_exports_are_imported_on_first_use():
     import simsrv
-    from simsrv.result import run
+    from simsrv.pipeline.result import run
 
     assert simsrv.run is run
     assert {"RunResult", "Scenario", "load_scenario", "run"} <= set(dir(simsrv))

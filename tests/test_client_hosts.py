@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.errors import InputError
-from simsrv.keep_window import KEEP_ALL
-from simsrv.metrics.summary import summarize
-from simsrv.scenario.load import load_scenario
+from simsrv.core.errors import InputError
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.simulation import simulate
+from simsrv.pipeline.summary import summarize
 from simsrv.scenario.schema import ClientsSection
-from simsrv.simulation import simulate
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.hosts import host_of, send_phases
 from simsrv.workload.messages import sort_by_arrival

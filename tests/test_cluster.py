@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.cli.main import main
-from simsrv.cluster.exchange import Exchange, with_ops
-from simsrv.cluster.simulation import simulate_cluster
-from simsrv.cluster.zoning.grid import GridZoning, grid_shape
 from simsrv.interconnect import load_profile, send_one
-from simsrv.keep_window import KEEP_ALL
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.plan import Compute, FramePlan, Thread
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.cluster.exchange import Exchange, with_ops
+from simsrv.pipeline.cluster.simulation import simulate_cluster
+from simsrv.pipeline.cluster.zoning.grid import GridZoning, grid_shape
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
 
 ROOT = Path(__file__).resolve().parents[1]
 CUBE = ROOT / "scenarios" / "cube-160.toml"

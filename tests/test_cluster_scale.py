@@ -15,16 +15,16 @@ from hypothesis import strategies as st
 
 matplotlib.use("Agg")
 
-from simsrv import capacity as capacity_module  # noqa: E402
-from simsrv.capacity import search_capacity  # noqa: E402
 from simsrv.cli.main import main  # noqa: E402
-from simsrv.cluster.simulation import simulate_cluster  # noqa: E402
 from simsrv.figures.cluster_capacity import capacity_figure, capacity_stats  # noqa: E402
 from simsrv.figures.cluster_traffic import at_capacity, traffic_figure  # noqa: E402
 from simsrv.figures.zone_map import zone_map_figure, zone_map_frame  # noqa: E402
-from simsrv.result import run  # noqa: E402
-from simsrv.scenario.load import load_scenario  # noqa: E402
+from simsrv.pipeline.cluster.simulation import simulate_cluster  # noqa: E402
+from simsrv.pipeline.load import load_scenario  # noqa: E402
+from simsrv.pipeline.result import run  # noqa: E402
 from simsrv.studies import cluster_capacity  # noqa: E402
+from simsrv.sweep import capacity as capacity_module  # noqa: E402
+from simsrv.sweep.capacity import search_capacity  # noqa: E402
 from simsrv.sweep.spec import load_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,22 +15,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.cli.main import main
-from simsrv.cluster.actions import RemoteActions
-from simsrv.cluster.exchange import Exchange
-from simsrv.cluster.metrics import summarize_cluster
-from simsrv.cluster.router import Router
-from simsrv.cluster.simulation import simulate_cluster
-from simsrv.cluster.socket import NodeSocket
-from simsrv.cluster.zones import ZonedWorld
-from simsrv.cluster.zoning import ZONINGS
-from simsrv.cluster.zoning.areanode import AreanodeZoning, leaf_of, tree_depth
-from simsrv.cluster.zoning.grid import GridZoning
-from simsrv.cluster.zoning.load_aware import LoadAwareZoning
 from simsrv.interconnect import load_profile, send_one
-from simsrv.keep_window import KEEP_ALL
 from simsrv.machine.plan import Compute
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.cluster.actions import RemoteActions
+from simsrv.pipeline.cluster.exchange import Exchange
+from simsrv.pipeline.cluster.metrics import summarize_cluster
+from simsrv.pipeline.cluster.router import Router
+from simsrv.pipeline.cluster.simulation import simulate_cluster
+from simsrv.pipeline.cluster.socket import NodeSocket
+from simsrv.pipeline.cluster.zones import ZonedWorld
+from simsrv.pipeline.cluster.zoning import ZONINGS
+from simsrv.pipeline.cluster.zoning.areanode import AreanodeZoning, leaf_of, tree_depth
+from simsrv.pipeline.cluster.zoning.grid import GridZoning
+from simsrv.pipeline.cluster.zoning.load_aware import LoadAwareZoning
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
 from simsrv.workload.messages import MESSAGE_DTYPE
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.proximity import Neighbours

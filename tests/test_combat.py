@@ -5,9 +5,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.scenario.load import load_scenario
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_world
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_world
 from simsrv.world.combat import SPOT_RADIUS, Combat
 from simsrv.world.maps.cube import CubeParams, build_cube
 from simsrv.world.mobility.registry import TickActions

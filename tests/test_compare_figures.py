@@ -9,7 +9,6 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from simsrv import result as result_module  # noqa: E402
 from simsrv.figures.comparison import comparison_figures, save_figures  # noqa: E402
 from simsrv.figures.load_balance import load_balance_figure  # noqa: E402
 from simsrv.figures.style import (  # noqa: E402
@@ -20,6 +19,7 @@ from simsrv.figures.style import (  # noqa: E402
     strategy_colour,
 )
 from simsrv.figures.throughput import throughput_figure  # noqa: E402
+from simsrv.pipeline import result as result_module  # noqa: E402
 from simsrv.sweep import compare  # noqa: E402
 
 TINY = ["run.duration_s=0.15", "run.warmup_s=0.05"]

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba.core import caching
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 from simsrv.world.maps.base import PLAYER_MAXS, PLAYER_MINS, GameMap
 
 
@@ -33,7 +33,7 @@ def test_with_a_cache_directory_functions_are_cached(tmp_path, monkeypatch):
     monkeypatch.setattr(caching.config, "CACHE_DIR", str(tmp_path))
     function = compiled(total)
     assert function(np.arange(4.0)) == 6.0
-    assert isinstance(function._cache, caching.FunctionCache)  # simsrv.compiled_loading's
+    assert isinstance(function._cache, caching.FunctionCache)  # simsrv.core.compiled_loading's
     assert any(tmp_path.rglob("*.nbi"))  # the index of the cached machine code
 
 

@@ -1,4 +1,4 @@
-"""Compiled functions loaded from numba's cache the cheap way (``simsrv.compiled_loading``)
+"""Compiled functions loaded from numba's cache the cheap way (``simsrv.core.compiled_loading``)
 compute what they computed when compiled and stay linkable into new compilations (a fresh
 process's loads: tests/test_fresh_process.py)."""
 
@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba.core import caching, codegen
 
-import simsrv.compiled_loading as compiled_loading
-from simsrv.compiled import borrowing, compiled
-from simsrv.compiled_loading import FastLoadingCache, LazyLinkingLibrary
+import simsrv.core.compiled_loading as compiled_loading
+from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.compiled_loading import FastLoadingCache, LazyLinkingLibrary
 
 pytestmark = pytest.mark.skipif(
     not compiled_loading._TESTED,
@@ -142,7 +142,7 @@ def test_install_leaves_a_dispatcher_without_numbas_cache_alone():
 
 KERNELS = '''
 import numpy as np
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 
 
 @compiled

@@ -1,4 +1,4 @@
-"""The frame loop (simsrv.compiled_loop) gives the same frames whoever plans them and wherever
+"""The frame loop (simsrv.frame_steps) gives the same frames whoever plans them and wherever
 the packets come from, bit for bit: a strategy's compiled loop (many frames per compiled call)
 and its Python ``plan`` (one frame at a time between the compiled steps) give every frame row,
 every trace row, the message accounting and the run's end, across the options and workloads
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import simsrv.simulation as simulation
-from simsrv.compiled_loop import runner
-from simsrv.compiled_loop.runner import FrameLoop
-from simsrv.keep_window import KEEP_ALL
-from simsrv.scenario.load import load_scenario
+import simsrv.pipeline.simulation as simulation
+from simsrv.pipeline import frame_loop as runner
+from simsrv.pipeline.frame_loop import FrameLoop
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
 
 SHORT = ["run.duration_s=1.0", "run.warmup_s=0.2"]
 

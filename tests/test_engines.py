@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.keep_window import KEEP_ALL
 from simsrv.machine import Compute, FramePlan, Join, Machine, RunFirst, Thread
 from simsrv.machine.simpy_engine import SimpyMachine
-from simsrv.scenario.load import load_scenario
-from simsrv.simulation import simulate
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.simulation import simulate
 from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 

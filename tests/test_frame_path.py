@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.invariants import InvariantViolation, check_locks
+from simsrv.machine.invariants import InvariantViolation, check_locks
 from simsrv.machine.trace import LockHolds, Trace, is_wait
 from simsrv.strategies.positions import PerTick, slot_of
 from tests.strategy_harness import frame_of, make_strategy

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import simsrv.compiled_loop.runner as runner
-import simsrv.trace_stream as trace_stream
-from simsrv.frame_table import FrameTable
-from simsrv.keep_window import KeepWindow
+import simsrv.pipeline.frame_loop as runner
+import simsrv.pipeline.trace_stream as trace_stream
 from simsrv.metrics.frame_digest import ExactSum, FrameDigest
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.keep_window import KeepWindow
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
+from simsrv.workload.frame_table import FrameTable
 
 ROOT = Path(__file__).resolve().parents[1]
 T0, T1 = 0.2, 0.8

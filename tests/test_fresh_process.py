@@ -1,6 +1,6 @@
 """What a fresh process pays for its first simulation: simsrv's compiled functions come from
 numba's cache without a compilation, a refresh of numba's context or an import of numba's
-implementation of numpy (``simsrv.compiled_loading``), and a run on a map without BSP
+implementation of numpy (``simsrv.core.compiled_loading``), and a run on a map without BSP
 geometry or a visibility distance does not import scipy's spatial or sparse modules (~0.2 s
 of imports)."""
 
@@ -13,14 +13,14 @@ import textwrap
 
 import pytest
 
-import simsrv.compiled_loading as compiled_loading
+import simsrv.core.compiled_loading as compiled_loading
 
 PROBE = textwrap.dedent(
     """
     import hashlib, json, sys
     from numba.core import base, dispatcher
     from simsrv import KEEP_ALL, load_scenario
-    from simsrv.simulation import simulate
+    from simsrv.pipeline.simulation import simulate
 
     refreshes = []
     refresh = base.BaseContext.refresh

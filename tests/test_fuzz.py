@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simsrv.cli.main import main
-from simsrv.errors import InputError
-from simsrv.scenario.load import load_scenario
+from simsrv.core.errors import InputError
+from simsrv.pipeline.load import load_scenario
 from tests.scenario_fuzz import FIELDS, scenario_files, to_toml, toml_value, values
 
 RUN_LIMIT_S = 60  # a single short run that takes longer than this is a hang

@@ -14,7 +14,7 @@ from test_compiled_loop import _assert_same, _runs
 
 import simsrv.strategies
 from simsrv.machine import engine
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
 from simsrv.strategies import STRATEGIES, import_all
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,9 +1,9 @@
 """Every module of the package can be the first one a user imports.
 
-A script or notebook may start with ``import simsrv.simulation`` (the benchmarks do), not with
-the command line.  An import cycle that only breaks in one order (the scenario schema validating
-a default machine section, which imports the platform profiles, which import the schema) is
-invisible to tests that import the package in the usual order, so each module is imported first
+A script or notebook may start with ``import simsrv.pipeline.simulation`` (the benchmarks do), not
+with the command line.  An import cycle that only breaks in one order (the scenario schema
+validating a default machine section, which imports the platform profiles, which import the schema)
+is invisible to tests that import the package in the usual order, so each module is imported first
 in a clean package state: one fresh interpreter, the package's modules dropped between imports.
 """
 
@@ -44,7 +44,7 @@ def package_modules() -> list[str]:
 
 def test_every_module_imports_first():
     modules = package_modules()
-    assert "simsrv.simulation" in modules and len(modules) > 50
+    assert "simsrv.pipeline.simulation" in modules and len(modules) > 50
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *modules], capture_output=True, text=True, check=True
     )

@@ -9,9 +9,9 @@ import pytest
 
 from simsrv.cli.main import main
 from simsrv.cli.validate_command import only_names
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
+from simsrv.pipeline.load import load_scenario
 from simsrv.platforms.profile import load_platform
-from simsrv.scenario.load import load_scenario
 from tests.schema_fields import is_number, list_depth, schema_fields
 
 ROOT = Path(__file__).resolve().parents[1]

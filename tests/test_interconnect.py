@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.interconnect import Network, load_profile, run_size, send_one
 from simsrv.interconnect.links import Links, max_min_rates
 from simsrv.interconnect.pingpong import elapsed_us

@@ -12,11 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv import trace_stream
 from simsrv.cli.main import main
-from simsrv.compiled_loop import state as STATE
-from simsrv.compiled_loop.runner import FrameLoop
-from simsrv.invariants import (
+from simsrv.frame_steps import state as STATE
+from simsrv.machine import Acquire, Machine
+from simsrv.machine.invariants import (
     CHECKS,
     InvariantViolation,
     check_conservation,
@@ -25,7 +24,8 @@ from simsrv.invariants import (
     check_partition,
     check_trace,
 )
-from simsrv.machine import Acquire, Machine
+from simsrv.pipeline import trace_stream
+from simsrv.pipeline.frame_loop import FrameLoop
 from tests.scenario_files import SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
@@ -252,8 +252,8 @@ def test_the_in_order_scan_never_passes_what_the_sorted_check_rejects(intervals,
     """The compiled scan of ``cpu_exclusive`` and ``lock_exclusive`` answers True only when the
     exact check (sort by owner, start (, end), then compare neighbours) finds no overlap; on
     intervals listed in time order per owner it answers exactly that check."""
-    from simsrv.invariant_kernels import listed_in_order_without_overlap
-    from simsrv.invariants import _first_overlap
+    from simsrv.machine.invariant_kernels import listed_in_order_without_overlap
+    from simsrv.machine.invariants import _first_overlap
 
     owner = np.array([o for o, _, _ in intervals], np.int64)
     start = np.array([s for _, s, _ in intervals], np.float64)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from simsrv import load_scenario
-from simsrv.seeding import run_streams, spawn_streams
-from simsrv.simulation import build_map
+from simsrv.pipeline.seeding import run_streams, spawn_streams
+from simsrv.pipeline.simulation import build_map
 from simsrv.sweep.records import scenario_hash
 
 DEATH32C = ['map.kind="death32c-like"']

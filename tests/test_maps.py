@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import validate
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import validate
 from simsrv.world.maps import MAP_KINDS
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.grid import grid_layout
@@ -134,7 +134,7 @@ def test_players_fall_into_the_pit_and_never_climb_back():
 
 
 def test_bad_hotspot_parameters_name_the_field():
-    from simsrv.errors import InputError
+    from simsrv.core.errors import InputError
 
     with pytest.raises(InputError, match="weights: one per area"):
         build("hotspots", layout="4quadrants", weights=[1.0, 2.0])
@@ -173,8 +173,8 @@ def test_map_files_round_trip(tmp_path, map_name):
 
 def test_an_exported_map_runs_exactly_like_its_kind(tmp_path):
     from simsrv.cli.main import main
-    from simsrv.result import run
-    from simsrv.scenario.load import load_scenario
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.result import run
 
     path = tmp_path / "cube.toml"
     assert main(["map", "--export", str(path)]) == 0
@@ -259,8 +259,8 @@ def test_the_map_picture_names_its_concentration_areas_in_the_legend():
 
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure
-    from simsrv.scenario.load import load_scenario
-    from simsrv.world.snapshot import snapshots
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.snapshot import snapshots
 
     scenario = load_scenario("scenarios/cordeiro2007/fork-wait.toml", ["players.count=24"])
     game_map, snaps = snapshots(scenario, [0.5], 0.05)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial import cKDTree
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.world import proximity
 from simsrv.world.cell_list import build_grid, count_pairs
 from simsrv.world.proximity import neighbour_lists

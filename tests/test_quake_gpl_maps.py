@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_map, build_world
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_map, build_world
 from simsrv.world.bsp.reader import read_bsp
 
 ROOT = Path(__file__).resolve().parents[1]

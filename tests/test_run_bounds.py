@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from simsrv.cli.main import main
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.simulation import simulate
 from simsrv.platforms.profile import load_platform
-from simsrv.scenario.load import load_scenario
-from simsrv.simulation import simulate
 from simsrv.world import proximity
 from simsrv.world.cell_list import count_pairs
 from simsrv.world.proximity import neighbour_lists

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from simsrv.errors import InputError
-from simsrv.scenario.load import load_scenario
+from simsrv.core.errors import InputError
+from simsrv.pipeline.load import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.scheduling.balancers import BALANCERS, lpt, makespan
-from simsrv.scheduling.groups import frame_groups
+from simsrv.strategies.grouping.balancers import BALANCERS, lpt, makespan
+from simsrv.strategies.grouping.groups import frame_groups
 from simsrv.world.proximity import neighbour_lists
 
 
@@ -119,7 +119,7 @@ def test_textbook_example_differencing_beats_lpt(name, expected):
     ticks=st.integers(1, 3),
 )
 def test_the_interaction_graph_is_the_frames_graph_with_groups(seed, players, senders, ticks):
-    from simsrv.scheduling.interaction_graph import interaction_graph
+    from simsrv.strategies.grouping.interaction_graph import interaction_graph
 
     lists, clients, sent = _random_frame(seed, players, 3, senders, ticks)
     groups = frame_groups(clients, sent, lists.__getitem__)
@@ -144,7 +144,7 @@ def test_the_interaction_graph_is_the_frames_graph_with_groups(seed, players, se
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), senders=st.integers(1, 40), m=st.integers(1, 5))
 def test_graph_partition_keeps_groups_whole_and_is_deterministic(seed, senders, m):
-    from simsrv.scheduling.graph_partition import graph_partition
+    from simsrv.strategies.grouping.graph_partition import graph_partition
 
     lists, clients, sent = _random_frame(seed, 60, 3, senders, 2)
     groups = frame_groups(clients, sent, lists.__getitem__)
@@ -161,7 +161,7 @@ def test_graph_partition_keeps_groups_whole_and_is_deterministic(seed, senders, 
 
 
 def test_graph_partition_splits_equal_halves_and_gives_the_heaviest_part_the_idle_processor():
-    from simsrv.scheduling.graph_partition import graph_partition
+    from simsrv.strategies.grouping.graph_partition import graph_partition
 
     assert sorted(graph_partition(np.array([6.0, 6.0]), [0.0, 0.0]).tolist()) == [0, 1]
     # four equal groups on two processors: two each

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from simsrv.scenario.load import apply_override, build_scenario
+from simsrv.core.toml_file import read_toml
+from simsrv.pipeline.load import apply_override, build_scenario
 from simsrv.studies.senders import CONDITIONS, ROOT, SCENARIOS
-from simsrv.toml_file import read_toml
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv import run
-from simsrv.keep_window import KEEP_ALL
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.simulation import simulate
 from simsrv.platforms import load_platform
-from simsrv.scenario.load import load_scenario
-from simsrv.simulation import simulate
 
 
 @settings(max_examples=20, deadline=None)
@@ -144,8 +144,8 @@ def test_lost_packets_replay_their_commands(short_scenario):
 def test_a_closed_stream_sends_the_same_packets_without_the_world(short_scenario):
     """After the server stops, packets for the accounting come from the same draws (send
     times, losses) without advancing the world; only their world state is left empty."""
-    from simsrv.seeding import spawn_streams
-    from simsrv.simulation import build_world
+    from simsrv.pipeline.seeding import spawn_streams
+    from simsrv.pipeline.simulation import build_world
     from simsrv.workload.clients import ClientStream
 
     scenario = short_scenario("clients.packet_loss=0.2", "players.count=40")

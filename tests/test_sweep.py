@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from simsrv import result as result_module
-from simsrv.errors import InputError
-from simsrv.keep_window import KEEP_ALL
-from simsrv.result import run
+from simsrv.core.errors import InputError
+from simsrv.pipeline import result as result_module
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.result import run
 from simsrv.sweep import CompareResults, compare, format_table, mean_ci
 from simsrv.sweep import records as records_module
 from simsrv.sweep.grid import base_dict, build_grid

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from simsrv.cli.main import main
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.sweep.spec import load_sweep
 from simsrv.sweep.store import SweepStore
 from simsrv.sweep.sweep import pending, run_sweep

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from simsrv import result as result_module
+from simsrv.pipeline import result as result_module
 from simsrv.sweep import store as store_module
 from simsrv.sweep.records import metrics_row, scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun, load_sweep

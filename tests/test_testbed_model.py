@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.testbed.build import SharedFolder
 from simsrv.testbed.campaign import load_campaign, standard_campaign
 from simsrv.testbed.clients import PhasePattern
@@ -57,7 +57,7 @@ def test_a_quota_becomes_background_load_and_the_map_file_is_the_shared_one(tmp_
 
 
 def test_scenario_overrides_load_into_a_valid_scenario(tmp_path):
-    from simsrv.scenario.load import load_scenario
+    from simsrv.pipeline.load import load_scenario
     from simsrv.testbed.model import SCENARIO
 
     shared = SharedFolder(tmp_path)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.testbed.build import default_shared_root, missing_build_tools
 
 SHARED = default_shared_root()

@@ -1,4 +1,4 @@
-"""The trace taken as the run goes (simsrv.trace_stream): what the machine says is settled
+"""The trace taken as the run goes (simsrv.pipeline.trace_stream): what the machine says is settled
 holds; runs give the same results to the bit whatever the blocks; the checks taken in blocks
 give the whole-trace verdicts; the kept window is the whole trace's rows in it."""
 
@@ -13,20 +13,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv import trace_stream
-from simsrv.compiled_loop import runner
-from simsrv.frame_stream import FrameStream
-from simsrv.frame_table import FrameTable
-from simsrv.invariants import InvariantViolation, TraceChecks, check_locks, check_trace
-from simsrv.keep_window import KEEP_ALL, KeepWindow
 from simsrv.machine import Machine
+from simsrv.machine.invariants import InvariantViolation, TraceChecks, check_locks, check_trace
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.machine.trace import US, LockHolds, Trace
-from simsrv.result import run
-from simsrv.scenario import load_scenario
+from simsrv.pipeline import frame_loop as runner
+from simsrv.pipeline import trace_stream
+from simsrv.pipeline.frame_stream import FrameStream
+from simsrv.pipeline.keep_window import KEEP_ALL, KeepWindow
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
+from simsrv.pipeline.trace_stream import TraceStream
 from simsrv.sweep.grid import GridPoint, GridRun
 from simsrv.sweep.records import _gantt, gantt_window
-from simsrv.trace_stream import TraceStream
+from simsrv.workload.frame_table import FrameTable
 from tests.test_engines import scripts_with_run_first
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ import pytest
 
 from simsrv.calibration import CALIBRATORS, cordeiro2007
 from simsrv.cli.main import main
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.interconnect import load_profile
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
 from simsrv.validation import load_reference
 from simsrv.validation.pingpong import NEEDS_VERSUS, PINGPONG_QUANTITIES
 from simsrv.validation.quantities import QUANTITIES, measure_all

@@ -4,9 +4,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsrv.scenario.load import load_scenario
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_map
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_map
 from simsrv.world.spawn import spawn_positions
 from simsrv.world.visibility import visibility
 

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsrv import simulation
 from simsrv.calibration.platform_file import dump_toml
-from simsrv.keep_window import KEEP_ALL
+from simsrv.pipeline import simulation
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
 from simsrv.platforms.profile import PLATFORM_DIR
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
 from simsrv.testbed.frames import wakeup_latencies_us
 
 ROOT = Path(__file__).resolve().parents[1]

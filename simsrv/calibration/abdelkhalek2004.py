@@ -20,7 +20,7 @@ OS costs scale alike) and ``network`` on the UDP receive and send calls (another
 network card; the two calls keep their ratio).  The capacity enters as the reply ratio at the
 boundary count (92: between the last count that should pass, 88, and the first that should
 fail, 96) equal to the row's ``capacity_min_reply_ratio`` (0.8, the rule of
-:mod:`simsrv.capacity`); the split as the network share of busy time at 88 clients.  Two
+:mod:`simsrv.sweep.capacity`); the split as the network share of busy time at 88 clients.  Two
 targets, two factors: the fit is exactly determined.  Re-run it after re-fitting the Cordeiro
 platform.
 """

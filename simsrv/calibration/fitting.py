@@ -20,7 +20,7 @@ from typing import Any
 
 from scipy.optimize import brentq
 
-from simsrv.registry import Registry
+from simsrv.core.registry import Registry
 from simsrv.sweep.orphan import exit_with_parent
 from simsrv.validation.jobs import RunJob, execute
 

@@ -40,7 +40,7 @@ from simsrv.calibration.joint import (
     report_at_start,
 )
 from simsrv.calibration.platform_file import PlatformFiles, with_values, write_atomic
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
 
 PLATFORM_NAME = "this-machine-mvdsv"
@@ -138,9 +138,9 @@ def _run_directory(data: Path, label: str) -> Path:
 
 
 def _map_entities(map_file: Path) -> int:
-    from simsrv.scenario.load import load_scenario
-    from simsrv.seeding import run_streams
-    from simsrv.simulation import build_map
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.seeding import run_streams
+    from simsrv.pipeline.simulation import build_map
     from simsrv.testbed.model import SCENARIO
 
     scenario = load_scenario(str(SCENARIO), [f"map.file={map_file}"])

@@ -14,8 +14,8 @@ from simsrv.cli.parser import (
     prepare_output_file,
     resolve_workers,
 )
-from simsrv.defaults import CALIBRATED_PLATFORMS, VALIDATION_SEEDS
-from simsrv.errors import InputError
+from simsrv.core.defaults import CALIBRATED_PLATFORMS, VALIDATION_SEEDS
+from simsrv.core.errors import InputError
 
 
 def add_parser(subparsers) -> None:

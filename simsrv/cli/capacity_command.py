@@ -14,8 +14,8 @@ from simsrv.cli.parser import (
     prepare_output_dir,
     resolve_workers,
 )
-from simsrv.defaults import MAX_DROPPED, MIN_REPLY_RATIO
-from simsrv.errors import InputError
+from simsrv.core.defaults import MAX_DROPPED, MIN_REPLY_RATIO
+from simsrv.core.errors import InputError
 
 
 def add_parser(subparsers) -> None:
@@ -68,7 +68,7 @@ def add_parser(subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv capacity`` (the simulator is imported here, not at start-up)."""
-    from simsrv.capacity import Capacity, find_capacity
+    from simsrv.sweep.capacity import Capacity, find_capacity
 
     if args.sweep is not None:
         return handle_sweep(args)
@@ -136,7 +136,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
     if not args.sweep.is_file():
         raise InputError(f"--sweep: file not found: {args.sweep}")
     workers = resolve_workers(args.workers)
-    from simsrv.capacity_sweep import capacity_summary, run_capacity_sweep
+    from simsrv.sweep.capacity_sweep import capacity_summary, run_capacity_sweep
     from simsrv.sweep.spec import load_sweep
 
     sweep = load_sweep(args.sweep)

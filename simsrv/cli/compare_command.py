@@ -13,7 +13,7 @@ from simsrv.cli.parser import (
     prepare_output_dir,
     resolve_workers,
 )
-from simsrv.defaults import DEFAULT_STRATEGIES
+from simsrv.core.defaults import DEFAULT_STRATEGIES
 
 DEFAULT_CPUS = [2, 4]
 
@@ -97,7 +97,7 @@ def _finish(args: argparse.Namespace, results, base: dict) -> int:
     """Print the table, write the summary, figures and ``report.html`` (``results``: a
     ``CompareResults``; ``base``: the base scenario as a dict); the exit status."""
     from simsrv.figures.comparison import comparison_figures, save_figures
-    from simsrv.result import describe_error
+    from simsrv.pipeline.result import describe_error
     from simsrv.sweep import format_table, mean_ci
     from simsrv.sweep.records import SUMMARY_METRICS
     from simsrv.sweep.statistics import TABLE_METRICS
@@ -141,7 +141,7 @@ def _report(out: Path, table: str, pngs: list[Path], results, base: dict) -> Pat
     """Write ``out/report.html``: the table, the figures, the base scenario, provenance."""
     import json
 
-    from simsrv.report import provenance, write_report
+    from simsrv.figures.report import provenance, write_report
 
     runs = results.runs
     state = "" if results.complete else f" of {results.planned} planned (interrupted)"

@@ -16,7 +16,7 @@ from simsrv.cli import (
     validate_command,
 )
 from simsrv.cli.parser import Parser
-from simsrv.errors import InputError, InvariantViolation
+from simsrv.core.errors import InputError, InvariantViolation
 from simsrv.version import __version__
 
 SUBCOMMANDS = (

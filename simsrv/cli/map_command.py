@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from simsrv.cli.parser import add_scenario_arguments, finite_float, prepare_output_file
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 MAX_GIF_FRAMES = 1000  # each snapshot simulates the world and draws a picture (~0.1 s)
@@ -86,11 +86,11 @@ def map_command(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")
     from simsrv.figures.map_view import map_figure, save_animation
-    from simsrv.scenario.load import load_scenario
-    from simsrv.seeding import run_streams
-    from simsrv.simulation import build_map
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.seeding import run_streams
+    from simsrv.pipeline.simulation import build_map
+    from simsrv.pipeline.snapshot import snapshots
     from simsrv.world.maps.file import map_to_toml
-    from simsrv.world.snapshot import snapshots
 
     scenario = load_scenario(args.scenario, args.overrides)
     if args.export is not None and scenario.map.kind == "bsp":
@@ -104,7 +104,7 @@ def map_command(args: argparse.Namespace) -> int:
         args.export.write_text(map_to_toml(game_map))
         print(f"wrote {args.export}")
     if args.graph is not None:
-        from simsrv.world.graph_export import write_graphml
+        from simsrv.pipeline.graph_export import write_graphml
 
         vertices, edges = write_graphml(game_map, snaps[0], args.graph)
         print(

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 
 class Parser(argparse.ArgumentParser):

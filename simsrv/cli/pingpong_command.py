@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import prepare_output_file
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 DEFAULT_PROFILES = ("libvip", "libvip-altered", "tcp")
 

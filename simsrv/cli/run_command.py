@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from simsrv.cli.parser import add_scenario_arguments, prepare_output_file
 
 if TYPE_CHECKING:
-    from simsrv.result import RunResult
+    from simsrv.pipeline.result import RunResult
 
 
 def add_parser(subparsers) -> None:
@@ -41,11 +41,11 @@ def add_parser(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Execute ``simsrv run`` (the simulator is imported here, not at start-up)."""
-    from simsrv.errors import InvariantViolation
-    from simsrv.keep_window import KeepWindow
+    from simsrv.core.errors import InvariantViolation
     from simsrv.machine.trace_export import check_trace_path, write_trace
-    from simsrv.result import run
-    from simsrv.scenario.load import load_scenario
+    from simsrv.pipeline.keep_window import KeepWindow
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.result import run
 
     if args.trace is not None:
         check_trace_path(args.trace)

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_workers_argument, prepare_output_dir, resolve_workers
-from simsrv.defaults import SWEEP_BACKENDS
-from simsrv.errors import InputError
+from simsrv.core.defaults import SWEEP_BACKENDS
+from simsrv.core.errors import InputError
 
 
 def add_parser(subparsers) -> None:
@@ -110,7 +110,7 @@ def handle(args: argparse.Namespace) -> int:
 def _report(out: Path, text: str, sweep, table) -> Path:
     """Write ``out/report.html``: the table, the sweep file and its base scenario, provenance
     (a sweep draws no figures)."""
-    from simsrv.report import provenance, write_report
+    from simsrv.figures.report import provenance, write_report
 
     failed = int(table["error"].notna().sum())
     facts = provenance(

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import finite_float, prepare_output_dir
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 
 def _int(text: str) -> int:

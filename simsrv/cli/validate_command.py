@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_workers_argument, resolve_workers
-from simsrv.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
-from simsrv.errors import InputError
+from simsrv.core.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
+from simsrv.core.errors import InputError
 
 
 def add_parser(subparsers) -> None:

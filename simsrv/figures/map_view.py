@@ -17,9 +17,9 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
 
+from simsrv.pipeline.snapshot import Snapshot
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.bsp_map import BspMap
-from simsrv.world.snapshot import Snapshot
 
 WALL, LEDGE, ROOM_EDGE = "#3b3b3b", "#b9b0a0", "#d0d0d0"
 

@@ -31,9 +31,9 @@ def zone_map_frame(
     border width to another zone); ``areas`` (``x``, ``y``, ``radius``; empty without
     concentration areas).
     """
-    from simsrv.cluster.zoning import ZONINGS
-    from simsrv.seeding import run_streams
-    from simsrv.simulation import build_world
+    from simsrv.pipeline.cluster.zoning import ZONINGS
+    from simsrv.pipeline.seeding import run_streams
+    from simsrv.pipeline.simulation import build_world
 
     cluster = scenario.cluster
     if cluster is None or cluster.border_width is None:

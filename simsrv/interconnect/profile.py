@@ -26,9 +26,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import StrictModel, validate
-from simsrv.toml_file import read_toml
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel, validate
+from simsrv.core.toml_file import read_toml
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 

@@ -14,7 +14,7 @@ the barriers of those frames, the CPUs (who computes, who queues), the cores (ho
 siblings compute), the locks (which persist across frames), and the trace and lock-hold
 column stores (:mod:`simsrv.machine.trace`), which the engine appends to in place.  Every
 compiled caller (:meth:`Machine.execute <simsrv.machine.executor.Machine.execute>` and the
-compiled frame loop, :mod:`simsrv.compiled_loop.kernels`) passes that record to
+compiled frame loop, :mod:`simsrv.frame_steps.kernels`) passes that record to
 :func:`execute`: nothing is copied in or out.
 
 Threads live in *slots*; a frame's threads take consecutive slots and its operations
@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import borrowing, compiled, inlined, inlined_allocating
+from simsrv.core.compiled import borrowing, compiled, inlined, inlined_allocating
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,

@@ -12,14 +12,14 @@ An engine is a class built as ``Engine(cpus, smt_per_core, smt_throughput, backg
 ``execute(plan, frame, start_s) -> end_s``, ``finish()``, ``trace``, ``charged_us``,
 ``lock_holds``, ``smt_per_core`` and ``settled_us(next_start_us)`` (how far its records are
 complete, :class:`simsrv.machine.trace.Settled`: the run takes them out as it goes,
-:mod:`simsrv.trace_stream`).
+:mod:`simsrv.pipeline.trace_stream`).
 """
 
 from __future__ import annotations
 
+from simsrv.core.registry import Registry
 from simsrv.machine.executor import Machine
 from simsrv.machine.simpy_engine import SimpyMachine
-from simsrv.registry import Registry
 
 ENGINES: Registry[type] = Registry("machine engine")
 ENGINES.register("fast", Machine)

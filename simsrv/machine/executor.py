@@ -66,7 +66,7 @@ class Machine:
         self.trace = Trace()
         self.charged_us: list[float] = []
         """CPU time each executed frame's plan charged, us, in execution order (since a
-        reader last took them: :mod:`simsrv.trace_stream` empties it with the stores)."""
+        reader last took them: :mod:`simsrv.pipeline.trace_stream` empties it with the stores)."""
         self.lock_holds = LockHolds(threads=self.trace.threads)
         """Every critical section: ``(lock, frame, thread, start_us, end_us)`` (the phased
         path logs its thread's whole phase, a superset).  :meth:`finish` closes the sections

@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import borrowing, compiled
+from simsrv.core.compiled import borrowing, compiled
 from simsrv.machine.plan import (
     Acquire,
     BarrierWait,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 TRACE_SUFFIXES = (".parquet", ".csv", ".json")
 

@@ -1,7 +1,7 @@
 """The frame records digested block by block: every per-frame metric of the summary without
 the frame table.
 
-:func:`simsrv.metrics.summary.summarize` needs, from the frames that start in the measured
+:func:`simsrv.pipeline.summary.summarize` needs, from the frames that start in the measured
 window ``[t0_s, t1_s)``, only counts, integer sums and maxima (exact in any order), and one mean
 of ratios: ``groups.largest_share``, the mean over grouped frames of the largest group's share
 of the frame's grouped entities.  That mean is the correctly rounded mean of the exact sum
@@ -10,7 +10,7 @@ blocks; pandas' mean sums pairwise and may differ from it in the last bit.  The 
 check needs every frame's packets (:attr:`FrameDigest.messages_read`).
 
 :meth:`FrameDigest.add` takes frames in order, in blocks of any size
-(:class:`simsrv.frame_table.FrameBlock`).  Memory: a few numbers, and the
+(:class:`simsrv.workload.frame_table.FrameBlock`).  Memory: a few numbers, and the
 count of groups of each size for strategies that record them (the sweep's group-size table).
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from simsrv.frame_table import FrameBlock
 from simsrv.metrics.kahan import ExactSum
+from simsrv.workload.frame_table import FrameBlock
 
 MEMORY_COLUMNS = ("memory_bytes", "memory_reserved_bytes")
 """Per-frame memory columns of strategies with static threads (the summary takes their max)."""
@@ -87,7 +87,7 @@ class FrameDigest:
 
     def summary(self, span_s: float) -> dict[str, Any]:
         """The summary's frame metrics over a window of ``span_s`` s (keys of
-        :func:`simsrv.metrics.summary.summarize`: ``frames_per_s``, ``messages_per_frame``,
+        :func:`simsrv.pipeline.summary.summarize`: ``frames_per_s``, ``messages_per_frame``,
         ``messages_per_s``, ``replies_per_s``, ``choked_per_s``, ``frames``; ``groups`` and
         the memory columns' maxima for strategies that record them)."""
         n, sums = self.frames, self.sums

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 
 
 @compiled

@@ -1,6 +1,6 @@
 """The trace digested block by block: every trace metric of the summary without the trace.
 
-:func:`simsrv.metrics.summary.summarize` needs, from the machine's interval trace, only sums
+:func:`simsrv.pipeline.summary.summarize` needs, from the machine's interval trace, only sums
 and two step functions over the measured window ``[t0_s, t1_s]``:
 
 * per CPU, per activity and per (thread, activity), the length of the intervals clipped to the
@@ -166,7 +166,7 @@ class TraceDigest:
         self.any_waiting.forget_before(horizon_s)
 
     def summary(self) -> dict[str, Any]:
-        """The summary's trace metrics (keys of :func:`simsrv.metrics.summary.summarize`);
+        """The summary's trace metrics (keys of :func:`simsrv.pipeline.summary.summarize`);
         call after :meth:`advance` to ``inf`` past every frame."""
         cpus, span = self.cpus, self.span_s
         utilization = [self.per_cpu.get(c) / span for c in range(cpus)]

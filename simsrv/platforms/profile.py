@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import StrictModel, validate
-from simsrv.toml_file import read_toml
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel, validate
+from simsrv.core.toml_file import read_toml
 
 PLATFORM_DIR = Path(__file__).parent
 

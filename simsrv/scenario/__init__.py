@@ -1,12 +1,9 @@
-"""Scenarios: validated, typed descriptions of a run, loaded from TOML files."""
+"""Scenarios: validated, typed descriptions of a run.
+
+Loading one from TOML resolves registered names (strategies, maps, ...), so it is
+:func:`simsrv.pipeline.load.load_scenario`, above the parts it names.
+"""
 
 from simsrv.scenario.schema import Scenario
 
-__all__ = ["Scenario", "load_scenario"]
-
-
-def load_scenario(source=None, overrides=()):
-    """Build a validated :class:`Scenario`; see :func:`simsrv.scenario.load.load_scenario`."""
-    from simsrv.scenario.load import load_scenario as _load
-
-    return _load(source, overrides)
+__all__ = ["Scenario"]

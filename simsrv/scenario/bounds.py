@@ -10,7 +10,7 @@ for the default 10 s run, otherwise the duration.
 
 from __future__ import annotations
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.scenario.schema import ClientsSection, PlayersSection, RunSection
 
 DEFAULT_DURATION_S = RunSection.model_fields["duration_s"].default

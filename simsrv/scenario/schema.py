@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.strict_model import StrictModel
 
 MAX_SEED = 2**32 - 1  # seeds are stored as int64 with a sweep's seed offsets added
 
@@ -279,7 +279,7 @@ class ClusterSection(StrictModel):
 
 
 class Scenario(BaseModel):
-    """A fully validated scenario.  Build it with :func:`simsrv.scenario.load_scenario`."""
+    """A fully validated scenario.  Build it with :func:`simsrv.pipeline.load.load_scenario`."""
 
     model_config = {"frozen": True, "extra": "forbid"}
 

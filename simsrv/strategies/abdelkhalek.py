@@ -69,9 +69,10 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from simsrv.compiled import borrowing, compiled
-from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
-from simsrv.compiled_loop.state import PHYSICS, REASON, REPLIES, RING, ROW
+from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.strict_model import StrictModel
+from simsrv.frame_steps.kernels import finish_frame, frame_messages, next_frame
+from simsrv.frame_steps.state import PHYSICS, REASON, REPLIES, RING, ROW
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -80,7 +81,6 @@ from simsrv.machine.plan_arrays import (
     PlanArrays,
 )
 from simsrv.machine.plan_arrays import emit as _emit
-from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import (
     STRATEGIES,

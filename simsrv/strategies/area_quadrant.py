@@ -65,9 +65,10 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from simsrv.compiled import borrowing, compiled
-from simsrv.compiled_loop.kernels import finish_frame, frame_messages, next_frame
-from simsrv.compiled_loop.state import (
+from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.strict_model import StrictModel
+from simsrv.frame_steps.kernels import finish_frame, frame_messages, next_frame
+from simsrv.frame_steps.state import (
     COMMANDS,
     PHYSICS,
     PVS,
@@ -79,8 +80,8 @@ from simsrv.compiled_loop.state import (
     VIOLATION,
     VISIBLE,
 )
-from simsrv.invariant_kernels import packet_workers_kernel
-from simsrv.invariants import report_partition
+from simsrv.machine.invariant_kernels import packet_workers_kernel
+from simsrv.machine.invariants import report_partition
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -91,7 +92,6 @@ from simsrv.machine.plan_arrays import (
     emit,
     filling_columns,
 )
-from simsrv.scenario.validation import StrictModel
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import (
     STRATEGIES,

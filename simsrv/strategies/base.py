@@ -10,12 +10,12 @@ Override points of :class:`Strategy`
 ``plan(frame)``          required: the plan of one frame.
 ``frame_record()``       optional: extra per-frame columns (name -> value) for the frame just
                          planned; they are appended to the run's per-frame records.
-``check_invariants()``   optional: raise :class:`~simsrv.invariants.InvariantViolation` if the
-                         frames planned broke an invariant (called once, at the end of a run).
+``check_invariants()``   optional: raise :class:`~simsrv.machine.invariants.InvariantViolation` if
+                         the frames planned broke an invariant (called once, at the end of a run).
 ``frame_kernel(ticks)``  optional, with ``has_frame_kernel = True``: the strategy's compiled
                          frame loop (:class:`FrameKernel`), which runs many frames per call with
                          the same compiled planning function as ``plan`` (one implementation;
-                         :mod:`simsrv.compiled_loop`).
+                         :mod:`simsrv.frame_steps`).
 
 A strategy whose planner is one compiled function subclasses :class:`CompiledPlanner`: it
 gives the function and its arguments, and gets ``plan`` and the compiled frame loop from them
@@ -32,10 +32,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel
 
+from simsrv.core.registry import Registry
 from simsrv.machine.plan import FramePlan
 from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.platforms.profile import Platform
-from simsrv.registry import Registry
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies.costs import cost_vector
 from simsrv.workload.frame import FrameWorkload
@@ -57,12 +57,12 @@ class FrameKernel(NamedTuple):
     """A strategy's compiled frame loop, ready for one call.
 
     ``run(loop, *args, records)`` runs frames with the steps of
-    :mod:`simsrv.compiled_loop.kernels` and the strategy's compiled planning function, writes
+    :mod:`simsrv.frame_steps.kernels` and the strategy's compiled planning function, writes
     each frame's :meth:`Strategy.frame_record` values (in
     :attr:`Strategy.frame_record_names` order) at the frame's row of ``records`` (the run's
-    :attr:`FrameTable.extra <simsrv.frame_table.FrameTable.extra>`), and returns the reason it
-    stopped (:mod:`simsrv.compiled_loop.state`).  ``plan_names`` is an empty plan carrying the names
-    every plan of the strategy has (threads, activities, barriers, locks).
+    :attr:`FrameTable.extra <simsrv.workload.frame_table.FrameTable.extra>`), and returns the reason
+    it stopped (:mod:`simsrv.frame_steps.state`).  ``plan_names`` is an empty plan carrying the
+    names every plan of the strategy has (threads, activities, barriers, locks).
     """
 
     run: Callable[..., int]
@@ -116,7 +116,7 @@ class Strategy:
 class CompiledPlanner(Strategy):
     """A strategy planned by one compiled function, in Python and in the compiled frame loop.
 
-    Subclasses set :attr:`planner` (``staticmethod`` of a :func:`~simsrv.compiled.compiled`
+    Subclasses set :attr:`planner` (``staticmethod`` of a :func:`~simsrv.core.compiled.compiled`
     function), :attr:`plan_names` and, optionally, :attr:`frame_record_names`, and define
     :meth:`planner_args`.  ``planner(frame, args)`` takes the frame
     (:class:`~simsrv.workload.frame.FrameWorkload`) and returns ``(thread, kind, cost, arg,
@@ -153,7 +153,7 @@ class CompiledPlanner(Strategy):
         return getattr(self, "_record", {})
 
     def frame_kernel(self, ticks: np.ndarray) -> FrameKernel | None:
-        from simsrv.compiled_loop.kernels import strategy_frames  # (the loop imports this)
+        from simsrv.frame_steps.kernels import strategy_frames  # (the loop imports this)
 
         args = (self.planner, self.planner_args())
         return FrameKernel(strategy_frames, args, PlanArrays.names_only(*self.plan_names))

@@ -5,7 +5,7 @@ Cordeiro, Goldman & da Silva 2007 [P §4, T §3]; one frame on ``n`` CPUs:
 1. Sequential, on the coordinator: frame work, world physics (when due), reading the packets.
 2. Scheduling, on the coordinator: the pmove and action list ``L_a`` of every packet (the
    share ``action_list_share`` of its request work, see below), the groups of interacting
-   entities (:mod:`simsrv.scheduling.groups`), then a balancer (LPT by default, the
+   entities (:mod:`simsrv.strategies.grouping.groups`), then a balancer (LPT by default, the
    coordinator starting at load ``coordinator_load``) places them on ``1 + min(n - 1, m)``
    processes for ``m`` groups.
 3. Parallel request + reply: each worker runs its groups' packets and replies as an independent
@@ -68,8 +68,9 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field, field_validator
 
-from simsrv.compiled import compiled
-from simsrv.invariants import check_partition
+from simsrv.core.compiled import compiled
+from simsrv.core.strict_model import StrictModel
+from simsrv.machine.invariants import check_partition
 from simsrv.machine.plan import SPAWNER_CPU
 from simsrv.machine.plan_arrays import (
     COMPUTE,
@@ -81,11 +82,10 @@ from simsrv.machine.plan_arrays import (
     emit,
     filling_columns,
 )
-from simsrv.scenario.validation import StrictModel
-from simsrv.scheduling.balancers import BALANCERS, makespan
-from simsrv.scheduling.groups import FrameGroups, frame_groups
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
+from simsrv.strategies.grouping.balancers import BALANCERS, makespan
+from simsrv.strategies.grouping.groups import FrameGroups, frame_groups
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048

@@ -5,7 +5,7 @@ decide where each piece runs.  Every planner charges its work through them: the 
 (``sequential`` through :mod:`~simsrv.strategies.phases`, ``bsp-group``) and the compiled
 planners of ``abdelkhalek`` and ``area-quadrant`` alike, so that a rule cannot be re-typed in
 one strategy and drift from the others (``tests/test_costs.py`` checks each strategy's plans
-against them).  They are compiled (:func:`simsrv.compiled.compiled`) and take counts as
+against them).  They are compiled (:func:`simsrv.core.compiled.compiled`) and take counts as
 integers or floats (numba compiles one version per argument type; the arithmetic is the same).
 
 The platform's cost parameters: the cost vector
@@ -24,7 +24,7 @@ arguments on every call from Python.  An array is typed from its dtype, once per
 made the sequential planner's ``plan`` ~3x slower in a prototype (5 -> 14.5 us a frame; ~6 us
 with the array).  The array is read-only,
 so no compiled function can change the platform's costs, and it passes through
-:func:`~simsrv.compiled.borrowing` helpers without reference counting.  Python reads it by
+:func:`~simsrv.core.compiled.borrowing` helpers without reference counting.  Python reads it by
 name too: ``k["world_base"][0]``.
 
 So a Python planner makes one compiled call per frame: :func:`frame_costs` gives a whole
@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 from simsrv.platforms.profile import Costs
 
 COST_DTYPE = np.dtype([(name, np.float64) for name in Costs.model_fields], align=True)

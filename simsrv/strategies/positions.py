@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from simsrv.compiled import borrowing, compiled
+from simsrv.core.compiled import borrowing, compiled
 
 POSITION_HISTORY_TICKS = 2048
 """Ticks of player positions to keep (packets are planned up to ~65 s after sending)."""

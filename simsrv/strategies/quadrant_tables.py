@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.compiled import borrowing, compiled
+from simsrv.core.compiled import borrowing, compiled
 from simsrv.world.areanode_kernels import link_box, node_depth, overlaps_box
 
 STAGE2_CODES = {"basic": 0, "optimized": 1, "sequential": 2}

@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.areanode_kernels import covering_box, link_box, node_depth
 

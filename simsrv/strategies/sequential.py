@@ -8,8 +8,8 @@ It has no options.
 
 from __future__ import annotations
 
+from simsrv.core.strict_model import StrictModel
 from simsrv.machine.plan import FramePlan, Thread
-from simsrv.scenario.validation import StrictModel
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyKind
 from simsrv.strategies.phases import frame_phases
 from simsrv.workload.frame import FrameWorkload

@@ -6,7 +6,7 @@ Usage::
     python -m simsrv.studies.area2004 [--seeds 3] [--out docs/area2004]   # ~9 min on 2 cores
 
 1. **Capacity** (the report's Figures 9 and 12) of every variant of :data:`VARIANTS` with
-   :func:`simsrv.capacity.find_capacity`: steps of 8 clients from 8 (the report's protocol)
+   :func:`simsrv.sweep.capacity.find_capacity`: steps of 8 clients from 8 (the report's protocol)
    and steps of 4 from 24 (finer), replies/s >= :data:`REPLY_RATIO` x offered (the saturation
    rule the platform was calibrated with), one search per seed.
 2. **Time breakdown** (Figures 10, 11 and 14): ``stage_time_fraction`` of the sequential
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsrv.capacity import find_capacity
 from simsrv.figures.stage_breakdown import end_barrier_figure, stage_breakdown_figure
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
+from simsrv.sweep.capacity import find_capacity
 from simsrv.sweep.orphan import exit_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]

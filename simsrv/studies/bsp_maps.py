@@ -33,14 +33,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simsrv.keep_window import KEEP_ALL
-from simsrv.result import run
-from simsrv.scenario.load import apply_override, build_scenario
-from simsrv.scheduling.balancers import lpt, makespan
-from simsrv.seeding import spawn_streams
-from simsrv.simulation import build_map
+from simsrv.core.toml_file import read_toml
+from simsrv.pipeline.keep_window import KEEP_ALL
+from simsrv.pipeline.load import apply_override, build_scenario
+from simsrv.pipeline.result import run
+from simsrv.pipeline.seeding import spawn_streams
+from simsrv.pipeline.simulation import build_map
+from simsrv.strategies.grouping.balancers import lpt, makespan
 from simsrv.sweep.orphan import exit_with_parent
-from simsrv.toml_file import read_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "bsp" / "dm4-160.toml"

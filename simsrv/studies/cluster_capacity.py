@@ -6,7 +6,7 @@ Usage::
         [--zonings grid areanode] [--profiles libvip tcp] [--duration 1.0]
         [--out docs/cluster-study] [--workers 2]
 
-Every search is the capacity search of :mod:`simsrv.capacity` (bisection: double from 128
+Every search is the capacity search of :mod:`simsrv.sweep.capacity` (bisection: double from 128
 clients per node, then bisect to 8 clients per node; replies/s >= 0.8 x offered, <= 20 %
 dropped) on ``scenarios/cluster/nodes4-cpus2-640.toml`` (nodes of 2 CPUs, the Cordeiro Xeon,
 BSP-group) with the map of ``sweeps/cluster-capacity.toml``: a hotspot arena of side
@@ -22,7 +22,7 @@ Writes (``<out>`` the prefix):
   ``capacity_clients``, ``capacity_per_node``, ``runs``, ``wall_time_s``;
 * ``<out>-points.csv``: every count tried: the search's columns plus ``clients``,
   ``replies_per_s``, ``offered_per_s``, ``dropped_fraction``, ``met`` and the cluster details
-  of :func:`simsrv.capacity_sweep.cluster_details` (traffic, imbalance, worst node);
+  of :func:`simsrv.sweep.capacity_sweep.cluster_details` (traffic, imbalance, worst node);
 * ``<out>-capacity.png``, ``<out>-traffic.png``, ``<out>-zones.png`` (the figures of
   :mod:`simsrv.figures.cluster_capacity`, :mod:`simsrv.figures.cluster_traffic`,
   :mod:`simsrv.figures.zone_map`); ``<out>-summary.csv``: capacity mean, 95 % CI per
@@ -46,10 +46,10 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 
-from simsrv.capacity import search_capacity  # noqa: E402
-from simsrv.capacity_sweep import capacity_summary, cluster_details  # noqa: E402
-from simsrv.cluster.zoning import ZONINGS  # noqa: E402
-from simsrv.scenario.load import load_scenario  # noqa: E402
+from simsrv.pipeline.cluster.zoning import ZONINGS  # noqa: E402
+from simsrv.pipeline.load import load_scenario  # noqa: E402
+from simsrv.sweep.capacity import search_capacity  # noqa: E402
+from simsrv.sweep.capacity_sweep import capacity_summary, cluster_details  # noqa: E402
 from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,10 +29,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from simsrv.figures.layouts import layouts_figure  # noqa: E402
-from simsrv.result import run  # noqa: E402
-from simsrv.scenario.load import load_scenario  # noqa: E402
-from simsrv.seeding import run_streams  # noqa: E402
-from simsrv.simulation import build_map  # noqa: E402
+from simsrv.pipeline.load import load_scenario  # noqa: E402
+from simsrv.pipeline.result import run  # noqa: E402
+from simsrv.pipeline.seeding import run_streams  # noqa: E402
+from simsrv.pipeline.simulation import build_map  # noqa: E402
 from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
 from simsrv.validation.quantities import QUANTITIES  # noqa: E402
 from simsrv.validation.reference import load_reference  # noqa: E402

@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simsrv.result import run
-from simsrv.scenario.load import apply_override, build_scenario, load_scenario
+from simsrv.core.toml_file import read_toml
+from simsrv.pipeline.load import apply_override, build_scenario, load_scenario
+from simsrv.pipeline.result import run
+from simsrv.pipeline.snapshot import snapshots
 from simsrv.sweep.orphan import exit_with_parent
-from simsrv.toml_file import read_toml
-from simsrv.world.snapshot import snapshots
 
 ROOT = Path(__file__).resolve().parents[2]
 FORK_WAIT = ROOT / "scenarios" / "cordeiro2007" / "fork-wait.toml"

@@ -22,8 +22,8 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
 from simsrv.figures.time_split import part_shares, time_split_figure  # noqa: E402
-from simsrv.result import run  # noqa: E402
-from simsrv.scenario.load import load_scenario  # noqa: E402
+from simsrv.pipeline.load import load_scenario  # noqa: E402
+from simsrv.pipeline.result import run  # noqa: E402
 from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

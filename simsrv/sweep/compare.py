@@ -47,7 +47,7 @@ def compare(
     on_done:
         Called after each finished run (progress reporting).
 
-    Bad input raises :class:`~simsrv.errors.InputError` before any run starts.
+    Bad input raises :class:`~simsrv.core.errors.InputError` before any run starts.
     """
     grid = build_grid(base_dict(scenario, overrides), strategies, cpus, clients, seeds, duration_s)
     return run_grid(grid, workers, out, on_done)

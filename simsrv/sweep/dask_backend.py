@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 T = TypeVar("T")
 R = TypeVar("R")

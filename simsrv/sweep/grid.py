@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from simsrv.defaults import DEFAULT_STRATEGIES
-from simsrv.errors import InputError
-from simsrv.scenario.load import build_scenario, load_raw
+from simsrv.core.defaults import DEFAULT_STRATEGIES
+from simsrv.core.errors import InputError
+from simsrv.pipeline.load import build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies import STRATEGIES
 

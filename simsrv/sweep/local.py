@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from functools import partial
 from typing import TypeVar
 
-from simsrv.result import describe_error
+from simsrv.pipeline.result import describe_error
 from simsrv.sweep.grid import GridRun
 from simsrv.sweep.orphan import exit_with_parent
 from simsrv.sweep.records import RunRecords, execute, failed

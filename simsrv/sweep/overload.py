@@ -1,9 +1,9 @@
 """Which grid points overload the server: the ``overloaded`` flag of the summary tables.
 
 A point is overloaded when, averaged over its seeds, the server answers fewer than
-:data:`~simsrv.defaults.OVERLOAD_REPLY_RATIO` (95 %) of the packets the clients offer
+:data:`~simsrv.core.defaults.OVERLOAD_REPLY_RATIO` (95 %) of the packets the clients offer
 (``replies_per_s < 0.95 * offered_per_s``, both per simulated second) or its socket drops more
-than :data:`~simsrv.defaults.OVERLOAD_DROPPED` (1 %) of the packets that reached it.  Such a
+than :data:`~simsrv.core.defaults.OVERLOAD_DROPPED` (1 %) of the packets that reached it.  Such a
 point measures a saturated server: its frames/s and messages/frame describe a queue that grows,
 not a steady state.  Assumption: every packet deserves a reply, so with bandwidth control
 (``clients.bandwidth_control``) the replies it chokes count as unanswered.
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from simsrv.defaults import OVERLOAD_DROPPED, OVERLOAD_REPLY_RATIO
+from simsrv.core.defaults import OVERLOAD_DROPPED, OVERLOAD_REPLY_RATIO
 
 NEEDED = ("replies_per_s", "offered_per_s", "dropped_fraction")
 """Columns of a ``runs`` table the flag needs (:mod:`simsrv.sweep.records`)."""

@@ -52,10 +52,10 @@ from typing import Any
 
 import pandas as pd
 
-from simsrv.keep_window import KeepWindow
-from simsrv.metrics.summary import measured_frames
 from simsrv.metrics.timeline import clip_intervals
-from simsrv.result import RunResult, describe_error, run
+from simsrv.pipeline.keep_window import KeepWindow
+from simsrv.pipeline.result import RunResult, describe_error, run
+from simsrv.pipeline.summary import measured_frames
 from simsrv.scenario.schema import Scenario
 from simsrv.sweep.grid import GridRun
 from simsrv.version import __version__

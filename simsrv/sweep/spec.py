@@ -18,7 +18,7 @@ Format (TOML; paths relative to the sweep file)::
     "run.duration_s" = [2.0, 1.0]
 
     [capacity]                             # optional: each run is a capacity search
-    search = "bisect"                      # (simsrv capacity --sweep; simsrv.capacity_sweep)
+    search = "bisect"                      # (simsrv capacity --sweep; simsrv.sweep.capacity_sweep)
     start = 128                            # first client count (x cluster.nodes if per_node)
     step = 8                               # resolution (x cluster.nodes if per_node)
     max = 4096                             # largest count tried (x cluster.nodes if per_node)
@@ -39,19 +39,19 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from simsrv.defaults import MIN_REPLY_RATIO
-from simsrv.errors import InputError
-from simsrv.scenario.load import apply_override, build_scenario, load_raw
+from simsrv.core.defaults import MIN_REPLY_RATIO
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel, validate
+from simsrv.core.toml_file import read_toml
+from simsrv.pipeline.load import apply_override, build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
-from simsrv.scenario.validation import StrictModel, validate
-from simsrv.toml_file import read_toml
 
 Value = str | int | float | bool
 
 
 class CapacitySettings(StrictModel):
     """The ``[capacity]`` table: each run of the sweep is a capacity search
-    (:func:`simsrv.capacity.search_capacity`) on its scenario, ``players.count`` varied."""
+    (:func:`simsrv.sweep.capacity.search_capacity`) on its scenario, ``players.count`` varied."""
 
     search: Literal["linear", "bisect"] = "linear"
     start: int = Field(8, ge=1, le=10_000_000)

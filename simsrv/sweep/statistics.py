@@ -3,7 +3,7 @@
 The interval is Student's: ``mean +- t(0.975, n - 1) * sd / sqrt(n)`` with the sample standard
 deviation over the ``n`` seeds of a point (runs with an error are left out).  With one seed the
 half-width is NaN: one run says nothing about the spread.  With fewer than
-:data:`~simsrv.defaults.MIN_CI_SEEDS` (3) seeds the printed table marks the interval with ``!``
+:data:`~simsrv.core.defaults.MIN_CI_SEEDS` (3) seeds the printed table marks the interval with ``!``
 and a warning (Student's t for 2 seeds is 12.7: the interval says little).
 
 When the runs have replies, offered packets and drops, every summary row also says whether its
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simsrv.defaults import MIN_CI_SEEDS, OVERLOAD_DROPPED, OVERLOAD_REPLY_RATIO
+from simsrv.core.defaults import MIN_CI_SEEDS, OVERLOAD_DROPPED, OVERLOAD_REPLY_RATIO
 from simsrv.sweep.overload import NEEDED, overloaded_column, point_overloaded
 
 GROUP_COLUMNS = ("strategy", "cpus", "clients")
@@ -79,7 +79,7 @@ def mean_ci(
 def format_table(summary: pd.DataFrame, by: Sequence[str] = GROUP_COLUMNS) -> str:
     """The printed table: one line per point (its ``by`` values), ``mean +- ci95`` per table
     metric, and an ``overloaded`` column when the summary has the flag.  An interval over fewer
-    than :data:`~simsrv.defaults.MIN_CI_SEEDS` seeds is marked ``!`` and explained below."""
+    than :data:`~simsrv.core.defaults.MIN_CI_SEEDS` seeds is marked ``!`` and explained below."""
     if summary.empty:
         return "no finished runs\n"
     wide = summary.set_index([*by, "metric"])

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsrv.result import describe_error, run
+from simsrv.pipeline.result import describe_error, run
 from simsrv.sweep.local import run_parallel
 from simsrv.sweep.records import SUMMARY_METRICS, metrics_row
 from simsrv.sweep.spec import Sweep, SweepRun

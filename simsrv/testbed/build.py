@@ -19,7 +19,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 SOURCE_ARCHIVE = "mvdsv-0.35.tar.gz"
 PATCH = Path(__file__).with_name("patches") / "mvdsv-0.35-simsrv-testbed.patch"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.testbed.run import TestbedConfig, run_testbed
 
 ROLES = ("calibration", "prediction")

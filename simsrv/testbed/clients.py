@@ -51,7 +51,7 @@ class PhasePattern:
 
     @classmethod
     def parse(cls, text: str) -> PhasePattern:
-        from simsrv.errors import InputError
+        from simsrv.core.errors import InputError
 
         kind, _, arg = text.partition(":")
         if kind not in PHASES:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.testbed import protocol as qw
 from simsrv.testbed.build import build_server, find_shared
 from simsrv.testbed.clients import ClientPlan, ClientRun, PhasePattern, run_clients

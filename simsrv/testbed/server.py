@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.testbed.build import ServerBuild, SharedFolder
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")

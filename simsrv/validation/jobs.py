@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from simsrv.capacity import find_capacity
-from simsrv.result import run
-from simsrv.scenario.load import load_scenario
+from simsrv.pipeline.load import load_scenario
+from simsrv.pipeline.result import run
+from simsrv.sweep.capacity import find_capacity
 from simsrv.validation.pingpong import PingpongJob
 from simsrv.validation.quantities import measure_all
 from simsrv.validation.reference import CAPACITY_QUANTITIES, ReferenceRow
@@ -33,7 +33,7 @@ class RunJob:
 
 @dataclass(frozen=True)
 class CapacityJob:
-    """A capacity search (:func:`simsrv.capacity.find_capacity`) on ``scenario``."""
+    """A capacity search (:func:`simsrv.sweep.capacity.find_capacity`) on ``scenario``."""
 
     scenario: str
     overrides: tuple[str, ...]

@@ -1,6 +1,6 @@
 """Quantities of one run that published figures are compared with.
 
-Each is a function of a run's summary (:func:`simsrv.metrics.summary.summarize`) and its
+Each is a function of a run's summary (:func:`simsrv.pipeline.summary.summarize`) and its
 scenario, registered by name; a reference row names one.  Shares are fractions
 (0-1) unless the name carries a unit.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from simsrv.core.registry import Registry
 from simsrv.machine.trace import is_wait
-from simsrv.registry import Registry
 from simsrv.scenario.schema import Scenario
 
 Summary = dict[str, Any]

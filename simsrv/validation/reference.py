@@ -40,8 +40,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import StrictModel, validate
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel, validate
 
 REFERENCE_FILE = Path(__file__).with_name("reference.toml")
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.validation.reference import Reference
 from simsrv.validation.validate import RowResult
 

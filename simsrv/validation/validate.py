@@ -5,7 +5,7 @@ pool -> each row's value per seed -> mean (or standard deviation) over seeds, it
 interval, the relative error and pass/fail (:class:`RowResult`).
 
 Seeds are ``1 .. seeds`` (the calibration's seeds), passed as ``run.seed``.  ``--quick`` runs
-:data:`~simsrv.defaults.QUICK_SEEDS` seeds of :data:`~simsrv.defaults.QUICK_DURATION_S`
+:data:`~simsrv.core.defaults.QUICK_SEEDS` seeds of :data:`~simsrv.core.defaults.QUICK_DURATION_S`
 simulated seconds each, for CI; the tolerances stay those of the table.
 """
 
@@ -16,9 +16,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from simsrv.defaults import QUICK_DURATION_S, VALIDATION_SEEDS
-from simsrv.errors import InputError
-from simsrv.result import describe_error
+from simsrv.core.defaults import QUICK_DURATION_S, VALIDATION_SEEDS
+from simsrv.core.errors import InputError
+from simsrv.pipeline.result import describe_error
 from simsrv.sweep.local import run_parallel
 from simsrv.sweep.statistics import ci95_half_width
 from simsrv.validation.jobs import CapacityJob, Job, execute, row_jobs, row_value

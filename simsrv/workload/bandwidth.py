@@ -16,7 +16,7 @@ MAX_BACKUP_BYTES = 200.0
 
 class BandwidthControl:
     """Per-client ``cleartime`` state for ``n`` clients at ``rate_bytes_per_s`` each; the rule
-    is applied by the frame loop's :func:`simsrv.compiled_loop.kernels.build`."""
+    is applied by the frame loop's :func:`simsrv.frame_steps.kernels.build`."""
 
     def __init__(self, n: int, rate_bytes_per_s: float) -> None:
         self.rate = rate_bytes_per_s

@@ -2,7 +2,7 @@
 build it.
 
 The QuakeWorld frame rules, the same for every strategy [MODEL §1, §8], are applied by the
-frame loop's compiled step :func:`simsrv.compiled_loop.kernels.build` (written once, for every
+frame loop's compiled step :func:`simsrv.frame_steps.kernels.build` (written once, for every
 server and cluster node):
 
 * a frame reads at most ``max_messages_per_frame`` packets from the socket;

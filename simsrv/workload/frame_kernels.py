@@ -2,7 +2,7 @@
 (a structured array of :data:`~simsrv.workload.messages.MESSAGE_DTYPE`, in read order).
 
 Used by :class:`~simsrv.workload.frame.FrameBuilder` and by the compiled frame loop
-(:mod:`simsrv.compiled_loop.kernels`), so both build a frame with the same code.  Duplicate
+(:mod:`simsrv.frame_steps.kernels`), so both build a frame with the same code.  Duplicate
 senders are found with *stamps*: ``seen[client] == stamp`` marks a client already met in the
 pass that wrote ``stamp`` (each pass takes a new stamp, so ``seen`` is never cleared).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 
 
 @compiled

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 
 MESSAGE_DTYPE = np.dtype(
     [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.compiled import borrowing, compiled
+from simsrv.core.compiled import borrowing, compiled
 
 
 @borrowing

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 
 MARGIN = 1e-6
 """Relative widening of the cells beyond ``radius`` (a guard against rounding)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.ragged import select_rows
+from simsrv.core.ragged import select_rows
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.registry import TickActions
 from simsrv.world.proximity import Neighbours

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 from simsrv.world.cell_list import neighbour_rows
 
 MAX_PAIRS = 2**25

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 if TYPE_CHECKING:  # the maps import this module (map entities are placed with it)
     from simsrv.world.maps.base import GameMap

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 from simsrv.world.maps.base import GameMap
 
 

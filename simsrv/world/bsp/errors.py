@@ -1,6 +1,6 @@
 """The error a BSP file that cannot be read raises."""
 
-from simsrv.errors import InputError
+from simsrv.core.errors import InputError
 
 
 class BspError(InputError):

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.box_index import BoxIndex, cell_range
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsrv.compiled import compiled
-from simsrv.ragged import ragged_arange
+from simsrv.core.compiled import compiled
+from simsrv.core.ragged import ragged_arange
 
 MAX_CELLS_PER_AXIS = 256
 """Upper bound on grid cells along x and along y (bounds memory on huge maps)."""

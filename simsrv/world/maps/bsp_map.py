@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel
 from simsrv.world.bsp.entities import model_index, origin_of
 from simsrv.world.bsp.hull import HullTree
 from simsrv.world.bsp.reader import BspFile, read_bsp

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field, model_validator
 
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.strict_model import StrictModel
 from simsrv.world.maps.attractors import fixed_attractors
 from simsrv.world.maps.base import PLAYER_MINS, GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind

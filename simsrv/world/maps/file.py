@@ -15,9 +15,9 @@ from typing import NoReturn
 import numpy as np
 from pydantic import Field
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import StrictModel
-from simsrv.toml_file import read_toml
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel
+from simsrv.core.toml_file import read_toml
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind

@@ -25,8 +25,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from simsrv.errors import InputError
-from simsrv.scenario.validation import StrictModel, validate
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel, validate
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.base import GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel
 
-from simsrv.registry import Registry
+from simsrv.core.registry import Registry
 from simsrv.world.maps.base import GameMap
 
 

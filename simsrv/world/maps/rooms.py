@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 from pydantic import Field, model_validator
 
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.strict_model import StrictModel
 from simsrv.world.maps.base import PLAYER_MINS, GameMap
 from simsrv.world.maps.entities import place_entities
 from simsrv.world.maps.grid import grid_layout

@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 from pydantic import Field
 
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.strict_model import StrictModel
 from simsrv.world.maps.base import PLAYER_MINS, STEP_HEIGHT, GameMap
 from simsrv.world.maps.entities import place_entities
 from simsrv.world.maps.registry import MAP_KINDS, MapKind

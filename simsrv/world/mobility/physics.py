@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.compiled import compiled
+from simsrv.core.compiled import compiled
 from simsrv.world.maps.base import GameMap
 
 GRAVITY = 800.0

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel
 
-from simsrv.registry import Registry
+from simsrv.core.registry import Registry
 from simsrv.world.maps.base import GameMap
 
 

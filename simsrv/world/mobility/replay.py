@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.strict_model import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.quake_bot import QuakeBot, QuakeBotParams
 from simsrv.world.mobility.registry import MOBILITY_MODELS, MobilityKind, TickActions

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from simsrv.compiled import compiled
-from simsrv.scenario.validation import StrictModel
+from simsrv.core.compiled import compiled
+from simsrv.core.strict_model import StrictModel
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
 from simsrv.world.mobility.registry import TickActions

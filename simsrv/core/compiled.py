@@ -1,0 +1,78 @@
+"""Compiling the hot loops with numba, with its on-disk cache when it can have one.
+
+``@compiled`` is ``numba.njit(cache=True)``: the first process after an install compiles each
+function (a few seconds in all, see docs/performance.md) and stores the machine code next to
+the module (``__pycache__``) or, when that directory is read-only, in numba's per-user cache
+directory (``NUMBA_CACHE_DIR`` overrides it); later processes load it.  When no cache location
+is writable, numba refuses ``cache=True``; the function is then compiled without a cache, in
+every process (correct, only slower to start).  Cached code is loaded through
+:mod:`simsrv.core.compiled_loading`, which skips the parts of numba's loading that only a compiler
+needs (~0.15-0.2 s CPU of a process's first run).
+
+Importing numba creates ~100,000 Python objects (its type system, LLVM bindings) that every
+full garbage collection of the run would traverse again: a run allocates millions of small
+objects (the machine's events, the Python engines' trace rows), so collections are frequent,
+and the numba objects made the thread strategies ~20 % slower.  The objects alive once numba is
+imported (modules and their tables, which live as long as the process) are moved out of the
+collector's reach with :func:`gc.freeze`, once.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core.cpu import CPUTargetOptions
+from numba.core.errors import NumbaWarning
+
+from simsrv.core.compiled_loading import install
+
+gc.freeze()
+
+
+def compiled(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` compiled in nopython mode on first call, cached on disk if possible."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return install(numba.njit(cache=True)(function))
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(cache=False)(function)
+
+
+def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` compiled as :func:`compiled`, without reference counting: for the small
+    helpers of a compiled loop that only read and write arrays their caller holds (they
+    allocate no array, return none and keep none).  Numba otherwise increments and
+    decrements the count of every array argument (and of every array taken out of a tuple
+    argument) on each call, atomically: ~20 ns per call of a helper that gets a tuple of
+    state arrays, which made most of the compiled engine's time.  Uses numba's ``_nrt``
+    option; a numba without it compiles the function as :func:`compiled` (correct, slower).
+    """
+    if not hasattr(CPUTargetOptions, "_nrt"):
+        return compiled(function)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return install(numba.njit(cache=True, _nrt=False)(function))
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(cache=False, _nrt=False)(function)
+
+
+def inlined(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` inlined into every compiled caller (numba's ``inline="always"``, at the
+    level of numba's IR), without reference counting: for the small helpers of the machine's
+    engine, each called from a few places.  A helper compiled on its own costs its caller
+    nothing at run time but ~0.3-1 s to compile (types, lowering, LLVM and the cache, per
+    argument types), and the engine has ~30 of them; inlined, they compile as part of their
+    callers (the engine's first compile fell from ~39 s to ~26 s on a loaded 2-core machine).
+    Not callable from Python."""
+    return numba.njit(inline="always", _nrt=False)(function)
+
+
+def inlined_allocating(function: Callable[..., Any]) -> Callable[..., Any]:
+    """As :func:`inlined`, for a helper that allocates arrays (reference counting on)."""
+    return numba.njit(inline="always")(function)

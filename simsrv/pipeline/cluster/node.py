@@ -1,0 +1,87 @@
+"""One cluster node: a machine running the scenario's strategy on the clients of its zone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simsrv.machine.engines import ENGINES
+from simsrv.machine.executor import Machine
+from simsrv.pipeline.cluster.socket import NodeSocket
+from simsrv.pipeline.frame_loop import FrameLoop
+from simsrv.pipeline.seeding import STREAMS
+from simsrv.platforms.profile import Platform
+from simsrv.scenario.schema import Scenario
+from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
+from simsrv.workload.frame import FrameBuilder
+from simsrv.workload.frame_table import FrameTable
+from simsrv.world.world import World
+
+
+@dataclass
+class Node:
+    """A node's server state and its records: ``table``, its frames not taken yet
+    (:mod:`simsrv.pipeline.frame_stream`); ``measured``, sums over its frames that start in the
+    measured window: ``mirrored`` entity states it sent, ``exchanged`` interconnect messages it
+    paid CPU for (posted and received), ``entities`` its world physics simulated (its zone's
+    plus mirrored in)."""
+
+    index: int
+    machine: Machine
+    strategy: Strategy
+    builder: FrameBuilder
+    socket: NodeSocket
+    loop: FrameLoop
+    """Runs its frames (:meth:`~simsrv.pipeline.frame_loop.FrameLoop.socket_frame`)."""
+    now: float = 0.0
+    processed: int = 0
+    table: FrameTable = field(default_factory=FrameTable)
+    measured: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("mirrored", "exchanged", "entities"), 0)
+    )
+    served: list[tuple[int, float, np.ndarray]] = field(default_factory=list)
+    """With packet recording: ``(frame, start_s, packets read)`` per frame."""
+    records: Any = None
+    """Its trace taken as the run goes (a :class:`simsrv.pipeline.trace_stream.TraceStream`)."""
+    frame_records: Any = None
+    """Its frames taken as the run goes (a :class:`simsrv.pipeline.frame_stream.FrameStream`)."""
+
+    @property
+    def reports_extra(self) -> bool:
+        """The strategy adds per-frame columns."""
+        return type(self.strategy).frame_record is not Strategy.frame_record
+
+
+def strategy_rng(scenario: Scenario, node: int, first: np.random.Generator):
+    """Node 0 uses the run's ``strategy`` stream (a one-node cluster draws as one server);
+    node ``k`` a stream spawned from the run's seed after every named stream."""
+    if node == 0:
+        return first
+    sequence = np.random.SeedSequence(scenario.run.seed, spawn_key=(len(STREAMS) + node,))
+    return np.random.default_rng(sequence)
+
+
+def build_node(
+    scenario: Scenario,
+    index: int,
+    platform: Platform,
+    world: World,
+    rng: np.random.Generator,
+) -> Node:
+    """Node ``index`` with its own machine (the ``[machine]`` section), strategy and socket."""
+    m = scenario.machine
+    kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
+    context = StrategyContext(scenario, platform, m.cpus, world, strategy_rng(scenario, index, rng))
+    strategy = kind.create(scenario.server.options, context)
+    engine = ENGINES.get(m.engine, "machine.engine")
+    machine = engine(
+        m.cpus, platform.smt_per_core, platform.smt_throughput, background=tuple(m.background)
+    )
+    builder = FrameBuilder(scenario, world.entity_count)
+    window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
+    socket = NodeSocket(scenario.clients.socket_buffer_messages, window)
+    table = FrameTable()
+    loop = FrameLoop(scenario, builder, machine, strategy, table)
+    return Node(index, machine, strategy, builder, socket, loop, table=table)

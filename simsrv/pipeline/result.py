@@ -1,0 +1,170 @@
+"""Run results with their provenance: :func:`run` and :class:`RunResult`."""
+
+from __future__ import annotations
+
+import sysconfig
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from simsrv.pipeline.keep_window import KeepWindow
+from simsrv.pipeline.simulation import simulate
+from simsrv.pipeline.summary import summarize
+from simsrv.scenario.schema import Scenario
+from simsrv.version import __version__
+
+
+@dataclass
+class RunResult:
+    """One run: provenance, summary metrics and the recorded facts.
+
+    Attributes
+    ----------
+    scenario:
+        The resolved scenario.
+    summary:
+        Metrics of the measured window (:func:`simsrv.pipeline.summary.summarize`); empty on error.
+        :meth:`summary_frame` gives them as a one-row DataFrame.
+    frames, trace:
+        Per-frame records and the per-CPU interval trace (see
+        :class:`simsrv.pipeline.simulation.SimulationOutput` and :mod:`simsrv.machine.trace`); empty
+        on error.  They hold the frames and rows of the windows ``run(..., keep_frames=...,
+        keep_trace=...)`` asked for, and are None when none was (the default: a run's memory
+        then does not grow with its length).
+    group_sizes:
+        Groups of each size (entities) over the measured frames, size -> groups, for
+        strategies that record their groups' sizes (BSP-group); else empty.
+    accounting:
+        Packet balance at the end of the run.
+    wall_time_s:
+        Wall-clock time of the run, s.
+    checks:
+        The invariants checked in the run (:mod:`simsrv.machine.invariants`), name -> True; empty
+        on error.
+    error:
+        ``"<exception type>: <message> at <file>:<line>"`` if the run failed (with
+        ``run(..., raise_errors=False)``), else ``None``.
+    """
+
+    scenario: Scenario
+    summary: dict[str, Any]
+    frames: pd.DataFrame | None
+    trace: pd.DataFrame | None
+    accounting: dict[str, int]
+    wall_time_s: float
+    error: str | None = None
+    group_sizes: dict[int, int] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+    version: str = __version__
+
+    @property
+    def seed(self) -> int:
+        """The run's root seed."""
+        return self.scenario.run.seed
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The summary as one row: nested metrics flattened to dotted names
+        (``moments.overlap``, ``per_thread.coordinator.stage2``), per-CPU lists to
+        ``cpu_utilization.0``, ...; plus ``seed``, ``simsrv_version``, ``wall_time_s`` and
+        ``error``.  Units are in the names (``_s``, ``_per_s``; fractions are shares of 1)."""
+        row = _flatten(self.summary)
+        row.update(
+            seed=self.seed,
+            simsrv_version=self.version,
+            wall_time_s=self.wall_time_s,
+            error=self.error,
+        )
+        return pd.DataFrame([row])
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Summary metrics plus provenance, as printed by ``simsrv run --json``."""
+        return {
+            **self.summary,
+            "accounting": self.accounting,
+            "checks": self.checks,
+            "scenario": self.scenario.to_dict(),
+            "seed": self.seed,
+            "simsrv_version": self.version,
+            "wall_time_s": self.wall_time_s,
+            "error": self.error,
+        }
+
+
+def run(
+    scenario: Scenario,
+    raise_errors: bool = True,
+    keep_trace: KeepWindow | None = None,
+    keep_frames: KeepWindow | None = None,
+) -> RunResult:
+    """Simulate ``scenario`` and summarise it, keeping the trace rows of ``keep_trace`` and the
+    frames of ``keep_frames`` (:class:`simsrv.pipeline.keep_window.KeepWindow`;
+    :data:`simsrv.pipeline.keep_window.KEEP_ALL`: every one; None: none).
+
+    With ``raise_errors=False`` an exception inside the simulation is returned as
+    :attr:`RunResult.error` (empty tables and summary) instead of raised, so that a grid of runs
+    keeps going.
+    """
+    start = time.perf_counter()
+    try:
+        if scenario.cluster is not None:
+            from simsrv.pipeline.cluster.result import run_cluster
+
+            out = run_cluster(scenario, keep_trace, keep_frames)
+            summary, group_sizes = out.summary, out.group_sizes
+        else:
+            out = simulate(scenario, keep_trace, keep_frames)
+            summary = summarize(scenario, out)
+            group_sizes = dict(sorted(out.frame_digest.group_sizes.items()))
+    except Exception as error:
+        if raise_errors:
+            raise
+        return RunResult(
+            scenario=scenario,
+            summary={},
+            frames=pd.DataFrame(),
+            trace=pd.DataFrame(),
+            accounting={},
+            wall_time_s=time.perf_counter() - start,
+            error=describe_error(error),
+        )
+    return RunResult(
+        scenario=scenario,
+        summary=summary,
+        frames=out.frames,
+        trace=out.trace,
+        accounting=out.accounting,
+        wall_time_s=time.perf_counter() - start,
+        checks=out.checks,
+        group_sizes=group_sizes,
+    )
+
+
+def describe_error(error: BaseException) -> str:
+    """One line: the exception's type and message and where it was raised (the innermost
+    frame outside the standard library and installed packages, so that an error inside pandas
+    points at the simsrv line that called it)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [f for f in frames if not _is_library(f.filename)]
+    where = (ours or frames)[-1:] if frames else []
+    place = f" at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno}" if where else ""
+    return f"{type(error).__name__}: {error}{place}"
+
+
+def _is_library(filename: str) -> bool:
+    return "site-packages" in filename or filename.startswith(sysconfig.get_paths()["stdlib"])
+
+
+def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            out.update(_flatten(dict(enumerate(value)), f"{name}."))
+        else:
+            out[name] = value
+    return out

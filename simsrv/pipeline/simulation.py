@@ -1,0 +1,270 @@
+"""The frame loop: scenario -> world -> workload -> strategy plan -> machine -> trace.
+
+The server blocks until at least one packet is queued, then runs a frame: it reads up to
+``max_messages_per_frame`` packets, the strategy plans the frame, the machine executes the plan,
+and the next frame starts when the coordinator finishes (or, if the socket is empty, when the
+next packet arrives).  This closes the loop of [T §4.4.3]: longer frames let more packets pile
+up, so the next frame has more work.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsrv.machine.engines import ENGINES
+from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conservation
+from simsrv.metrics.frame_digest import FrameDigest
+from simsrv.pipeline.frame_loop import FrameLoop
+from simsrv.pipeline.frame_stream import FrameStream
+from simsrv.pipeline.keep_window import KeepWindow
+from simsrv.pipeline.seeding import run_streams
+from simsrv.pipeline.trace_stream import TraceStream
+from simsrv.platforms.profile import Platform, resolve_platform
+from simsrv.scenario.schema import Scenario
+from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
+from simsrv.workload.clients import ClientStream
+from simsrv.workload.frame import FrameBuilder
+from simsrv.workload.frame_table import FrameTable
+from simsrv.workload.socket import SocketQueue
+from simsrv.world.combat import Combat
+from simsrv.world.maps import MAP_KINDS, GameMap
+from simsrv.world.mobility import MOBILITY_MODELS
+from simsrv.world.world import World
+
+
+@dataclass
+class SimulationOutput:
+    """Raw facts of one simulated run.
+
+    Attributes
+    ----------
+    frames:
+        The frames kept (``keep_frames``; None when none was asked for), one row per frame,
+        indexed by frame number: ``frame``; ``start_s`` and ``end_s`` (coordinator start and
+        end, s) and ``duration_s`` (their difference); ``messages`` packets read; ``commands``
+        user commands executed; ``replies`` sent; ``choked`` replies held by the rate limit;
+        ``physics`` whether world physics ran; ``queued`` packets left in the socket after the
+        read; plus strategy columns.
+    trace:
+        The machine's interval trace (:mod:`simsrv.machine.trace`): the rows that overlap
+        the window asked for (``keep_trace``), or None when none was.
+    arrived, dropped:
+        Packets that reached the socket in the measured window ``[warmup_s, warmup_s +
+        duration_s)``, and of those the ones dropped there (counted as they come, not stored).
+    accounting:
+        End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``,
+        counted at :func:`accounting_time_s` (the end of the last frame, at most one measured
+        window after the run's end).
+    end_s:
+        Simulated time at which the run stopped, s.
+    checks:
+        The invariants checked (:mod:`simsrv.machine.invariants`), name -> True (a violation
+        raises).
+    trace_metrics:
+        The summary's metrics derived from the trace
+        (:class:`simsrv.metrics.trace_digest.TraceDigest`).
+    frame_digest:
+        The frame records digested (:class:`simsrv.metrics.frame_digest.FrameDigest`): the
+        summary's per-frame metrics.
+    """
+
+    frames: pd.DataFrame | None
+    trace: pd.DataFrame | None
+    arrived: int
+    dropped: int
+    accounting: dict[str, int]
+    end_s: float
+    wall_time_s: float
+    checks: dict[str, bool]
+    trace_metrics: dict[str, Any]
+    frame_digest: FrameDigest
+
+
+def simulate(
+    scenario: Scenario,
+    keep_trace: KeepWindow | None = None,
+    keep_frames: KeepWindow | None = None,
+) -> SimulationOutput:
+    """Run ``scenario`` to ``warmup_s + duration_s`` simulated seconds.
+
+    The machine's trace and the frame records are digested as the run goes
+    (:mod:`simsrv.pipeline.trace_stream`, :mod:`simsrv.pipeline.frame_stream`): memory does not grow
+    with the run's length unless ``keep_trace`` or ``keep_frames`` asks for the trace rows or the
+    frames
+    of a window (:data:`simsrv.pipeline.keep_window.KEEP_ALL`: all of them)."""
+    wall_start = time.perf_counter()
+    rng = run_streams(scenario.run)
+    platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
+    world = build_world(scenario, rng)
+    window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
+    stream = ClientStream(scenario.clients, world, rng["clients"], window)
+    socket = SocketQueue(scenario.clients.socket_buffer_messages, window)
+    builder = FrameBuilder(scenario, world.entity_count)
+    kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
+    context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
+    strategy = kind.create(scenario.server.options, context)
+    engine = ENGINES.get(scenario.machine.engine, "machine.engine")
+    machine = engine(
+        scenario.machine.cpus,
+        platform.smt_per_core,
+        platform.smt_throughput,
+        background=tuple(scenario.machine.background),
+    )
+
+    reports_extra = type(strategy).frame_record is not Strategy.frame_record
+    stop_s = scenario.run.warmup_s + scenario.run.duration_s
+    limit = scenario.max_messages_per_frame
+    table = FrameTable(strategy.frame_record_names if reports_extra else None)
+    records = TraceStream(machine, table, window, slowest_speed(machine), keep_trace)
+    frame_records = FrameStream(table, window, keep_frames)
+
+    def drain(now_s: float) -> None:  # at a frame boundary: the records taken as they settle
+        records.drain(now_s)
+        frame_records.release(records.closed_frames)
+
+    def forget(first_tick: int | None) -> None:  # the world's history no unread packet carries
+        world.forget_before(stream.oldest_unread_tick(first_tick))
+
+    wakeup_s = platform.wakeup_latency_us * 1e-6
+    loop = FrameLoop(scenario, builder, machine, strategy, table, wakeup_s)
+    try:
+        if not socket.capacity:  # the socket is a range of the stream: compiled release
+            now, processed = loop.run_stream(stream, socket, 0.0, drain, forget)
+        else:  # a bounded socket drops packets: read in Python, frames as any other
+            now, processed = run_socket(
+                loop, stream, socket, stop_s, limit, wakeup_s, drain, forget
+            )
+
+        stream.close()  # the accounting below needs packets, not world states
+        counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
+        counts = stream.settle(counted_s, arrival_times=socket.capacity > 0)
+        socket.admit(counts.arrived, counts.arrival_s)
+        accounting = {
+            "sent": counts.sent,
+            "lost": counts.lost,
+            "in_flight": counts.in_flight,
+            "dropped": socket.dropped,
+            "processed": processed,
+            "queued": len(socket),
+        }
+        with gc_paused():  # the checks allocate briefly; a full collection would cost more
+            trace_metrics = records.close()
+            digest = frame_records.close()
+            check_conservation(accounting, digest.messages_read)
+            strategy.check_invariants()
+    except InvariantViolation as violation:
+        violation.trace = records.kept_trace()  # what was computed, to inspect the violation
+        raise
+    return SimulationOutput(
+        frames=frame_records.kept_frames(),
+        trace=records.kept_trace(),
+        arrived=stream.arrived_in_window(),
+        dropped=socket.dropped_in_window,
+        accounting=accounting,
+        end_s=now,
+        wall_time_s=time.perf_counter() - wall_start,
+        checks=dict.fromkeys(CHECKS, True),
+        trace_metrics=trace_metrics,
+        frame_digest=digest,
+    )
+
+
+def run_socket(
+    loop: FrameLoop,
+    stream: ClientStream,
+    socket: SocketQueue,
+    stop_s: float,
+    limit: int,
+    wakeup_s: float,
+    drain: Any,
+    forget: Any,
+) -> tuple[float, int]:
+    """The frames of a server whose socket is bounded (it drops what does not fit): packets
+    released from ``stream`` into ``socket`` at each frame's start, up to ``limit`` read and
+    run by ``loop`` (:meth:`~simsrv.pipeline.frame_loop.FrameLoop.socket_frame`); an empty
+    socket sleeps until the next arrival (plus the wake-up latency).  Returns the clock and
+    the packets read; ``forget(first tick queued)`` after the stream made new ticks."""
+    now, processed, made = 0.0, 0, 0
+    while now < stop_s:
+        arrived = stream.release_until(now)
+        if len(socket) == 0 and len(arrived) == 0:  # the server sleeps until a packet wakes it
+            now = stream.next_arrival_s() + wakeup_s
+            continue
+        batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
+        now = loop.socket_frame(now, batch, len(socket))
+        processed += len(batch)
+        drain(now)
+        if stream.next_tick != made:  # new ticks: forget those no unread packet carries
+            made = stream.next_tick
+            forget(socket.first_tick())
+    return now, processed
+
+
+def slowest_speed(machine: Any) -> float:
+    """The slowest speed a computation of ``machine`` may run at (x1): the SMT throughput
+    with SMT, times the share of the most loaded CPU left by its background load."""
+    speed = min(machine.smt_throughput, 1.0) if machine.smt_per_core > 1 else 1.0
+    return speed * (1.0 - max(machine.background, default=0.0))
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Garbage collection off inside the block (restored after)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def accounting_time_s(end_s: float, stop_s: float, duration_s: float) -> float:
+    """Simulated time at which the end-of-run message accounting is taken, s.
+
+    It is the end of the last frame ``end_s``, but at most one measured window (``duration_s``)
+    after the run's end ``stop_s``: a frame that ends days later (an absurd cost) must not make
+    the accounting generate every client packet up to its end.  Any time at or after the last
+    frame's start keeps the balance exact (every processed packet was sent before it).
+    """
+    return min(end_s, stop_s + duration_s)
+
+
+def build_map(scenario: Scenario, rng: dict[str, np.random.Generator]) -> GameMap:
+    """The scenario's map, drawn from the run's ``map`` stream."""
+    kind = MAP_KINDS.get(scenario.map.kind, "map.kind")
+    return kind.build(scenario.map.params, rng["map"])
+
+
+def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> World:
+    """The scenario's map and players, drawn from the run's ``map`` and ``players`` streams."""
+    game_map = build_map(scenario, rng)
+    mobility_kind = MOBILITY_MODELS.get(scenario.players.mobility, "players.mobility")
+    mobility = mobility_kind.create(
+        scenario.players.behaviour,
+        game_map,
+        scenario.players.count,
+        scenario.players.speed,
+        rng["players"],
+    )
+    players = scenario.players
+    combat = (
+        Combat(
+            game_map,
+            players.hit_chance,
+            rng["combat"],
+            select=players.spawn_select,
+            wait=players.respawn_wait,
+        )
+        if players.respawn
+        else None
+    )
+    return World(game_map, mobility, players.action_range, players.visibility_range, combat)
