@@ -363,9 +363,10 @@ def _room(m, threads, n, bars):
     """True when every store has room for the frame; else the needs in ``R_NEED_*``.  The
     thread store restarts when no thread is alive, else drops frames without one."""
     ri = m.ri
-    if ri[R_SLOTS] and (
-        ri[R_LIVE] == 0
-        or ri[R_SLOTS] + threads > len(m.ti)
+    if ri[R_SLOTS] and ri[R_LIVE] == 0:
+        _restart(m)
+    elif ri[R_SLOTS] and (
+        ri[R_SLOTS] + threads > len(m.ti)
         or ri[R_OPS] + n > len(m.ok)
         or ri[R_BARS] + bars > len(m.bi)
     ):
@@ -382,6 +383,19 @@ def _room(m, threads, n, bars):
         or m.trace_size[0] + rows > len(m.trace_times)
         or m.holds_size[0] + rows > len(m.holds_times)
     )
+
+
+@inlined
+def _restart(m):
+    """No thread is alive: the store starts again from slot 0 (the events still queued are
+    stale, a lock whose holder ended with its release deferred keeps it as ended)."""
+    ri, hi, li = m.ri, m.hi, m.li
+    for i in range(ri[R_HEAP]):
+        hi[i, H_SLOT] = NONE
+    for lock in range(len(li)):
+        if li[lock, L_HOLDER] >= 0:
+            li[lock, L_HOLDER] = DONE
+    ri[R_SLOTS] = ri[R_OPS] = ri[R_BARS] = 0
 
 
 @compiled
