@@ -10,17 +10,17 @@ A strategy's compiled loop (e.g. :func:`simsrv.strategies.abdelkhalek._frames`) 
         ... write the frame's strategy columns at row loop.ints[ROW] - 1 ...
     return loop.ints[REASON]
 
-Each step is a transcription of its Python twin in :func:`simsrv.pipeline.simulation.simulate`,
-:class:`~simsrv.workload.clients.ClientStream`, :class:`~simsrv.workload.socket.SocketQueue`
-and :class:`~simsrv.workload.frame.FrameBuilder`, for the case the compiled loop covers: an
-unbounded socket, no bandwidth control; plans run on the machine's compiled engine
-(:func:`simsrv.machine.engine.execute`), the same call the Python loop makes.  A frame is a
-transaction: :func:`next_frame` changes nothing but the loop's clock when no packet is queued
-(and scratch arrays); :func:`finish_frame` commits everything once the plan has run.  A step
-that meets what it does not cover returns False with the reason in ``ints[REASON]`` *before*
-changing any state, so the Python loop runs that frame as it always did and the results are
-the same bit for bit.  ``tests/test_compiled_loop.py`` checks that on every strategy with a
-compiled loop.
+These steps are the only implementation of a frame: :func:`build` applies the frame rules,
+:func:`finish_plan` executes the plan on the machine's compiled engine
+(:func:`simsrv.machine.engine.execute`) and :func:`commit` records the frame, for every server
+and cluster node (:mod:`simsrv.pipeline.frame_loop` drives them; a frame planned in Python
+calls the ``*_compiled`` wrappers).  A frame is a transaction: :func:`next_frame` changes
+nothing but the loop's clock when no packet is queued (and scratch arrays); :func:`finish_plan`
+commits everything once the plan has run.  A step that cannot go on (the stream must generate
+ticks or move to its next block, a store lacks room, a table is not loaded) returns False with
+the reason in ``ints[REASON]`` *before* changing any state, and the caller acts and calls
+again.  ``tests/test_compiled_loop.py`` checks that a strategy's compiled planner and its
+Python plan give the same frames, bit for bit.
 """
 
 from __future__ import annotations
