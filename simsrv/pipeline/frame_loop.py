@@ -48,7 +48,6 @@ from simsrv.strategies.base import Strategy
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder, FrameWorkload
 from simsrv.workload.frame_table import FrameTable
-from simsrv.workload.messages import MESSAGE_DTYPE
 from simsrv.workload.socket import SocketQueue
 
 FRAMES_PER_CALL = 4096
@@ -63,7 +62,6 @@ FRAME = -3
 
 _NO_INTS = np.zeros(0, np.int64)
 _NO_BOOLS = np.zeros(1, np.bool_)
-_NO_PACKETS = np.zeros(0, MESSAGE_DTYPE)
 _NO_TIMES = np.zeros(0)
 
 
