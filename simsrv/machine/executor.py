@@ -152,22 +152,27 @@ class Machine:
 
     # -- executing -----------------------------------------------------------------------
 
-    def execute(self, plan: FramePlan | PlanArrays, frame: int, start_s: float) -> float:
-        """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s."""
+    def arguments(self, plan: FramePlan | PlanArrays) -> tuple[PlanArrays, tuple]:
+        """``plan`` as arrays, and the arguments the engine takes for it after the machine's
+        state: its columns, thread CPUs, barrier parties, which threads are spawned and the
+        tables of its names (:meth:`tables`)."""
         arrays = plan if type(plan) is PlanArrays else from_plan(plan)
-        waits, threads, activities, locks = self.tables(arrays)
         spawned = arrays.thread_spawned
         if spawned is None:
             if len(self._no_spawn) < len(arrays.thread_cpu):
                 self._no_spawn = np.zeros(2 * len(arrays.thread_cpu), np.bool_)
             spawned = self._no_spawn
+        return arrays, (
+            arrays.thread, arrays.kind, arrays.cost, arrays.arg, arrays.activity,
+            arrays.thread_cpu, arrays.barrier_parties, spawned, *self.tables(arrays),
+        )  # fmt: skip
+
+    def execute(self, plan: FramePlan | PlanArrays, frame: int, start_s: float) -> float:
+        """Run ``plan`` as frame ``frame`` from ``start_s``; return when its coordinator ends, s."""
+        arrays, arguments = self.arguments(plan)
         out = self._out
         while True:
-            status = engine.execute(
-                self.state, arrays.thread, arrays.kind, arrays.cost, arrays.arg,
-                arrays.activity, arrays.thread_cpu, arrays.barrier_parties, spawned, waits,
-                threads, activities, locks, frame, start_s * US_PER_S, out,
-            )  # fmt: skip
+            status = engine.execute(self.state, *arguments, frame, start_s * US_PER_S, out)
             if status != engine.ROOM:
                 break
             self.make_room()

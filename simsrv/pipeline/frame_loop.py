@@ -42,7 +42,6 @@ from simsrv.frame_steps.kernels import (
 from simsrv.frame_steps.state import LoopState
 from simsrv.machine.engine import MachineState
 from simsrv.machine.executor import Machine
-from simsrv.machine.plan_arrays import PlanArrays, from_plan
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies.base import Strategy
 from simsrv.workload.clients import ClientStream
@@ -189,16 +188,8 @@ class FrameLoop:
             self.table.size += 1
             self._record_extra()
             return
-        arrays = plan if type(plan) is PlanArrays else from_plan(plan)
-        waits, threads, activities, locks = machine.tables(arrays)
-        spawned = arrays.thread_spawned
-        if spawned is None:
-            spawned = np.zeros(len(arrays.thread_cpu), np.bool_)
-        while not finish_plan_compiled(
-            loop, arrays.thread, arrays.kind, arrays.cost, arrays.arg, arrays.activity,
-            arrays.thread_cpu, arrays.barrier_parties, spawned, waits, threads, activities,
-            locks,
-        ):  # fmt: skip
+        arrays, arguments = machine.arguments(plan)
+        while not finish_plan_compiled(loop, *arguments):
             if self.ints[s.REASON] == s.PLAN_ERROR:
                 raise machine.plan_error(int(self.out[0]), int(self.ints[s.FRAME]), arrays)
             machine.make_room()
@@ -273,7 +264,7 @@ class FrameLoop:
                 ints[s.READ] = 0
             elif reason == s.NEXT_BLOCK:  # the socket holds packets: read it until empty
                 if not self._socket_frames(stream, socket, drain, on_new_ticks):
-                    return float(floats[s.NOW]), int(ints[s.PROCESSED])
+                    return float(floats[s.NOW]), self.processed
             elif reason == s.NO_ARRIVAL:
                 floats[s.NOW] = stream.next_arrival_s() + floats[s.WAKEUP]
                 ints[s.HEAD] = ints[s.READ] = stream.first_block()[2]
@@ -282,7 +273,37 @@ class FrameLoop:
             elif reason == s.PLAN_ERROR:
                 raise self.machine.plan_error(int(self.out[0]), int(ints[s.FRAME]), None)
         socket.hold(self.queued(stream))
-        return float(floats[s.NOW]), int(ints[s.PROCESSED])
+        return float(floats[s.NOW]), self.processed
+
+    def run_socket(
+        self,
+        stream: ClientStream,
+        socket: SocketQueue,
+        now: float,
+        drain: Callable[[float], None],
+        on_new_ticks: Callable[[int | None], None],
+        until_empty: bool = False,
+    ) -> float:
+        """Frames on ``socket``: at each frame's start the packets arrived by then are released
+        from ``stream`` into it (a bounded socket drops what does not fit), up to
+        ``max_messages_per_frame`` read and run (:meth:`socket_frame`); an empty socket sleeps
+        until the next arrival plus the wake-up latency.  Until the run's end, or with
+        ``until_empty`` until the socket is empty; returns the clock.  ``drain`` and
+        ``on_new_ticks`` as :meth:`run_stream`'s."""
+        floats, limit, made = self.floats, int(self.ints[s.LIMIT]), stream.next_tick
+        while now < floats[s.STOP] and (len(socket) or not until_empty):
+            arrived = stream.release_until(now)
+            if len(socket) == 0 and len(arrived) == 0:  # sleeps until a packet wakes it
+                now = stream.next_arrival_s() + floats[s.WAKEUP]
+                continue
+            batch = socket.deliver_and_read(arrived, limit)  # a full socket is not empty
+            now = self.socket_frame(now, batch, len(socket))
+            drain(now)
+            if stream.next_tick != made:  # new ticks
+                made = stream.next_tick
+                on_new_ticks(socket.first_tick())
+        floats[s.NOW] = now
+        return now
 
     def _socket_frames(
         self,
@@ -291,24 +312,19 @@ class FrameLoop:
         drain: Callable[[float], None],
         on_new_ticks: Callable[[int | None], None],
     ) -> bool:
-        """Frames from ``socket`` while it holds packets, when the stream moves on to its next
-        backlog block (the socket then is no range of one block: joining the two would copy
-        an overloaded server's whole backlog at every block).  True when the socket is empty
-        again (the stream source goes on), False when the run ended first."""
-        ints, floats = self.ints, self.floats
+        """:meth:`run_socket` while the socket holds packets, when the stream moves on to its
+        next backlog block (the socket then is no range of one block: joining the two would
+        copy an overloaded server's whole backlog at every block).  True when the socket is
+        empty again (the stream source goes on), False when the run ended first."""
         socket.hold(self.queued(stream))
-        now, made, limit = float(floats[s.NOW]), stream.next_tick, int(ints[s.LIMIT])
-        while len(socket):
-            if now >= floats[s.STOP]:
-                return False
-            batch = socket.deliver_and_read(stream.release_until(now), limit)
-            now = self.socket_frame(now, batch, len(socket))
-            drain(now)
-            if stream.next_tick != made:  # new ticks
-                made = stream.next_tick
-                on_new_ticks(socket.first_tick())
-        ints[s.HEAD] = ints[s.READ] = stream.first_block()[2]
-        return True
+        self.run_socket(stream, socket, float(self.floats[s.NOW]), drain, on_new_ticks, True)
+        self.ints[s.HEAD] = self.ints[s.READ] = stream.first_block()[2]
+        return not len(socket)
+
+    @property
+    def processed(self) -> int:
+        """Packets the frames of this loop read (since :meth:`run_stream` started)."""
+        return int(self.ints[s.PROCESSED])
 
     def queued(self, stream: ClientStream) -> np.ndarray:
         """The packets released from ``stream`` and not read (the socket's content)."""

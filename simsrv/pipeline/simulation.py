@@ -121,7 +121,6 @@ def simulate(
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
-    limit = scenario.max_messages_per_frame
     table = FrameTable(strategy.frame_record_names if reports_extra else None)
     records = TraceStream(machine, table, window, slowest_speed(machine), keep_trace)
     frame_records = FrameStream(table, window, keep_frames)
@@ -139,9 +138,8 @@ def simulate(
         if not socket.capacity:  # the socket is a range of the stream: compiled release
             now, processed = loop.run_stream(stream, socket, 0.0, drain, forget)
         else:  # a bounded socket drops packets: read in Python, frames as any other
-            now, processed = run_socket(
-                loop, stream, socket, stop_s, limit, wakeup_s, drain, forget
-            )
+            now = loop.run_socket(stream, socket, 0.0, drain, forget)
+            processed = loop.processed
 
         stream.close()  # the accounting below needs packets, not world states
         counted_s = accounting_time_s(now, stop_s, scenario.run.duration_s)
@@ -175,37 +173,6 @@ def simulate(
         trace_metrics=trace_metrics,
         frame_digest=digest,
     )
-
-
-def run_socket(
-    loop: FrameLoop,
-    stream: ClientStream,
-    socket: SocketQueue,
-    stop_s: float,
-    limit: int,
-    wakeup_s: float,
-    drain: Any,
-    forget: Any,
-) -> tuple[float, int]:
-    """The frames of a server whose socket is bounded (it drops what does not fit): packets
-    released from ``stream`` into ``socket`` at each frame's start, up to ``limit`` read and
-    run by ``loop`` (:meth:`~simsrv.pipeline.frame_loop.FrameLoop.socket_frame`); an empty
-    socket sleeps until the next arrival (plus the wake-up latency).  Returns the clock and
-    the packets read; ``forget(first tick queued)`` after the stream made new ticks."""
-    now, processed, made = 0.0, 0, 0
-    while now < stop_s:
-        arrived = stream.release_until(now)
-        if len(socket) == 0 and len(arrived) == 0:  # the server sleeps until a packet wakes it
-            now = stream.next_arrival_s() + wakeup_s
-            continue
-        batch = socket.deliver_and_read(arrived, limit)  # non-empty: a full socket is not empty
-        now = loop.socket_frame(now, batch, len(socket))
-        processed += len(batch)
-        drain(now)
-        if stream.next_tick != made:  # new ticks: forget those no unread packet carries
-            made = stream.next_tick
-            forget(socket.first_tick())
-    return now, processed
 
 
 def slowest_speed(machine: Any) -> float:
