@@ -73,6 +73,19 @@ def inlined(function: Callable[..., Any]) -> Callable[..., Any]:
     return numba.njit(inline="always", _nrt=False)(function)
 
 
+def inlinable(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` inlined into every compiled caller, as :func:`inlined`, and compiled (and
+    cached) as :func:`compiled` when Python calls it: for the small rules both compiled and
+    Python code call (the cost rules).  Inlined, a rule costs its compiled callers no
+    separate compile per argument types (~0.3-0.6 s each on a 2-core machine)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return install(numba.njit(cache=True, inline="always")(function))
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(cache=False, inline="always")(function)
+
+
 def inlined_allocating(function: Callable[..., Any]) -> Callable[..., Any]:
     """As :func:`inlined`, for a helper that allocates arrays (reference counting on)."""
     return numba.njit(inline="always")(function)

@@ -40,8 +40,10 @@ import pickle
 import sys
 from typing import Any
 
-from numba.core import caching, codegen, compiler, environment
+from numba.core import caching, codegen, compiler, environment, event
 from numba.core.runtime import rtsys
+
+from simsrv.core.compile_lock import LOCKS
 
 _OBJECT = "object"
 """numba's kind of a library cached as an object file plus the bitcode to link it."""
@@ -137,6 +139,28 @@ class FastLoadingCache(caching.FunctionCache):
     target context and with their linkable modules parsed lazily (see the module's doc)."""
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
+        result = self._load_cached(sig, target_context)
+        if result is not None or not self._enabled:
+            return result
+        # a miss: wait while another process compiles it (then load its code), or compile it
+        # here holding the lock until it is saved (:mod:`simsrv.core.compile_lock`)
+        lock = self._lock_path()
+        if LOCKS.acquire(lock):
+            result = self._load_cached(sig, target_context)
+            if result is not None:
+                LOCKS.release(lock)
+        return result
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        try:
+            super().save_overload(sig, data)
+        finally:
+            LOCKS.release(self._lock_path())
+
+    def _lock_path(self) -> str:
+        return self._cache_file._index_path + ".lock"
+
+    def _load_cached(self, sig: Any, target_context: Any) -> Any:
         if not self._enabled:
             return None
         with self._guard_against_spurious_io_errors():
@@ -145,11 +169,29 @@ class FastLoadingCache(caching.FunctionCache):
         if payload is None:
             return None  # a miss: the dispatcher compiles (which refreshes the context)
         if not _known_payload(payload):  # a numba this was not written against
-            return super().load_overload(sig, target_context)
+            return super().load_overload(sig, target_context)  # (numba's own loading)
         rtsys.initialize(target_context)  # numba's allocator, which the cached code calls
         result = _rebuild(target_context, payload)
         _freeze_once()
         return result
+
+
+class _ReleaseOnFailure(event.Listener):
+    """Releases a function's compile lock when its compile fails (the lock is otherwise
+    released once the code is saved, which a failed compile never reaches)."""
+
+    def on_start(self, ev: event.Event) -> None:
+        pass
+
+    def on_end(self, ev: event.Event) -> None:
+        # numba 0.68's ``Event.is_failed`` answers the opposite: read the exception itself
+        if getattr(ev, "_exc_details", None) is not None:
+            cache = getattr(ev.data["dispatcher"], "_cache", None)
+            if isinstance(cache, FastLoadingCache):
+                LOCKS.release(cache._lock_path())
+
+
+event.register("numba:compile", _ReleaseOnFailure())
 
 
 def _load(cache_file: Any, key: Any) -> Any:

@@ -89,7 +89,7 @@ from simsrv.workload.frame_kernels import (
 US_PER_S = 1e6
 
 
-@compiled
+@inlined
 def stop(loop, reason):
     """Return False with ``reason`` (the call's result) in ``ints[REASON]``."""
     loop.ints[REASON] = reason
@@ -135,7 +135,7 @@ def next_frame(loop):
         break
     taken = min(ints[LIMIT], cut - read)
     ints[CUT], ints[B_FROM], ints[B_TO] = cut, read, read + taken
-    build_frame(loop, now)
+    build(loop, now)
     return True
 
 
@@ -147,12 +147,6 @@ def frame_messages(loop):
 
 @compiled
 def build(loop, now):
-    """:func:`build_frame` (for Python callers: a socket's packets)."""
-    build_frame(loop, now)
-
-
-@inlined
-def build_frame(loop, now):
     """The frame rules [MODEL §1, §8] on the packets ``buffer[B_FROM:B_TO]`` read at ``now``
     (s), without their commits (:func:`finish_plan` makes them, so a frame built again is the
     same): the commands each packet executes (1, or up to ``commands_per_packet`` after
@@ -319,7 +313,7 @@ def strategy_frames(loop, planner, args, records):
     return ints[REASON]
 
 
-@compiled
+@inlined
 def finish_frame(loop, thread, kind, cost, arg, activity):
     """:func:`finish_plan` for a strategy's compiled loop: its plans carry the names of the
     loop's tables (``loop.thread_cpu`` ...)."""

@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.core.compiled import borrowing, compiled, inlined, inlined_allocating
+from simsrv.core.compiled import borrowing, compiled, inlinable, inlined, inlined_allocating
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -269,7 +269,7 @@ def execute(
         m, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned,
         thread_codes, activity_codes, lock_codes, frame, start_us,
     )  # fmt: skip
-    run_until(m, start_us, False)
+    _run_events(m, start_us, False)
     _advance_position(m, start_us, frame, BEFORE_THREADS)
     for t in range(threads):
         if ri[R_ERROR]:
@@ -284,7 +284,7 @@ def execute(
         if ri[R_HEAP] == 0:
             return E_DEADLOCK
         _step(m)
-    run_until(m, rf[F_NOW], False)
+    _run_events(m, rf[F_NOW], False)
     if ri[R_ERROR]:
         return ri[R_ERROR]
     out[0] = rf[F_NOW]
@@ -292,25 +292,16 @@ def execute(
 
 
 @compiled
-def run_until(m, time_us, forever):
+def run_until(m, time_us, forever, close):
     """Process every event up to ``time_us`` included (every event when ``forever``); the clock
-    then reads ``time_us`` unless it is later (not when ``forever``)."""
-    ri = m.ri
-    while ri[R_HEAP] > 0 and (forever or m.ht[0] <= time_us):
-        _step(m)
-        if ri[R_ERROR]:
-            return
-    if not forever and time_us > m.rf[F_NOW]:
-        m.rf[F_NOW] = time_us
-
-
-@compiled
-def finish(m):
-    """Run every thread still alive to its end and close the critical sections whose release
-    was deferred inside a run; returns 0 or a plan error."""
-    run_until(m, 0.0, True)
+    then reads ``time_us`` unless it is later (not when ``forever``).  With ``close`` (the
+    machine's finish: ``forever`` too), then close the critical sections whose release was
+    deferred inside a run.  Returns 0 or a plan error."""
+    _run_events(m, time_us, forever)
     if m.ri[R_ERROR]:
         return m.ri[R_ERROR]
+    if not close:
+        return 0
     li = m.li
     for lock in range(len(li)):
         if li[lock, L_HOLDER] != NONE and li[lock, L_HAS_REL]:
@@ -340,7 +331,7 @@ def settled(m, next_start_us):
     return trace_us, holds_us, open_frame
 
 
-@compiled
+@inlinable
 def phased_backoff(status, tried, skip, refusals):
     """The phased path's back-off after a frame: ``(skip, refusals)`` from the frame's path
     ``status`` (:data:`PHASED` or :data:`EVENTS`), whether it ``tried`` the path, and the
@@ -398,7 +389,7 @@ def _restart(m):
     ri[R_SLOTS] = ri[R_OPS] = ri[R_BARS] = 0
 
 
-@compiled
+@inlined_allocating
 def _compact(m):
     """Keep only the frames that have a live thread (their slots, operations and barriers move
     to the front); events and locks of the dropped threads stay, marked ended."""
@@ -621,6 +612,18 @@ def _pop_event(ri, ht, hi):
     ht[i] = t
     hi[i, H_FRAME], hi[i, H_RANK], hi[i, H_SEQ] = f, r, s
     hi[i, H_KIND], hi[i, H_SLOT], hi[i, H_TOKEN] = k, slot, token
+
+
+@inlined
+def _run_events(m, time_us, forever):
+    """:func:`run_until`'s events (inlined into the engine's callers)."""
+    ri = m.ri
+    while ri[R_HEAP] > 0 and (forever or m.ht[0] <= time_us):
+        _step(m)
+        if ri[R_ERROR]:
+            return
+    if not forever and time_us > m.rf[F_NOW]:
+        m.rf[F_NOW] = time_us
 
 
 @inlined

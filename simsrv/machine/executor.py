@@ -186,14 +186,14 @@ class Machine:
         """Process every event up to ``time_us`` (all of them by default), then set the clock."""
         self._reserve_for_live()
         forever = time_us == float("inf")
-        engine.run_until(self.state, 0.0 if forever else time_us, forever)
+        engine.run_until(self.state, 0.0 if forever else time_us, forever, False)
         self._raise_error()
 
     def finish(self) -> None:
         """Run every thread still alive to its end (threads that outlive the last frame) and
         close the critical sections released inside runs; the trace is then complete."""
         self._reserve_for_live()
-        engine.finish(self.state)
+        engine.run_until(self.state, 0.0, True, True)
         self._raise_error()
 
     def _reserve_for_live(self) -> None:

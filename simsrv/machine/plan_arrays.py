@@ -67,6 +67,11 @@ from simsrv.machine.plan import (
 COMPUTE, BARRIER, ACQUIRE, RELEASE, SPAWN, JOIN, RUN_FIRST = 0, 1, 2, 3, 4, 5, 6
 """Operation kinds (the ``kind`` column)."""
 
+COUNT, FILL = np.bool_(False), np.bool_(True)
+"""The first argument of :func:`emit` and of the builders that call it: count the rows, or
+write them (numpy booleans: a plain ``False`` passed to a compiled builder is typed as a
+literal, and the builder compiled once per value)."""
+
 
 @borrowing
 def emit(fill, at, thread, kind, cost, arg, activity, t, op, value, argument, act):

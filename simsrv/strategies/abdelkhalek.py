@@ -77,6 +77,8 @@ from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
     COMPUTE,
+    COUNT,
+    FILL,
     RELEASE,
     PlanArrays,
 )
@@ -345,7 +347,7 @@ def _plan(
     world = c.world_us(k, entities) if physics else 0.0
     reply_info = c.reply_info_us(k, connected)
     count, none = np.zeros(threads, np.int64), np.empty(0, np.int64)
-    _ops(False, count, none, none.astype(np.int8), np.empty(0), none, none, flags, master,
+    _ops(COUNT, count, none, none.astype(np.int8), np.empty(0), none, none, flags, master,
          k, world, reply_info, resume, received, net_recv, reply, net_send, replies, thread_of,
          walked, before, under, start, top, clients)  # fmt: skip
     total = count.sum()
@@ -354,7 +356,7 @@ def _plan(
         at[t] = at[t - 1] + count[t - 1]
     thread, kind = np.empty(total, np.int64), np.empty(total, np.int8)
     cost, arg, activity = np.zeros(total), np.full(total, -1, np.int64), np.empty(total, np.int64)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, master, k, world, reply_info,
+    _ops(FILL, at, thread, kind, cost, arg, activity, flags, master, k, world, reply_info,
          resume, received, net_recv, reply, net_send, replies, thread_of, walked, before, under,
          start, top, clients)  # fmt: skip
     return thread, kind, cost, arg, activity, master, True

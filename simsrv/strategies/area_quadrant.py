@@ -65,7 +65,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.compiled import borrowing, compiled, inlined
 from simsrv.core.strict_model import StrictModel
 from simsrv.frame_steps.kernels import finish_frame, frame_messages, next_frame
 from simsrv.frame_steps.state import (
@@ -86,6 +86,8 @@ from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
     COMPUTE,
+    COUNT,
+    FILL,
     RELEASE,
     PlanArrays,
     counting_columns,
@@ -452,15 +454,15 @@ def _build_plan(
         spread = replies.max() - replies.min()
     sort = c.sort_us(k, len(commands), depth)  # every packet, when stage 2 is parallel
     count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(False, count, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
+    _ops(COUNT, count, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
          order, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
+    _ops(FILL, at, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
          order, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     return thread, kind, cost, arg, activity, boundary, spread
 
 
-@borrowing
+@inlined
 def _passage(out, threads, barrier_us, resume, barrier, wait):
     """Every thread passes barrier ``barrier``: its cost, the wait (recorded as activity
     ``wait``), then, when the thread shares its CPU, the cost of resuming

@@ -74,6 +74,8 @@ from simsrv.machine.invariants import check_partition
 from simsrv.machine.plan import SPAWNER_CPU
 from simsrv.machine.plan_arrays import (
     COMPUTE,
+    COUNT,
+    FILL,
     JOIN,
     RUN_FIRST,
     SPAWN,
@@ -454,9 +456,9 @@ def _build_plan(flags, head, work):
     them."""
     threads = 1 + flags[0] * (1 if flags[1] else 2)
     count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(False, count, thread, kind, cost, arg, activity, flags, head, work)
+    _ops(COUNT, count, thread, kind, cost, arg, activity, flags, head, work)
     at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(True, at, thread, kind, cost, arg, activity, flags, head, work)
+    _ops(FILL, at, thread, kind, cost, arg, activity, flags, head, work)
     return thread, kind, cost, arg, activity
 
 

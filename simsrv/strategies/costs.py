@@ -5,8 +5,9 @@ decide where each piece runs.  Every planner charges its work through them: the 
 (``sequential`` through :mod:`~simsrv.strategies.phases`, ``bsp-group``) and the compiled
 planners of ``abdelkhalek`` and ``area-quadrant`` alike, so that a rule cannot be re-typed in
 one strategy and drift from the others (``tests/test_costs.py`` checks each strategy's plans
-against them).  They are compiled (:func:`simsrv.core.compiled.compiled`) and take counts as
-integers or floats (numba compiles one version per argument type; the arithmetic is the same).
+against them).  They are inlined into the compiled planners and compiled for Python callers
+(:func:`simsrv.core.compiled.inlinable`) and take counts as integers or floats (the
+arithmetic is the same).
 
 The platform's cost parameters: the cost vector
 -----------------------------------------------
@@ -38,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import inlinable
 from simsrv.platforms.profile import Costs
 
 COST_DTYPE = np.dtype([(name, np.float64) for name in Costs.model_fields], align=True)
@@ -73,19 +74,19 @@ class FrameCosts(NamedTuple):
     """Sending them (:func:`net_send_us`)."""
 
 
-@compiled
+@inlinable
 def world_us(k, entities):
     """World physics + game logic, us: ``world_base + world_per_entity * entities``."""
     return k[0].world_base + k[0].world_per_entity * entities
 
 
-@compiled
+@inlinable
 def net_recv_us(k, messages):
     """Receive system calls, us: ``net_recv_per_message * messages``."""
     return k[0].net_recv_per_message * messages
 
 
-@compiled
+@inlinable
 def request_us(k, messages, commands, range_entities):
     """Executing packets, us: per packet, per user command, per entity in the action ranges."""
     return (
@@ -95,14 +96,14 @@ def request_us(k, messages, commands, range_entities):
     )
 
 
-@compiled
+@inlinable
 def reply_info_us(k, connected):
     """Stage-3 part 1 (scores and broadcast messages to every connected client), per frame,
     us: ``reply_info_per_client * connected``."""
     return k[0].reply_info_per_client * connected
 
 
-@compiled
+@inlinable
 def reply_us(k, replies, visible_entities, pvs_rooms):
     """Building replies, us: per reply, per entity in the replied clients' visible sets, per
     room in their PVS rows."""
@@ -113,13 +114,13 @@ def reply_us(k, replies, visible_entities, pvs_rooms):
     )
 
 
-@compiled
+@inlinable
 def net_send_us(k, replies):
     """Send system calls, us: ``net_send_per_reply * replies``."""
     return k[0].net_send_per_reply * replies
 
 
-@compiled
+@inlinable
 def frame_costs(
     k, physics, entities, messages, commands, range_entities, connected, replies,
     visible_entities, pvs_rooms,
@@ -139,14 +140,14 @@ def frame_costs(
     )
 
 
-@compiled
+@inlinable
 def lock_us(k, locks, nodes):
     """Acquiring ``locks`` locks found by a walk of ``nodes`` areanode nodes, us:
     ``lock_acquire * locks + lock_per_node * nodes``."""
     return k[0].lock_acquire * locks + k[0].lock_per_node * nodes
 
 
-@compiled
+@inlinable
 def sort_us(k, messages, depth):
     """Sorting ``messages`` packets into the task queues of the areanode nodes at ``depth``
     (area-quadrant), us: per packet ``queue_per_message`` plus a walk of ``depth`` nodes
@@ -154,34 +155,34 @@ def sort_us(k, messages, depth):
     return (k[0].queue_per_message + k[0].lock_per_node * depth) * messages
 
 
-@compiled
+@inlinable
 def resume_us(k):
     """Resuming a thread that shares its CPU, after a barrier, us: a context switch plus
     refilling its cold stack and state (``context_switch + thread_cache_refill``)."""
     return k[0].context_switch + k[0].thread_cache_refill
 
 
-@compiled
+@inlinable
 def grouping_us(k, messages, edges):
     """bsp-group's grouping beyond the action lists, us: per packet and per edge of the
     entity graph (``grouping_per_message``, ``grouping_per_edge``)."""
     return k[0].grouping_per_message * messages + k[0].grouping_per_edge * edges
 
 
-@compiled
+@inlinable
 def schedule_us(k, groups):
     """bsp-group's balancer, us: ``schedule_per_group * groups``."""
     return k[0].schedule_per_group * groups
 
 
-@compiled
+@inlinable
 def copy_us(k, entities):
     """Copying ``entities`` entity states to or from shared memory, us:
     ``copy_per_entity * entities``."""
     return k[0].copy_per_entity * entities
 
 
-@compiled
+@inlinable
 def cow_us(k, pages):
     """Copy-on-write faults of ``pages`` written pages, us: ``cow_per_page * pages``."""
     return k[0].cow_per_page * pages

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.compiled import compiled, inlined
 
 POSITION_HISTORY_TICKS = 2048
 """Ticks of player positions to keep (packets are planned up to ~65 s after sending)."""
@@ -91,7 +91,7 @@ def ring_arguments(
     return (ring.ticks, ring.tables) if ring is not None and ring.tables else no_ring
 
 
-@borrowing
+@inlined
 def slot_of(ticks, tick, hint):
     """The slot of ``tick`` in a :class:`PerTick` ring whose slot ticks are ``ticks``, or -1
     when it is not there; ``hint`` (a slot, or -1) is tried first."""

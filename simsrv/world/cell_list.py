@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import compiled, inlined_allocating
 
 MARGIN = 1e-6
 """Relative widening of the cells beyond ``radius`` (a guard against rounding)."""
@@ -188,7 +188,7 @@ def _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz):  # prag
     return first[:stored], second[:stored], total
 
 
-@compiled
+@inlined_allocating
 def _grown(array, used):  # pragma: no cover - compiled
     out = np.empty(2 * len(array), array.dtype)
     out[:used] = array[:used]
