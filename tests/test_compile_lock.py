@@ -38,14 +38,14 @@ HOLD = textwrap.dedent(
     """
 )
 
-KERNEL = '''
+KERNEL = """
 from simsrv.core.compiled import compiled
 
 
 @compiled
 def triple(x):
     return 3 * x
-'''
+"""
 
 CALLER = textwrap.dedent(
     """
