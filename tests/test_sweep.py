@@ -19,6 +19,7 @@ from simsrv.pipeline.result import run
 from simsrv.sweep import CompareResults, compare, format_table, mean_ci
 from simsrv.sweep import records as records_module
 from simsrv.sweep.grid import base_dict, build_grid
+from simsrv.sweep.local import round_robin, run_parallel
 from simsrv.sweep.statistics import ci95_half_width
 
 TINY = ["run.duration_s=0.15", "run.warmup_s=0.05", "players.count=32"]
@@ -301,3 +302,25 @@ def test_runs_without_replies_have_no_overloaded_column():
     runs = _point_runs(3, 250.0).drop(columns=["offered_per_s"])
     summary = mean_ci(runs, ["frames_per_s"])
     assert "overloaded" not in summary and "overloaded" not in format_table(summary)
+
+
+@given(st.lists(st.sampled_from("abcd"), max_size=30))
+def test_a_pool_starts_one_run_of_each_strategy_in_turn(keys):
+    """round_robin: a permutation of the grid that keeps each strategy's runs in order and
+    starts the first run of every strategy before any strategy's second."""
+    order = round_robin(keys)
+    assert sorted(order) == list(range(len(keys)))
+    for key in set(keys):
+        mine = [i for i in order if keys[i] == key]
+        assert mine == sorted(mine)
+    distinct = list(dict.fromkeys(keys))
+    assert [keys[i] for i in order[: len(distinct)]] == distinct
+    assert round_robin(["s", "s", "a", "a", "b"]) == [0, 2, 4, 1, 3]
+
+
+def test_the_pool_runs_every_point_once_in_the_order_given():
+    seen = []
+    run_parallel(
+        [10, 20, 30], lambda x: x * 2, 1, lambda i, r: seen.append((i, r)), None, [2, 0, 1]
+    )
+    assert seen == [(2, 60), (0, 20), (1, 40)]

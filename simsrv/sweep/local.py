@@ -8,7 +8,7 @@ so the records are the same whatever the number of workers or the order runs fin
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from functools import partial
 from typing import TypeVar
@@ -42,7 +42,21 @@ def run_local(
     reported through ``on_done`` are the caller's to keep.  A worker that died (e.g. killed for
     memory) or raised outside the simulation gives a failed row.
     """
-    run_parallel(grid, execute, workers, on_done, partial(failed_row, grid))
+    order = round_robin([run.point.strategy for run in grid])
+    run_parallel(grid, execute, workers, on_done, partial(failed_row, grid), order)
+
+
+def round_robin(keys: Sequence[Hashable]) -> list[int]:
+    """The indices of ``keys`` taking one of each key in turn (keys in their first
+    appearance, each key's indices in order): the order a pool starts a grid's runs, so that
+    workers starting together run different strategies and, on a machine whose numba cache
+    is empty, compile different kernels (:mod:`simsrv.core.compile_lock`) rather than wait
+    for the same ones."""
+    groups: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    rounds = max((len(g) for g in groups.values()), default=0)
+    return [g[r] for r in range(rounds) for g in groups.values() if r < len(g)]
 
 
 def failed_row(grid: Sequence[GridRun], index: int, error: BaseException) -> RunRecords:
@@ -56,9 +70,11 @@ def run_parallel(
     workers: int,
     on_done: Callable[[int, R], None],
     on_failure: Callable[[int, BaseException], R],
+    order: Sequence[int] | None = None,
 ) -> None:
     """Call ``function(item)`` for every item, in this process (``workers = 1``) or a process
-    pool, and ``on_done(index, result)`` in this process as each finishes.
+    pool, and ``on_done(index, result)`` in this process as each finishes; they start in
+    ``order`` (indices; default: as given).
 
     An exception that escapes ``function`` (or a dead worker) becomes
     ``on_done(index, on_failure(index, error))``; the other items go on.  A
@@ -66,16 +82,17 @@ def run_parallel(
     without waiting for them and propagates.  Pool workers exit when this process dies,
     even by ``kill -9`` (:mod:`simsrv.sweep.orphan`).
     """
+    order = range(len(items)) if order is None else order
     if workers <= 1 or len(items) <= 1:
-        for i, item in enumerate(items):
+        for i in order:
             try:
-                result = function(item)
+                result = function(items[i])
             except Exception as error:
                 result = on_failure(i, error)
             on_done(i, result)
         return
     pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), initializer=exit_with_parent)
-    pending = {pool.submit(function, item): i for i, item in enumerate(items)}
+    pending = {pool.submit(function, items[i]): i for i in order}
     try:
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
