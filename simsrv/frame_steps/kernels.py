@@ -135,7 +135,7 @@ def next_frame(loop):
         break
     taken = min(ints[LIMIT], cut - read)
     ints[CUT], ints[B_FROM], ints[B_TO] = cut, read, read + taken
-    build(loop, now)
+    build_frame(loop, now)
     return True
 
 
@@ -147,6 +147,12 @@ def frame_messages(loop):
 
 @compiled
 def build(loop, now):
+    """:func:`build_frame` (for Python callers: a socket's packets)."""
+    build_frame(loop, now)
+
+
+@inlined
+def build_frame(loop, now):
     """The frame rules [MODEL §1, §8] on the packets ``buffer[B_FROM:B_TO]`` read at ``now``
     (s), without their commits (:func:`finish_plan` makes them, so a frame built again is the
     same): the commands each packet executes (1, or up to ``commands_per_packet`` after
