@@ -52,6 +52,7 @@ from simsrv.frame_steps.state import (
     LIMIT,
     MAX_BYTES,
     MAX_ENTITIES,
+    MEASURE_FROM,
     MINTIC,
     NEW_CHUNK,
     NEXT_BLOCK,
@@ -85,6 +86,7 @@ from simsrv.workload.frame_kernels import (
     distinct_senders,
     reply_targets,
 )
+from simsrv.workload.response_time import record_packets
 
 US_PER_S = 1e6
 
@@ -203,6 +205,7 @@ def build_frame(loop, now):
                 kept += 1
             else:
                 choked += 1
+                loop.held[out_c[j]] = ints[FRAME]
         replies = kept
     ints[CHOKED] = choked
     visible, pvs = 0, 0
@@ -274,6 +277,12 @@ def commit(loop, end):
         for j in range(ints[REPLIES]):
             loop.cleartime[loop.reply_clients[j]] = loop.reply_clear[j]
     ints[HEAD], ints[READ] = ints[CUT], last
+    if floats[MEASURE_FROM] <= now < floats[STOP]:
+        packets = loop.buffer[first:last]
+        record_packets(
+            packets["arrival_s"], packets["client"], now, end, ints[FRAME], loop.held,
+            loop.response_counts, loop.response_stats,
+        )  # fmt: skip
     # the frame's row (row ``row`` of the frame columns: the call's frames after the stored)
     loop.frame_times[row, 0], loop.frame_times[row, 1] = now, end
     f = loop.frame_ints

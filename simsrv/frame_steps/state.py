@@ -73,7 +73,10 @@ WAKEUP = 5
 that wakes it, s."""
 RATE = 6
 """The clients' rate limit, bytes/s (bandwidth control)."""
-FLOAT_REGISTERS = 7
+MEASURE_FROM = 7
+"""The measured window's start (warm-up), s: the packets of frames starting from it to
+``STOP`` are measured (:mod:`simsrv.workload.response_time`)."""
+FLOAT_REGISTERS = 8
 
 # -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
 STOPPED = 0
@@ -124,9 +127,10 @@ class LoopState(NamedTuple):
     reply_clients, reply_visible, reply_pvs:
         The frame's replied clients, their visible entities and PVS rooms (the first
         ``ints[REPLIES]``).
-    cleartime, reply_clear:
+    cleartime, reply_clear, held:
         Bandwidth control: per client the time its channel is clear, s (QuakeWorld's
-        ``cleartime``); per reply of the frame, its client's new ``cleartime`` once sent.
+        ``cleartime``); per reply of the frame, its client's new ``cleartime`` once sent; per
+        client the last frame whose reply to it the rate limit held.
     machine:
         The machine's state (:class:`~simsrv.machine.engine.MachineState`): the frames
         execute on it in place.
@@ -134,6 +138,9 @@ class LoopState(NamedTuple):
         The strategy's plan names as the machine's tables (:meth:`Machine.tables`).
     out:
         The engine's two results (end, charged CPU time).
+    response_counts, response_stats:
+        The measured packets' response times and socket waits
+        (:class:`~simsrv.workload.response_time.ResponseTimes`), added to in place.
     frame_times, frame_ints, charged_us:
         Per frame of this call: start and end (s); the integer columns ``F_*``; CPU time its
         plan charged, us.
@@ -151,6 +158,7 @@ class LoopState(NamedTuple):
     reply_pvs: np.ndarray
     cleartime: np.ndarray
     reply_clear: np.ndarray
+    held: np.ndarray
     machine: MachineState
     thread_cpu: np.ndarray
     barrier_parties: np.ndarray
@@ -160,6 +168,8 @@ class LoopState(NamedTuple):
     activity_codes: np.ndarray
     lock_codes: np.ndarray
     out: np.ndarray
+    response_counts: np.ndarray
+    response_stats: np.ndarray
     frame_times: np.ndarray
     frame_ints: np.ndarray
     charged_us: np.ndarray

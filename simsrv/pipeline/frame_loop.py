@@ -47,6 +47,7 @@ from simsrv.strategies.base import Strategy
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder, FrameWorkload
 from simsrv.workload.frame_table import FrameTable
+from simsrv.workload.response_time import ResponseTimes
 from simsrv.workload.socket import SocketQueue
 
 FRAMES_PER_CALL = 4096
@@ -99,9 +100,13 @@ class FrameLoop:
         floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
         floats[s.MINTIC] = server.sv_mintic_s
         floats[s.WAKEUP] = wakeup_s
+        floats[s.MEASURE_FROM] = scenario.run.warmup_s
         floats[s.LAST_PHYSICS] = -np.inf  # physics runs in the first frame
         self.replies = tuple(np.zeros(max(players, 1), np.int32) for _ in range(3))
         self.reply_clear = np.zeros(max(players, 1))
+        self.held = np.full(max(players, 1), -1, np.int64)
+        self.response = ResponseTimes()
+        """The measured packets' response times (:mod:`simsrv.workload.response_time`)."""
         self.charged_us = np.zeros(FRAMES_PER_CALL)
         self.out = np.zeros(2)
         self.kernel_tables: tuple | None = None
@@ -128,8 +133,9 @@ class FrameLoop:
         self.ints[s.ENTITIES] = builder.entities
         return LoopState(
             buffer, arrivals, self.ints, self.floats, builder.last_tick, builder.seen,
-            builder.latest, *self.replies, self.cleartime, self.reply_clear, self._machine_state(),
-            *tables, self.out, table.times[stored:], table.ints[stored:], self.charged_us,
+            builder.latest, *self.replies, self.cleartime, self.reply_clear, self.held,
+            self._machine_state(), *tables, self.out, self.response.counts, self.response.stats,
+            table.times[stored:], table.ints[stored:], self.charged_us,
         )  # fmt: skip
 
     def _machine_state(self) -> MachineState:

@@ -33,6 +33,7 @@ from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder
 from simsrv.workload.frame_table import FrameTable
+from simsrv.workload.response_time import ResponseTimes
 from simsrv.workload.socket import SocketQueue
 from simsrv.world.combat import Combat
 from simsrv.world.maps import MAP_KINDS, GameMap
@@ -74,6 +75,9 @@ class SimulationOutput:
     frame_digest:
         The frame records digested (:class:`simsrv.metrics.frame_digest.FrameDigest`): the
         summary's per-frame metrics.
+    response:
+        The measured packets' response times and socket waits
+        (:class:`simsrv.workload.response_time.ResponseTimes`).
     """
 
     frames: pd.DataFrame | None
@@ -86,6 +90,7 @@ class SimulationOutput:
     checks: dict[str, bool]
     trace_metrics: dict[str, Any]
     frame_digest: FrameDigest
+    response: ResponseTimes
 
 
 def simulate(
@@ -172,6 +177,7 @@ def simulate(
         checks=dict.fromkeys(CHECKS, True),
         trace_metrics=trace_metrics,
         frame_digest=digest,
+        response=loop.response,
     )
 
 

@@ -50,7 +50,9 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     ``barrier_wait_fraction`` and ``any_waiting_fraction`` (:mod:`simsrv.metrics.waiting`),
     ``stage_time_fraction`` and ``per_thread`` (:mod:`simsrv.metrics.stages`), ``groups``
     for strategies that group entities, and ``memory_bytes`` / ``memory_reserved_bytes``
-    (resident and reserved thread-stack memory, bytes) for strategies that record them.
+    (resident and reserved thread-stack memory, bytes) for strategies that record them;
+    ``response_time_ms``, ``socket_wait_ms``, ``answered_packets`` and ``unanswered_packets``
+    (:meth:`simsrv.workload.response_time.ResponseTimes.summary`).
     """
     t0 = scenario.run.warmup_s
     span = (t0 + scenario.run.duration_s) - t0  # as the digests' window
@@ -74,4 +76,5 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     for key in ("groups", *MEMORY_COLUMNS):  # strategies that group; with static threads
         if key in framed:
             result[key] = framed[key]
+    result.update(out.response.summary())
     return result

@@ -2,7 +2,9 @@
 
 * Per node (``nodes``, one object per node): its single-server summary's ``frames_per_s``,
   ``replies_per_s``, ``messages_per_frame`` (client packets read per frame),
-  ``messages_per_s``, ``parallel_fraction``, ``cpu_utilization``, ``dropped_fraction``;
+  ``messages_per_s``, ``parallel_fraction``, ``cpu_utilization``, ``dropped_fraction``,
+  ``response_time_ms`` (its packets, from their arrival at the node to the end of the frame
+  that read them, without the border latency below);
   ``clients`` (mean players in its zone over the window's ticks);
   ``interconnect_messages_per_frame`` (messages it posted as mirrors plus messages it
   received, per frame) and ``mirrored_per_frame`` (entity states it sent per frame).
@@ -22,8 +24,10 @@
 * Top level, aggregated over nodes: one node: exactly its summary; several: ``frames``,
   ``messages_per_s``, ``replies_per_s``, ``choked_per_s`` summed; ``messages_per_frame`` =
   packets / frames over all nodes; ``dropped_fraction`` from the summed counts;
-  ``cpu_utilization`` every node's CPUs, node 0 first; every other number (``frames_per_s``,
-  ``parallel_fraction``, fractions, moments, ...) the mean over nodes.
+  ``cpu_utilization`` every node's CPUs, node 0 first; ``response_time_ms`` and
+  ``socket_wait_ms`` over every node's packets (the nodes' sketches merged), the packet counts
+  summed; every other number (``frames_per_s``, ``parallel_fraction``, fractions, moments,
+  ...) the mean over nodes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 from simsrv.pipeline.cluster.simulation import ClusterOutput
 from simsrv.pipeline.summary import summarize
 from simsrv.scenario.schema import Scenario
+from simsrv.workload.response_time import ResponseTimes
 
 SUMMED = ("frames", "messages_per_s", "replies_per_s", "choked_per_s")
 NODE_KEYS = (
@@ -45,6 +50,7 @@ NODE_KEYS = (
     "parallel_fraction",
     "dropped_fraction",
     "cpu_utilization",
+    "response_time_ms",
 )
 
 
@@ -52,6 +58,8 @@ def summarize_cluster(scenario: Scenario, out: ClusterOutput) -> dict[str, Any]:
     """The top-level metrics plus ``nodes`` and ``interconnect`` (module docstring)."""
     summaries = [summarize(scenario, node) for node in out.nodes]
     result = aggregate(summaries)
+    if len(summaries) > 1:  # the whole cluster's packets: one sketch of every node's
+        result.update(ResponseTimes.merged([node.response for node in out.nodes]).summary())
     result["nodes"] = node_metrics(scenario, out, summaries)
     result["interconnect"] = interconnect_metrics(scenario, out)
     result["zoning"] = zoning_metrics(scenario, out)

@@ -299,4 +299,5 @@ def node_output(node: Node, accounting: dict[str, int]) -> SimulationOutput:
         checks=dict.fromkeys(CHECKS, True),
         trace_metrics=trace_metrics,
         frame_digest=digest,
+        response=node.loop.response,
     )
