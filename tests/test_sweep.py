@@ -324,3 +324,19 @@ def test_the_pool_runs_every_point_once_in_the_order_given():
         [10, 20, 30], lambda x: x * 2, 1, lambda i, r: seen.append((i, r)), None, [2, 0, 1]
     )
     assert seen == [(2, 60), (0, 20), (1, 40)]
+
+
+@given(
+    st.floats(0.0, 500.0, allow_nan=False),
+    st.sampled_from([1000 / 30, 1000 / 77, 100.0]),
+)
+def test_a_point_whose_p95_response_exceeds_one_client_frame_is_overloaded(p95_ms, period_ms):
+    from simsrv.sweep.overload import is_overloaded, point_overloaded
+
+    keeps_up = (5000.0, 5000.0, 0.0)  # every packet answered, none dropped
+    assert is_overloaded(*keeps_up, p95_ms, period_ms) is (p95_ms > period_ms)
+    assert not is_overloaded(*keeps_up, math.nan, period_ms)
+    means = dict(zip(("replies_per_s", "offered_per_s", "dropped_fraction"), keeps_up, strict=True))
+    assert not point_overloaded(means)  # a table without the response columns
+    means.update(response_p95_ms=p95_ms, client_period_ms=period_ms)
+    assert point_overloaded(means) is (p95_ms > period_ms)

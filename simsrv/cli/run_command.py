@@ -125,8 +125,20 @@ def format_summary(result: RunResult) -> str:
         f"  {'any thread waiting':<22}{s['any_waiting_fraction']:>12.4f}",
         "  cpu utilization       " + "  ".join(f"{u:.3f}" for u in s["cpu_utilization"]),
         "",
+        f"  {'':<22}{'mean':>8}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}",
+        *(
+            f"  {label:<22}"
+            + "".join(f"{d[k]:>8.1f}" for k in ("mean", "p50", "p95", "p99", "max"))
+            for label, d in (
+                ("response time ms", s["response_time_ms"]),
+                ("socket wait ms", s["socket_wait_ms"]),
+            )
+        ),
+        "",
         "  time breakdown (share of total CPU time)",
     ]
+    if s["unanswered_packets"]:
+        lines.insert(-2, f"  packets without a reply (rate limit): {s['unanswered_packets']}")
     lines += [f"    {a:<24}{v:>10.4f}" for a, v in s["time_breakdown"].items()]
     stages = s["stage_time_fraction"]
     lines += ["", "  stage time (mean share of each thread's time)"]

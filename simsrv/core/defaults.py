@@ -50,3 +50,7 @@ the arrived packets is flagged ``overloaded``."""
 MIN_CI_SEEDS = 3
 """Fewer seeds than this per point print a warning beside the 95 % confidence interval: with 2
 seeds Student's t is 12.7 and the interval says little."""
+OVERLOAD_RESPONSE_FRAMES = 1.0
+"""The ``overloaded`` flag of the summary tables: a point whose 95th-percentile response time
+exceeds this many client frames (``1 / clients.rate_hz``: a player sends its next packet before
+the answer to this one) is flagged (:mod:`simsrv.sweep.overload`)."""

@@ -22,6 +22,13 @@ Every table starts with the point's columns ``strategy``, ``cpus``, ``clients``,
 ``cpu_utilization_mean``   mean busy share over the CPUs
 ``groups_per_frame``       BSP groups per frame (NaN for strategies that do not group)
 ``group_size_mean``        entities per BSP group (NaN likewise)
+``response_mean_ms``       response time of the measured packets (from the arrival at the
+                           socket to the end of the frame that read it,
+                           :mod:`simsrv.workload.response_time`): mean, ms; and
+                           ``response_p50_ms``, ``response_p95_ms``, ``response_p99_ms``,
+                           ``response_max_ms``
+``socket_wait_mean_ms``    their wait in the socket: mean, ms; and ``socket_wait_p95_ms``
+``client_period_ms``       a client's frame, ms (1000 / ``clients.rate_hz``)
 ``frames``                 frames in the measured window
 ``simulated_time_s``       length of the measured window, s
 ``wall_time_s``            wall-clock time of the run, s
@@ -76,9 +83,22 @@ METRICS = (
 )
 """Summary metrics copied into the ``runs`` row as they are."""
 
+RESPONSE_COLUMNS = {
+    "response_mean_ms": ("response_time_ms", "mean"),
+    "response_p50_ms": ("response_time_ms", "p50"),
+    "response_p95_ms": ("response_time_ms", "p95"),
+    "response_p99_ms": ("response_time_ms", "p99"),
+    "response_max_ms": ("response_time_ms", "max"),
+    "socket_wait_mean_ms": ("socket_wait_ms", "mean"),
+    "socket_wait_p95_ms": ("socket_wait_ms", "p95"),
+}
+"""``runs`` columns of the response-time distributions: column -> (summary key, statistic)."""
+
 SUMMARY_METRICS = (
     *METRICS,
     "offered_per_s",
+    *RESPONSE_COLUMNS,
+    "client_period_ms",
     "os_time_fraction",
     "cpu_utilization_mean",
     "groups_per_frame",
@@ -167,9 +187,13 @@ def metrics_row(scenario: Scenario, result: RunResult | None, error: str | None)
         "map": sc.map.kind,
         "platform": sc.machine.platform,
         "offered_per_s": sc.players.count * sc.clients.rate_hz,
+        "client_period_ms": 1e3 / sc.clients.rate_hz,
     }
     s = result.summary if result is not None else {}
     row.update({m: float(s[m]) if s else math.nan for m in METRICS})
+    row.update(
+        {c: float(s[key][stat]) if s else math.nan for c, (key, stat) in RESPONSE_COLUMNS.items()}
+    )
     groups = s.get("groups", {})
     utilization = s.get("cpu_utilization", [])
     row.update(

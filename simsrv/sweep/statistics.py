@@ -18,8 +18,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simsrv.core.defaults import MIN_CI_SEEDS, OVERLOAD_DROPPED, OVERLOAD_REPLY_RATIO
-from simsrv.sweep.overload import NEEDED, overloaded_column, point_overloaded
+from simsrv.core.defaults import (
+    MIN_CI_SEEDS,
+    OVERLOAD_DROPPED,
+    OVERLOAD_REPLY_RATIO,
+    OVERLOAD_RESPONSE_FRAMES,
+)
+from simsrv.sweep.overload import NEEDED, RESPONSE, overloaded_column, point_overloaded
 
 GROUP_COLUMNS = ("strategy", "cpus", "clients")
 
@@ -29,6 +34,7 @@ TABLE_METRICS = {
     "messages_per_frame": ("messages/frame", "{:.2f}"),
     "replies_per_s": ("replies/s", "{:.0f}"),
     "parallel_fraction": ("parallel fraction", "{:.3f}"),
+    "response_p95_ms": ("p95 response ms", "{:.1f}"),
     "wall_time_s": ("wall s", "{:.1f}"),
 }
 """Metrics of the printed comparison table (``summary.csv`` has every numeric metric)."""
@@ -59,7 +65,8 @@ def mean_ci(
     for key, group in ok.groupby(list(by), sort=False, dropna=False):
         extra = {}
         if flag:
-            extra["overloaded"] = point_overloaded({m: group[m].mean() for m in NEEDED})
+            judged = [m for m in (*NEEDED, *RESPONSE) if m in group]
+            extra["overloaded"] = point_overloaded({m: group[m].mean() for m in judged})
         for metric in metrics:
             values = group[metric].dropna()
             rows.append(
@@ -125,7 +132,8 @@ def format_table(summary: pd.DataFrame, by: Sequence[str] = GROUP_COLUMNS) -> st
         )
     if flagged:
         notes.append(
-            f"overloaded: replies below {OVERLOAD_REPLY_RATIO:.0%} of the offered packets/s or "
-            f"more than {OVERLOAD_DROPPED:.0%} dropped; the server is saturated there"
+            f"overloaded: replies below {OVERLOAD_REPLY_RATIO:.0%} of the offered packets/s, "
+            f"more than {OVERLOAD_DROPPED:.0%} dropped, or the p95 response time above "
+            f"{OVERLOAD_RESPONSE_FRAMES:g} client frame: the server does not keep up there"
         )
     return f"{line(header)}\n{rule}\n{body}\n" + "\n".join(notes) + "\n"
