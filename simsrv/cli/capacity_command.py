@@ -24,9 +24,10 @@ def add_parser(subparsers) -> None:
         "capacity",
         help="raise the client count in steps until the server falls behind",
         description="Run the scenario at --start, --start + --step, ... clients until "
-        "replies/s fall below --min-reply-ratio x the packets/s the clients offer or more "
-        f"than {MAX_DROPPED:g} of the packets are dropped; report the largest count that met "
-        "both (see docs/cli.md).",
+        "replies/s fall below --min-reply-ratio x the packets/s the clients offer, more "
+        f"than {MAX_DROPPED:g} of the packets are dropped, or (with --max-response-ms) the "
+        "response time's --quantile exceeds it; report the largest count that met the rule "
+        "(see docs/cli.md).",
     )
     add_scenario_arguments(p)
     p.add_argument("--start", type=int, default=8, help="first client count (default 8)")
@@ -38,6 +39,19 @@ def add_parser(subparsers) -> None:
         default=MIN_REPLY_RATIO,
         help=f"replies/s a met count needs, as a share of the offered packets/s "
         f"(default {MIN_REPLY_RATIO:g}; 0 < ratio <= 1)",
+    )
+    p.add_argument(
+        "--max-response-ms",
+        type=finite_float,
+        default=None,
+        help="a met count's response time (a packet's arrival to the end of the frame that "
+        "read it) at --quantile is at most this many ms (default: no such rule)",
+    )
+    p.add_argument(
+        "--quantile",
+        type=finite_float,
+        default=0.95,
+        help="the response-time quantile of --max-response-ms: 0.5, 0.95 (default) or 0.99",
     )
     p.add_argument(
         "--search",
@@ -68,7 +82,7 @@ def add_parser(subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv capacity`` (the simulator is imported here, not at start-up)."""
-    from simsrv.sweep.capacity import Capacity, find_capacity
+    from simsrv.sweep.capacity import Capacity, find_capacity, response_key
 
     if args.sweep is not None:
         return handle_sweep(args)
@@ -84,6 +98,9 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError(
             f"--min-reply-ratio: must be a number in (0, 1], got {args.min_reply_ratio:g}"
         )
+    if args.max_response_ms is not None and not args.max_response_ms > 0:
+        raise InputError(f"--max-response-ms: must be a number > 0, got {args.max_response_ms:g}")
+    response_key(args.quantile)  # refuses a quantile the summary does not have
     result = Capacity()
 
     def show(point: dict) -> None:
@@ -92,7 +109,8 @@ def handle(args: argparse.Namespace) -> int:
             print(
                 f"  {point['clients']:>6d} clients  replies/s {point['replies_per_s']:>10.1f}  "
                 f"offered/s {point['offered_per_s']:>10.1f}  dropped "
-                f"{point['dropped_fraction']:.3f}  {verdict}",
+                f"{point['dropped_fraction']:.3f}  p{args.quantile * 100:g} response "
+                f"{point['response_ms']:>8.1f} ms  {verdict}",
                 flush=True,
             )
 
@@ -104,6 +122,8 @@ def handle(args: argparse.Namespace) -> int:
             step=args.step,
             max_clients=args.max_clients,
             min_reply_ratio=args.min_reply_ratio,
+            max_response_ms=args.max_response_ms,
+            quantile=args.quantile,
             search=args.search,
             on_point=show,
             result=result,

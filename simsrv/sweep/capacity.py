@@ -6,7 +6,9 @@ A count is **met** when
 
 * replies/s >= ``min_reply_ratio`` (default 0.8) x the packets/s the clients offer
   (``clients x clients.rate_hz``: a client expects a reply to each request), and
-* at most ``max_dropped`` (0.2) of the packets that reached the socket were dropped.
+* at most ``max_dropped`` (0.2) of the packets that reached the socket were dropped, and
+* with ``max_response_ms`` (what players feel, :mod:`simsrv.workload.response_time`): the
+  response time's ``quantile`` (0.5, 0.95 or 0.99; default 0.95) is at most that many ms.
 
 Each count is one run of the scenario with ``players.count`` replaced (same seed: the
 counts are paired).  Two searches (``search``):
@@ -35,9 +37,27 @@ from simsrv.pipeline.load import load_scenario
 from simsrv.pipeline.result import run
 from simsrv.scenario.schema import Scenario
 
-POINT_COLUMNS = ("clients", "replies_per_s", "offered_per_s", "dropped_fraction", "met")
+POINT_COLUMNS = (
+    "clients",
+    "replies_per_s",
+    "offered_per_s",
+    "dropped_fraction",
+    "response_ms",
+    "met",
+)
 """Columns of :attr:`Capacity.points`: clients; replies/s; offered packets/s; dropped share of
-the packets that reached the socket; whether the count met the rule."""
+the packets that reached the socket; the response time's quantile of the rule, ms; whether the
+count met the rule."""
+RESPONSE_QUANTILES = {0.5: "p50", 0.95: "p95", 0.99: "p99"}
+"""The response-time quantiles a rule may use (those of the run's summary)."""
+
+
+def response_key(quantile: float) -> str:
+    """The summary's key of a response-time quantile (:data:`RESPONSE_QUANTILES`)."""
+    if quantile not in RESPONSE_QUANTILES:
+        allowed = ", ".join(f"{q:g}" for q in RESPONSE_QUANTILES)
+        raise InputError(f"--quantile: must be one of {allowed}, got {quantile:g}")
+    return RESPONSE_QUANTILES[quantile]
 
 
 @dataclass
@@ -73,6 +93,8 @@ def find_capacity(
     step: int = 8,
     max_clients: int = 1024,
     min_reply_ratio: float = MIN_REPLY_RATIO,
+    max_response_ms: float | None = None,
+    quantile: float = 0.95,
     search: str = "linear",
     on_point: Callable[[dict], None] | None = None,
     result: Capacity | None = None,
@@ -93,6 +115,8 @@ def find_capacity(
         step=step,
         max_clients=max_clients,
         min_reply_ratio=min_reply_ratio,
+        max_response_ms=max_response_ms,
+        quantile=quantile,
         search=search,
         on_point=on_point,
         result=result,
@@ -106,6 +130,8 @@ def search_capacity(
     step: int = 8,
     max_clients: int = 1024,
     min_reply_ratio: float = MIN_REPLY_RATIO,
+    max_response_ms: float | None = None,
+    quantile: float = 0.95,
     search: str = "linear",
     on_point: Callable[[dict], None] | None = None,
     result: Capacity | None = None,
@@ -116,10 +142,11 @@ def search_capacity(
     cluster's interconnect traffic)."""
     if search not in SEARCHES:
         raise InputError(f"search: unknown {search!r}; allowed: {', '.join(SEARCHES)}")
+    rule = Rule(min_reply_ratio, max_response_ms, response_key(quantile))
     result = result if result is not None else Capacity()
 
     def met(clients: int) -> bool:
-        point = measure(scenario_for(clients), clients, min_reply_ratio, describe)
+        point = measure(scenario_for(clients), clients, rule, describe)
         result.points.append(point)
         if on_point is not None:
             on_point(point)
@@ -152,24 +179,38 @@ def search_capacity(
     return result
 
 
+@dataclass(frozen=True)
+class Rule:
+    """What a met count needs (module docstring): replies/s of at least ``min_reply_ratio``
+    of the offered packets/s, and, when ``max_response_ms`` is set, the response time's
+    quantile ``response`` (a summary key: ``p95`` ...) at most that many ms."""
+
+    min_reply_ratio: float = MIN_REPLY_RATIO
+    max_response_ms: float | None = None
+    response: str = "p95"
+
+
 def measure(
     scenario: Scenario,
     clients: int,
-    min_reply_ratio: float,
+    rule: Rule,
     describe: Callable[[Scenario, dict], dict] | None = None,
 ) -> dict:
     """One point of a search: run ``scenario`` (with ``clients`` players) and apply the rule."""
     summary = run(scenario).summary
     offered = clients * scenario.clients.rate_hz
+    response = summary["response_time_ms"][rule.response]
     met = (
-        summary["replies_per_s"] >= min_reply_ratio * offered
+        summary["replies_per_s"] >= rule.min_reply_ratio * offered
         and summary["dropped_fraction"] <= MAX_DROPPED
+        and (rule.max_response_ms is None or response <= rule.max_response_ms)
     )
     return {
         "clients": clients,
         "replies_per_s": summary["replies_per_s"],
         "offered_per_s": offered,
         "dropped_fraction": summary["dropped_fraction"],
+        "response_ms": response,
         "met": bool(met),
         **(describe(scenario, summary) if describe is not None else {}),
     }

@@ -87,6 +87,8 @@ def search_run(job: tuple[SweepRun, CapacitySettings]) -> tuple[dict[str, Any], 
         step=settings.step * scale,
         max_clients=settings.max * scale,
         min_reply_ratio=settings.min_reply_ratio,
+        max_response_ms=settings.max_response_ms,
+        quantile=settings.quantile,
         search=settings.search,
         describe=cluster_details,
     )

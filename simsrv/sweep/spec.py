@@ -58,6 +58,10 @@ class CapacitySettings(StrictModel):
     step: int = Field(8, ge=1, le=10_000_000)
     max: int = Field(1024, ge=1, le=10_000_000)
     min_reply_ratio: float = Field(MIN_REPLY_RATIO, gt=0.0, le=1.0)
+    max_response_ms: float | None = Field(
+        None, gt=0.0, le=1e7, description="a met count's response-time quantile at most, ms"
+    )
+    quantile: Literal[0.5, 0.95, 0.99] = 0.95
     per_node: bool = Field(False, description="start, step, max times cluster.nodes")
 
 
