@@ -57,7 +57,7 @@ def _check_report(out_dir, printed: str) -> None:
     assert html.escape(table) in page
     embedded = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     pngs = sorted((out_dir / "figures").glob("*.png"))
-    assert len(embedded) == len(pngs) == 6
+    assert len(embedded) == len(pngs) == 7
     assert {base64.b64decode(e) for e in embedded} == {p.read_bytes() for p in pngs}
     assert "http://" not in page.replace('xmlns="http://', "") and "https://" not in page
     assert "<h2>Scenario</h2>" in page and "&quot;players&quot;" in page

@@ -47,11 +47,31 @@ def test_every_figure_is_drawn(figures):
     assert set(figures) == {
         "throughput",
         "parallel_fraction",
+        "response_time",
         "breakdown",
         "load_balance",
         "gantt",
         "group_sizes",
     }
+
+
+def test_the_response_time_curves_are_the_runs_packets_at_the_largest_point(results, figures):
+    """One CDF per strategy over every seed's packets at the largest clients and CPUs; each
+    ends at 1, and its label's p95 is the summed bins' 95th percentile."""
+    (ax,) = figures["response_time"].axes
+    table = results.response
+    point = table[(table.clients == table.clients.max()) & (table.cpus == table.cpus.max())]
+    curves = _lines(ax)
+    assert {label.split(" (")[0] for label in curves} == set(point.strategy)
+    for label, line in curves.items():
+        rows = point[point.strategy == label.split(" (")[0]]
+        counts = rows.groupby("response_ms")["packets"].sum().sort_index()
+        share = np.cumsum(counts.to_numpy()) / counts.sum()
+        np.testing.assert_allclose(line.get_ydata(), share)
+        assert line.get_ydata()[-1] == pytest.approx(1.0)
+        p95 = counts.index[np.searchsorted(share, 0.95)]
+        assert f"p95 {p95:.3g} ms" in label
+    assert results.response.groupby(["strategy", "seed"])["packets"].sum().gt(0).all()
 
 
 def _lines(ax) -> dict:
@@ -198,7 +218,7 @@ def test_figures_survive_runs_that_failed(monkeypatch):
 
 def test_figures_are_saved_as_png_and_svg(tmp_path, results):
     paths = save_figures(comparison_figures(results), tmp_path)
-    assert len(paths) == 12
+    assert len(paths) == 14  # 7 figures
     assert all(p.stat().st_size > 1000 for p in paths)
 
 

@@ -11,18 +11,28 @@ from matplotlib.figure import Figure
 from simsrv.figures.gantt import gantt_figure
 from simsrv.figures.group_sizes import group_size_figure
 from simsrv.figures.load_balance import load_balance_figure
+from simsrv.figures.response_time import response_time_figure
 from simsrv.figures.stage_breakdown import stage_breakdown_figure
 from simsrv.figures.throughput import parallel_fraction_figure, throughput_figure
 from simsrv.sweep.results import CompareResults
 
 FORMATS = ("png", "svg")
-STEMS = ("throughput", "parallel_fraction", "breakdown", "load_balance", "gantt", "group_sizes")
+STEMS = (
+    "throughput",
+    "parallel_fraction",
+    "response_time",
+    "breakdown",
+    "load_balance",
+    "gantt",
+    "group_sizes",
+)
 """File stems of :func:`comparison_figures`."""
 
 
 def comparison_figures(results: CompareResults) -> dict[str, Figure]:
-    """Figures by file stem: ``throughput``, ``parallel_fraction``, ``breakdown``,
-    ``load_balance``, ``gantt`` and (when a strategy groups entities) ``group_sizes``.
+    """Figures by file stem: ``throughput``, ``parallel_fraction``, ``response_time``,
+    ``breakdown``, ``load_balance``, ``gantt`` and (when a strategy groups entities)
+    ``group_sizes``.
 
     Failed runs are left out (a figure without data is skipped); with several client counts,
     the per-point figures (breakdown, load balance, Gantt, group sizes) show the largest.
@@ -40,6 +50,17 @@ def comparison_figures(results: CompareResults) -> dict[str, Figure]:
             f"Parallel-time fraction, {where}\nlines: mean, bands: 95 % CI of the mean over seeds",
         ),
     }
+    response = _largest_clients(results.response)
+    if not response.empty:
+        cpus = int(response["cpus"].max())
+        response = response[response["cpus"] == cpus]
+        periods = runs.get("client_period_ms")
+        figures["response_time"] = response_time_figure(
+            response,
+            client_period_ms=float(periods.iloc[0]) if periods is not None else None,
+            title=f"Response time, {where}, {_clients(response)} clients, {cpus} CPUs\n"
+            "every measured packet of every seed; dotted: one client frame",
+        )
     shares = _largest_clients(results.breakdown)
     if not shares.empty:
         figures["breakdown"] = stage_breakdown_figure(

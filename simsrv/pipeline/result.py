@@ -15,6 +15,7 @@ from simsrv.pipeline.simulation import simulate
 from simsrv.pipeline.summary import summarize
 from simsrv.scenario.schema import Scenario
 from simsrv.version import __version__
+from simsrv.workload.response_time import ResponseTimes
 
 
 @dataclass
@@ -44,6 +45,10 @@ class RunResult:
     checks:
         The invariants checked in the run (:mod:`simsrv.machine.invariants`), name -> True; empty
         on error.
+    response:
+        The measured packets' response times and socket waits, the sketch itself
+        (:class:`simsrv.workload.response_time.ResponseTimes`; a cluster's: its nodes' merged),
+        None on error.
     error:
         ``"<exception type>: <message> at <file>:<line>"`` if the run failed (with
         ``run(..., raise_errors=False)``), else ``None``.
@@ -58,6 +63,7 @@ class RunResult:
     error: str | None = None
     group_sizes: dict[int, int] = field(default_factory=dict)
     checks: dict[str, bool] = field(default_factory=dict)
+    response: ResponseTimes | None = None
     version: str = __version__
 
     @property
@@ -113,11 +119,12 @@ def run(
             from simsrv.pipeline.cluster.result import run_cluster
 
             out = run_cluster(scenario, keep_trace, keep_frames)
-            summary, group_sizes = out.summary, out.group_sizes
+            summary, group_sizes, response = out.summary, out.group_sizes, out.response
         else:
             out = simulate(scenario, keep_trace, keep_frames)
             summary = summarize(scenario, out)
             group_sizes = dict(sorted(out.frame_digest.group_sizes.items()))
+            response = out.response
     except Exception as error:
         if raise_errors:
             raise
@@ -139,6 +146,7 @@ def run(
         wall_time_s=time.perf_counter() - start,
         checks=out.checks,
         group_sizes=group_sizes,
+        response=response,
     )
 
 

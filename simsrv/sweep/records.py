@@ -42,7 +42,10 @@ The other tables: ``breakdown`` (``category``, ``share``: the mean share of each
 per stage category, :func:`simsrv.metrics.stages.stage_time_fraction`; the categories sum to 1
 without ``intra_frame_wait``, which repeats the sum of the barrier categories), ``cpu_load``
 (``cpu``, ``utilization``: busy share of the window), ``group_sizes`` (``size`` in entities,
-``groups``: how many groups of that size the measured frames had) and ``gantt`` (the trace rows
+``groups``: how many groups of that size the measured frames had), ``response`` (the response
+time's sketch, :mod:`simsrv.workload.response_time`: ``bin``, ``response_ms`` its value and
+``packets`` in it, the bins that hold packets; summed over runs, the sketch of their union) and
+``gantt`` (the trace rows
 overlapping the first :data:`GANTT_FRAMES` frames of the measured window, seed index 0 only,
 clipped to them: ``frame``, ``cpu``, ``thread``, ``activity``, ``busy``, and
 ``start_ms``/``end_ms`` from the first frame's start; an earlier frame's interval still running
@@ -57,6 +60,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from simsrv.metrics.timeline import clip_intervals
@@ -66,6 +70,7 @@ from simsrv.pipeline.summary import measured_frames
 from simsrv.scenario.schema import Scenario
 from simsrv.sweep.grid import GridRun
 from simsrv.version import __version__
+from simsrv.workload.response_time import RESPONSE, bin_value_ms
 
 GANTT_FRAMES = 4
 """Frames of the measured window kept for the Gantt chart (the thesis' Figure 5 shows 2)."""
@@ -117,6 +122,7 @@ class RunRecords:
     breakdown: list[dict[str, Any]] = field(default_factory=list)
     cpu_load: list[dict[str, Any]] = field(default_factory=list)
     group_sizes: list[dict[str, Any]] = field(default_factory=list)
+    response: list[dict[str, Any]] = field(default_factory=list)
     gantt: pd.DataFrame | None = None
 
     @property
@@ -171,6 +177,7 @@ def records_of(grid_run: GridRun, result: RunResult) -> RunRecords:
         breakdown=breakdown,
         cpu_load=cpu_load,
         group_sizes=[{**key, **row} for row in _group_sizes(result)],
+        response=[{**key, **row} for row in _response_bins(result)],
         gantt=_gantt(grid_run, result) if gantt_window(grid_run) is not None else None,
     )
 
@@ -209,6 +216,18 @@ def metrics_row(scenario: Scenario, result: RunResult | None, error: str | None)
         scenario_hash=scenario_hash(sc),
     )
     return row
+
+
+def _response_bins(result: RunResult) -> list[dict[str, Any]]:
+    if result.response is None:
+        return []
+    counts = result.response.counts[RESPONSE]
+    bins = np.flatnonzero(counts)
+    values = bin_value_ms(bins)
+    return [
+        {"bin": int(b), "response_ms": float(v), "packets": int(counts[b])}
+        for b, v in zip(bins, values, strict=True)
+    ]
 
 
 def _group_sizes(result: RunResult) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from simsrv.sweep.records import RunRecords
 
-TABLES = ("runs", "breakdown", "cpu_load", "group_sizes", "gantt")
+TABLES = ("runs", "breakdown", "cpu_load", "group_sizes", "response", "gantt")
 META = "compare.json"
 """Small metadata file beside the tables: ``{"planned": runs in the grid}``."""
 """Table names; each is saved as ``<name>.parquet`` (columns in :mod:`simsrv.sweep.records`)."""
@@ -30,6 +30,7 @@ class CompareResults:
     breakdown: pd.DataFrame = field(default_factory=pd.DataFrame)
     cpu_load: pd.DataFrame = field(default_factory=pd.DataFrame)
     group_sizes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    response: pd.DataFrame = field(default_factory=pd.DataFrame)
     gantt: pd.DataFrame = field(default_factory=pd.DataFrame)
     planned: int = 0
     """Runs in the grid (``len(runs) < planned`` after an interruption)."""
@@ -44,6 +45,7 @@ class CompareResults:
             breakdown=pd.DataFrame([row for r in records for row in r.breakdown]),
             cpu_load=pd.DataFrame([row for r in records for row in r.cpu_load]),
             group_sizes=pd.DataFrame([row for r in records for row in r.group_sizes]),
+            response=pd.DataFrame([row for r in records for row in r.response]),
             gantt=pd.concat(gantts, ignore_index=True) if gantts else pd.DataFrame(),
             planned=planned,
         )

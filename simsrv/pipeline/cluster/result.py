@@ -15,6 +15,7 @@ from simsrv.pipeline.cluster.metrics import summarize_cluster
 from simsrv.pipeline.cluster.simulation import simulate_cluster
 from simsrv.pipeline.keep_window import KeepWindow
 from simsrv.scenario.schema import Scenario
+from simsrv.workload.response_time import ResponseTimes
 
 
 @dataclass
@@ -27,6 +28,7 @@ class ClusterRun:
     accounting: dict[str, int]
     checks: dict[str, bool]
     group_sizes: dict[int, int]
+    response: ResponseTimes
 
 
 def run_cluster(
@@ -59,6 +61,7 @@ def run_cluster(
             if keep_trace is not None
             else None
         )
+    response = ResponseTimes.merged([node.response for node in out.nodes])
     return ClusterRun(
-        summary, frames, trace, out.accounting, out.checks, dict(sorted(sizes.items()))
+        summary, frames, trace, out.accounting, out.checks, dict(sorted(sizes.items())), response
     )
