@@ -4,7 +4,8 @@ over seeds.
 The first panel is what a player gets: replies/s, with the rate the clients offer (clients x
 ``clients.rate_hz`` packets/s) drawn as a dashed black line; every strategy that keeps up sits
 on it.  Points where the server is overloaded (:mod:`simsrv.sweep.overload`: replies below
-95 % of the offered packets/s or drops above 1 %) are ringed in red.  The second and third
+95 % of the offered packets/s, drops above 1 %, or a p95 response time above one client frame)
+are ringed in red.  The second and third
 panels are how the server gets there: frames/s and messages/frame (log scales with labelled
 1-2-5 ticks when the values span a decade, else linear; a server that runs fewer, bigger
 frames is not slower for its players).
@@ -31,7 +32,7 @@ LABELS = {
     "parallel_fraction": "parallel-time fraction (all CPUs busy)",
 }
 OVERLOADED = "#d62728"
-OVERLOADED_LABEL = "overloaded (replies < 95 % offered or drops > 1 %)"
+OVERLOADED_LABEL = "overloaded (replies < 95 % offered,\ndrops > 1 % or p95 response > 1 frame)"
 OFFERED_LABEL = "offered (clients x packet rate)"
 
 
