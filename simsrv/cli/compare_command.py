@@ -109,6 +109,7 @@ def _finish(args: argparse.Namespace, results, base: dict) -> int:
     summary = mean_ci(results.runs, [*SUMMARY_METRICS])
     summary.to_csv(out / "summary.csv", index=False)
     table = format_table(summary[summary["metric"].isin(list(TABLE_METRICS))])
+    table += compile_note(results.runs)
     sys.stdout.write(table)
     try:
         saved = save_figures(comparison_figures(results), out / "figures")
@@ -135,6 +136,20 @@ def _finish(args: argparse.Namespace, results, base: dict) -> int:
             f"clients={row['clients']} seed={row['seed']}: {row['error']}\n"
         )
     return 1 if len(failed) else 0
+
+
+def compile_note(runs) -> str:
+    """A line under the table when runs compiled (the first runs after an install): how long,
+    in how many worker processes; the table's ``wall s`` leaves it out."""
+    if "compile_time_s" not in runs or not (runs["compile_time_s"] > 0.5).any():
+        return ""
+    per_process = runs.groupby("process")["compile_time_s"].sum()
+    spent = ", ".join(f"{s:.0f} s" for s in per_process)
+    return (
+        f"first runs after an install: compiling numba kernels (or waiting for another "
+        f"worker's compile) took {spent} in {len(per_process)} worker process(es); cached "
+        "for later runs, not in wall s\n"
+    )
 
 
 def _report(out: Path, table: str, pngs: list[Path], results, base: dict) -> Path:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import os
 import time
 
+from simsrv.core.compile_time import add_wait
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -55,16 +57,18 @@ class CompileLocks:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError:  # a read-only cache directory: compile without the lock
             return False
-        deadline = time.monotonic() + WAIT_S
+        started = time.monotonic()
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= started + WAIT_S:
                     os.close(fd)
+                    add_wait(time.monotonic() - started)
                     return False
                 time.sleep(POLL_S)
                 continue
+            add_wait(time.monotonic() - started)
             self._held[path] = [fd, 1]
             return True
 

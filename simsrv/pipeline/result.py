@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsrv.core.compile_time import compile_seconds
 from simsrv.pipeline.keep_window import KeepWindow
 from simsrv.pipeline.simulation import simulate
 from simsrv.pipeline.summary import summarize
@@ -45,6 +46,10 @@ class RunResult:
     checks:
         The invariants checked in the run (:mod:`simsrv.machine.invariants`), name -> True; empty
         on error.
+    compile_time_s:
+        Of :attr:`wall_time_s`, the time this process spent compiling numba functions or
+        waiting for another process's compile (:mod:`simsrv.core.compile_time`): the first runs
+        after an install only.
     response:
         The measured packets' response times and socket waits, the sketch itself
         (:class:`simsrv.workload.response_time.ResponseTimes`; a cluster's: its nodes' merged),
@@ -64,6 +69,7 @@ class RunResult:
     group_sizes: dict[int, int] = field(default_factory=dict)
     checks: dict[str, bool] = field(default_factory=dict)
     response: ResponseTimes | None = None
+    compile_time_s: float = 0.0
     version: str = __version__
 
     @property
@@ -113,7 +119,7 @@ def run(
     :attr:`RunResult.error` (empty tables and summary) instead of raised, so that a grid of runs
     keeps going.
     """
-    start = time.perf_counter()
+    start, compiling = time.perf_counter(), compile_seconds()
     try:
         if scenario.cluster is not None:
             from simsrv.pipeline.cluster.result import run_cluster
@@ -136,6 +142,7 @@ def run(
             accounting={},
             wall_time_s=time.perf_counter() - start,
             error=describe_error(error),
+            compile_time_s=compile_seconds() - compiling,
         )
     return RunResult(
         scenario=scenario,
@@ -147,6 +154,7 @@ def run(
         checks=out.checks,
         group_sizes=group_sizes,
         response=response,
+        compile_time_s=compile_seconds() - compiling,
     )
 
 

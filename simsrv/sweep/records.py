@@ -32,6 +32,10 @@ Every table starts with the point's columns ``strategy``, ``cpus``, ``clients``,
 ``frames``                 frames in the measured window
 ``simulated_time_s``       length of the measured window, s
 ``wall_time_s``            wall-clock time of the run, s
+``compile_time_s``         of it, compiling numba functions or waiting for another worker's
+                           compile (the first runs after an install), s
+``run_time_s``             ``wall_time_s - compile_time_s``: what the simulation cost, s
+``process``                the worker process's id
 ``error``                  the error text of a failed run (its metrics and ``frames`` NaN),
                            else ``None``
 ``simsrv_version``         the simsrv that produced the row
@@ -57,6 +61,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +115,8 @@ SUMMARY_METRICS = (
     "group_size_mean",
     "frames",
     "wall_time_s",
+    "compile_time_s",
+    "run_time_s",
 )
 """Every numeric column of a ``runs`` row: the metrics of a summary (mean and CI per point)."""
 
@@ -211,6 +218,9 @@ def metrics_row(scenario: Scenario, result: RunResult | None, error: str | None)
         frames=int(s["frames"]) if s else math.nan,
         simulated_time_s=sc.run.duration_s,
         wall_time_s=result.wall_time_s if result is not None else math.nan,
+        compile_time_s=result.compile_time_s if result is not None else math.nan,
+        run_time_s=result.wall_time_s - result.compile_time_s if result is not None else math.nan,
+        process=os.getpid(),
         error=error,
         simsrv_version=__version__,
         scenario_hash=scenario_hash(sc),

@@ -35,7 +35,7 @@ TABLE_METRICS = {
     "replies_per_s": ("replies/s", "{:.0f}"),
     "parallel_fraction": ("parallel fraction", "{:.3f}"),
     "response_p95_ms": ("p95 response ms", "{:.1f}"),
-    "wall_time_s": ("wall s", "{:.1f}"),
+    "run_time_s": ("wall s", "{:.1f}"),
 }
 """Metrics of the printed comparison table (``summary.csv`` has every numeric metric)."""
 
