@@ -20,6 +20,7 @@ from simsrv.sweep import CompareResults, compare, format_table, mean_ci
 from simsrv.sweep import records as records_module
 from simsrv.sweep.grid import base_dict, build_grid
 from simsrv.sweep.local import round_robin, run_parallel
+from simsrv.sweep.records import VOLATILE
 from simsrv.sweep.statistics import ci95_half_width
 
 TINY = ["run.duration_s=0.15", "run.warmup_s=0.05", "players.count=32"]
@@ -95,7 +96,7 @@ def test_results_are_identical_on_one_worker_and_on_a_process_pool(small):
     for name in ("runs", "breakdown", "cpu_load", "group_sizes", "gantt"):
         a, b = getattr(small, name), getattr(pooled, name)
         if name == "runs":
-            a, b = a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s")
+            a, b = a.drop(columns=list(VOLATILE)), b.drop(columns=list(VOLATILE))
         pd.testing.assert_frame_equal(a, b)
 
 

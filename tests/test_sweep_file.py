@@ -15,6 +15,7 @@ import pytest
 
 from simsrv.cli.main import main
 from simsrv.core.errors import InputError
+from simsrv.sweep.records import VOLATILE
 from simsrv.sweep.spec import load_sweep
 from simsrv.sweep.store import SweepStore
 from simsrv.sweep.sweep import pending, run_sweep
@@ -35,7 +36,7 @@ seeds = 2
 "players.count" = [40, 80]
 "machine.cpus" = [2, 4]
 """
-NONDETERMINISTIC = ["wall_time_s"]
+NONDETERMINISTIC = list(VOLATILE)
 
 
 def _write(tmp_path: Path, text: str = SWEEP) -> Path:

@@ -11,7 +11,7 @@ import pytest
 
 from simsrv.pipeline import result as result_module
 from simsrv.sweep import store as store_module
-from simsrv.sweep.records import metrics_row, scenario_hash
+from simsrv.sweep.records import VOLATILE, metrics_row, scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun, load_sweep
 from simsrv.sweep.store import SweepStore
 from simsrv.sweep.sweep import pending, run_sweep
@@ -186,7 +186,7 @@ def test_a_crash_at_any_step_of_a_compaction_loses_and_duplicates_nothing(
 def uninterrupted(sweep, tmp_path_factory) -> pd.DataFrame:
     store = SweepStore(tmp_path_factory.mktemp("whole"))
     run_sweep(sweep, store)
-    return store.table(sweep).drop(columns="wall_time_s")
+    return store.table(sweep).drop(columns=list(VOLATILE))
 
 
 def test_a_sweep_killed_between_the_merged_file_and_the_deletions_resumes_exactly(
@@ -215,7 +215,7 @@ def test_a_sweep_killed_between_the_merged_file_and_the_deletions_resumes_exactl
     assert len(pending(sweep, resumed)) == len(sweep.runs) - 3
     ran = run_sweep(sweep, resumed)
     assert len(ran) == len(sweep.runs) - 3
-    table = SweepStore(store.out).table(sweep).drop(columns="wall_time_s")
+    table = SweepStore(store.out).table(sweep).drop(columns=list(VOLATILE))
     pd.testing.assert_frame_equal(table, uninterrupted)
     assert _files(resumed)[1] == [] and _rows_in_files(resumed) == len(sweep.runs)
     raw = pd.read_parquet(resumed.runs_dir)
@@ -243,7 +243,7 @@ def test_a_failed_run_runs_again_and_its_new_row_replaces_the_merged_one(
     resumed = SweepStore(store.out, compact_every=3)
     assert pending(sweep, resumed) == [sweep.runs[5]]
     assert run_sweep(sweep, resumed) == [sweep.runs[5]]
-    table = SweepStore(store.out).table(sweep).drop(columns="wall_time_s")
+    table = SweepStore(store.out).table(sweep).drop(columns=list(VOLATILE))
     pd.testing.assert_frame_equal(table, uninterrupted)
     assert _files(resumed)[1] == [] and _rows_in_files(resumed) == len(sweep.runs)
     raw = pd.read_parquet(resumed.runs_dir)

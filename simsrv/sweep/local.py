@@ -1,8 +1,8 @@
 """Run grid points on this machine: in this process (``workers = 1``) or a process pool.
 
 Each run is deterministic given its scenario (every random stream derives from ``run.seed``),
-so the records are the same whatever the number of workers or the order runs finish in; only
-``wall_time_s`` differs.
+so the records are the same whatever the number of workers or the order runs finish in; only the
+columns of :data:`~simsrv.sweep.records.VOLATILE` differ (times, worker).
 """
 
 from __future__ import annotations

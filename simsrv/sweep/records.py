@@ -120,6 +120,10 @@ SUMMARY_METRICS = (
 )
 """Every numeric column of a ``runs`` row: the metrics of a summary (mean and CI per point)."""
 
+VOLATILE = ("wall_time_s", "compile_time_s", "run_time_s", "process")
+"""The columns of a ``runs`` row that depend on the machine and the pool, not on the scenario:
+two runs of the same point differ only there."""
+
 
 @dataclass
 class RunRecords:

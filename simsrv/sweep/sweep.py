@@ -7,7 +7,8 @@ into larger files every so often and at the end) -> mean and 95 % CI per point
 (:func:`summary`).
 
 Every run is deterministic given its scenario, so the rows are the same whatever the backend,
-the number of workers or the order runs finish in; only ``wall_time_s`` differs.
+the number of workers or the order runs finish in; only the columns of
+:data:`~simsrv.sweep.records.VOLATILE` differ (times, worker).
 """
 
 from __future__ import annotations
