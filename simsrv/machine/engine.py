@@ -118,6 +118,11 @@ LF_SINCE, LF_REL_AT = range(2)
 RESUME, FINISH, RUN_END, WAKE, TIMER = (np.int64(kind) for kind in range(5))
 STARTS, STOPS = np.int64(1), np.int64(-1)
 """A logical CPU starts or stops computing (:func:`_smt_change`)."""
+NO_SLOT = np.int64(NONE)
+UNTIL = np.bool_(False)
+"""Arguments of :func:`_run`: no slot, and not ``forever`` (numpy scalars: a plain ``-1`` or
+``False`` passed to a compiled function is typed as a literal, and the function compiled once
+per value)."""
 BEFORE_THREADS = np.int64(-1)
 """The rank a frame's start takes in the position: before its threads'."""
 
@@ -277,13 +282,12 @@ def execute(
         if not spawned[t]:
             m.ti[base + t, T_LIVE] = 1
             ri[R_LIVE] += 1
-            _advance(m, base + t)
-    while not m.ti[base, T_FIN]:
-        if ri[R_ERROR]:
-            return ri[R_ERROR]
-        if ri[R_HEAP] == 0:
-            return E_DEADLOCK
-        _step(m)
+            _run(m, base + t, -np.inf, UNTIL, NO_SLOT)  # its operations until it must wait
+    _run(m, NO_SLOT, np.inf, UNTIL, base)  # events until the coordinator ends
+    if ri[R_ERROR]:
+        return ri[R_ERROR]
+    if not m.ti[base, T_FIN]:
+        return E_DEADLOCK
     _run_events(m, rf[F_NOW], False)
     if ri[R_ERROR]:
         return ri[R_ERROR]
@@ -617,13 +621,30 @@ def _pop_event(ri, ht, hi):
 @inlined
 def _run_events(m, time_us, forever):
     """:func:`run_until`'s events (inlined into the engine's callers)."""
-    ri = m.ri
-    while ri[R_HEAP] > 0 and (forever or m.ht[0] <= time_us):
-        _step(m)
-        if ri[R_ERROR]:
-            return
+    _run(m, NO_SLOT, time_us, np.bool_(forever), NO_SLOT)
     if not forever and time_us > m.rf[F_NOW]:
         m.rf[F_NOW] = time_us
+
+
+@borrowing
+def _run(m, s, time_us, forever, coordinator):
+    """The event loop: advance slot ``s`` (none when -1), then act on the first event while
+    one is due, up to ``time_us`` included (every event when ``forever``), until slot
+    ``coordinator`` has ended (none when -1) or a plan error.  One compiled function holds the
+    loop, :func:`_step` and :func:`_advance` (each inlined once): the state's arrays are
+    passed once per call, not once per event."""
+    ri, ti = m.ri, m.ti
+    while True:
+        if s >= 0:
+            _advance(m, s)
+            s = NONE
+        if ri[R_ERROR] or ri[R_HEAP] == 0:
+            return
+        if coordinator >= 0 and ti[coordinator, T_FIN]:
+            return
+        if not forever and m.ht[0] > time_us:
+            return
+        s = _step(m)
 
 
 @inlined
@@ -636,16 +657,17 @@ def _advance_position(m, time, frame, rank):
         rf[F_POS], ri[R_POS_FRAME], ri[R_POS_RANK] = time, frame, rank
 
 
-@borrowing
+@inlined
 def _step(m):
-    """Take the first event and act on it (a stale one only moves the position)."""
+    """Take the first event and act on it (a stale one only moves the position); the slot
+    that goes on with its operations next (:func:`_advance`), or :data:`NONE`."""
     ht, hi, ti = m.ht, m.hi, m.ti
     time, f, r = ht[0], hi[0, H_FRAME], hi[0, H_RANK]
     kind, s, token = hi[0, H_KIND], hi[0, H_SLOT], hi[0, H_TOKEN]
     _pop_top(m)
     _advance_position(m, time, f, r)
     if kind != RESUME and kind != WAKE and (s < 0 or token != ti[s, T_TOKEN]):
-        return  # superseded (a speed change, a split run, a parent already woken)
+        return NONE  # superseded (a speed change, a split run, a parent already woken)
     m.rf[F_NOW] = time
     if kind == FINISH:
         _end_compute(m, s)
@@ -665,16 +687,15 @@ def _step(m):
         if time > m.tf[s, TF_BEGAN]:
             _row(m, ti[s, T_FRAME], ti[s, T_CPU], ti[s, T_CODE], act, m.tf[s, TF_BEGAN], time)
         ti[s, T_PC] = pc + 1
-    elif kind == TIMER:
-        _maybe_migrate(m, s)
-        return
-    _advance(m, s)
+    elif kind == TIMER and not _maybe_migrate(m, s):
+        return NONE
+    return s
 
 
 # -- a thread's operations ---------------------------------------------------------------------
 
 
-@borrowing
+@inlined
 def _advance(m, s):
     """Run slot ``s``'s operations from its program counter until it must wait or ends."""
     ri, ti, ok, oc, oa = m.ri, m.ti, m.ok, m.oc, m.oa
@@ -1107,11 +1128,12 @@ def _spawn(m, s, child):
 
 @inlined
 def _maybe_migrate(m, s):
-    """A run-first parent has waited its delay: it moves to an idle CPU, if there is one."""
+    """A run-first parent has waited its delay: it moves to an idle CPU, if there is one
+    (True: it goes on with its operations)."""
     ti = m.ti
     idle = _idle_cpu(m, ti[s, T_CPU])
     if idle < 0:
-        return  # it keeps waiting for the child
+        return False  # it keeps waiting for the child
     target = ti[s, T_TARGET]
     j, previous = ti[target, T_JHEAD], NONE  # out of the child's joiners
     while j != s:
@@ -1127,7 +1149,7 @@ def _maybe_migrate(m, s):
          now)  # fmt: skip
     ti[s, T_CPU] = idle
     ti[s, T_PC] += 1
-    _advance(m, s)
+    return True
 
 
 # -- the phased path ---------------------------------------------------------------------------
