@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from simsrv.figures.style import column_label
+from simsrv.figures.style import series_label
 
 
 def size_bins(largest: int) -> list[tuple[int, int]]:
@@ -44,7 +44,7 @@ def group_size_figure(
     drawn: list[tuple[list[str], np.ndarray, np.ndarray]] = []
     for key, rows in group_sizes.groupby(list(series), sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        label = ", ".join(_describe(c, v) for c, v in zip(series, key, strict=True))
+        label = series_label(series, key, ("map",))
         counts = rows.groupby("size")["groups"].sum()
         which = np.searchsorted(edges, counts.index.to_numpy())
         per_bin = np.bincount(which, counts.to_numpy(), minlength=len(bins))
@@ -72,9 +72,3 @@ def group_size_figure(
     count_ax.legend(fontsize=8, title="(mean size)", title_fontsize=8)
     fig.suptitle(title or "BSP group sizes per frame", fontsize=10)
     return fig
-
-
-def _describe(column: str, value) -> str:
-    if column == "map":
-        return str(value)
-    return f"{value} {column_label(column)}"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from simsrv.figures.style import column_label
+from simsrv.figures.style import series_label
 
 
 def response_time_figure(
@@ -35,7 +35,7 @@ def response_time_figure(
         values = counts.index.to_numpy()
         share = np.cumsum(counts.to_numpy()) / counts.sum()
         p95 = values[np.searchsorted(share, 0.95)]
-        label = ", ".join(_describe(c, v) for c, v in zip(series, key, strict=True))
+        label = series_label(series, key, ("strategy",))
         ax.step(
             np.maximum(values, 1e-3),
             share,
@@ -61,9 +61,3 @@ def response_time_figure(
     ax.legend(fontsize=8)
     fig.suptitle(title or "Response time per strategy", fontsize=10)
     return fig
-
-
-def _describe(column: str, value) -> str:
-    if column == "strategy":
-        return str(value)
-    return f"{value} {column_label(column)}"

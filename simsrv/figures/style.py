@@ -90,6 +90,15 @@ def column_label(column: str) -> str:
     return "CPUs" if column == "cpus" else column
 
 
+def series_label(columns: tuple[str, ...], values: tuple, named: tuple[str, ...]) -> str:
+    """A legend label for one series: the value alone for the ``named`` columns (a map, a
+    strategy), else value and column (``4 CPUs``), joined by commas."""
+    return ", ".join(
+        str(v) if c in named else f"{v} {column_label(c)}"
+        for c, v in zip(columns, values, strict=True)
+    )
+
+
 def strategy_colour(name: str) -> str:
     """The colour of strategy ``name``."""
     if name in STRATEGY_COLOURS:
