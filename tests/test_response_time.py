@@ -128,3 +128,26 @@ def test_a_run_measures_every_packet_its_measured_frames_read(strategy):
     # a packet waits at most until its frame starts, and is answered at the frame's end
     assert response["max"] <= (wait["max"] + measured.duration_s.max() * 1e3) * (1 + 1e-9)
     assert response["max"] >= measured.duration_s.min() * 1e3
+
+
+def test_json_output_writes_null_for_a_metric_without_a_value(capsys):
+    import io
+    import json
+
+    from simsrv.cli.main import main
+    from simsrv.core.json_output import dump, json_safe
+
+    summary = ResponseTimes().summary()  # no packet answered: NaN in Python
+    assert json_safe(summary)["response_time_ms"] == dict.fromkeys(
+        ("mean", "p50", "p95", "p99", "max")
+    )
+    out = io.StringIO()
+    dump({"a": [math.nan, 1.0, {"b": math.inf}]}, out)
+    assert out.getvalue() == '{"a": [null, 1.0, {"b": null}]}'
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    assert main(["run", "--set", "run.duration_s=0.1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out, parse_constant=refuse)  # strict JSON
+    assert printed["response_time_ms"]["p95"] > 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from simsrv.cli.parser import (
     prepare_output_dir,
     resolve_workers,
 )
+from simsrv.core import json_output
 from simsrv.core.defaults import MAX_DROPPED, MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
 
@@ -138,7 +138,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, result) -> None:
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=1)
+        json_output.dump(result.to_json(), sys.stdout, indent=1)
         print()
         return
     state = "" if result.complete else " (interrupted: lower bound)"

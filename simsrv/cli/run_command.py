@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simsrv.cli.parser import add_scenario_arguments, prepare_output_file
+from simsrv.core import json_output
 
 if TYPE_CHECKING:
     from simsrv.pipeline.result import RunResult
@@ -67,7 +67,7 @@ def run_command(args: argparse.Namespace) -> int:
             f"simsrv: {describe_trace(args.trace, trace, result, args.trace_warmup)}\n"
         )
     if args.json:
-        json.dump(result.to_json_dict(), sys.stdout)
+        json_output.dump(result.to_json_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_summary(result))
