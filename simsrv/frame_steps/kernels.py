@@ -3,9 +3,10 @@ record its plan.
 
 A strategy's compiled loop (e.g. :func:`simsrv.strategies.abdelkhalek._frames`) is::
 
+    machine = loop.machine
     while next_frame(loop):
         ... plan the frame from frame_messages(loop) and the reply arrays ...
-        if not finish_frame(loop, thread, kind, cost, arg, activity):
+        if not finish_frame(loop, machine, thread, kind, cost, arg, activity):
             break
         ... write the frame's strategy columns at row loop.ints[ROW] - 1 ...
     return loop.ints[REASON]
@@ -217,11 +218,13 @@ def build_frame(loop, now):
 
 @inlined
 def finish_plan(
-    loop, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
-    thread_codes, activity_codes, lock_codes,
+    loop, machine, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned,
+    is_wait, thread_codes, activity_codes, lock_codes,
 ):  # fmt: skip
     """Execute the frame's plan (its columns and the machine's tables of its names,
-    :meth:`Machine.tables <simsrv.machine.executor.Machine.tables>`) on the machine and commit
+    :meth:`Machine.tables <simsrv.machine.executor.Machine.tables>`) on the machine (``machine``:
+    ``loop.machine``, which a compiled loop takes out of the loop once, not once per frame: each
+    taking counts the references of its ~20 arrays) and commit
     the frame: the packets' ticks, physics, the replies' channels, the stream and socket
     pointers, the frame's row.  False (nothing done) when a store lacks room (:data:`ROOM`)
     or the plan is inconsistent (:data:`PLAN_ERROR`, the machine's code in ``out[0]``)."""
@@ -231,7 +234,7 @@ def finish_plan(
         return stop(loop, ROOM)
     now, out = floats[NOW], loop.out
     status = engine.execute(
-        loop.machine, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned,
+        machine, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned,
         is_wait, thread_codes, activity_codes, lock_codes, ints[FRAME], now * US_PER_S, out,
     )  # fmt: skip
     if status == engine.ROOM:
@@ -251,8 +254,8 @@ def finish_plan_compiled(
 ):  # fmt: skip
     """:func:`finish_plan` for Python callers (a plan built in Python)."""
     return finish_plan(
-        loop, thread, kind, cost, arg, activity, thread_cpu, barrier_parties, spawned, is_wait,
-        thread_codes, activity_codes, lock_codes,
+        loop, loop.machine, thread, kind, cost, arg, activity, thread_cpu, barrier_parties,
+        spawned, is_wait, thread_codes, activity_codes, lock_codes,
     )  # fmt: skip
 
 
@@ -315,12 +318,12 @@ def strategy_frames(loop, planner, args, records):
     activity, record, complete)``: the plan's operation columns, the frame's values of the
     strategy's columns (written to ``records``) and False when it cannot plan the frame in
     compiled code (a table to load first: :data:`RING`).  Returns the reason it stopped."""
-    ints = loop.ints
+    ints, machine = loop.ints, loop.machine  # taken once (reference counts)
     while next_frame(loop):
         thread, kind, cost, arg, activity, record, complete = planner(frame_workload(loop), args)
         if not complete:
             return stop(loop, RING)
-        if not finish_frame(loop, thread, kind, cost, arg, activity):
+        if not finish_frame(loop, machine, thread, kind, cost, arg, activity):
             break
         row = ints[ROW] - 1  # the frame's row in the call's frame columns
         for j in range(len(record)):
@@ -329,10 +332,11 @@ def strategy_frames(loop, planner, args, records):
 
 
 @inlined
-def finish_frame(loop, thread, kind, cost, arg, activity):
-    """:func:`finish_plan` for a strategy's compiled loop: its plans carry the names of the
-    loop's tables (``loop.thread_cpu`` ...)."""
+def finish_frame(loop, machine, thread, kind, cost, arg, activity):
+    """:func:`finish_plan` for a strategy's compiled loop (``machine``: ``loop.machine``, taken
+    once before its frames): its plans carry the names of the loop's tables
+    (``loop.thread_cpu`` ...)."""
     return finish_plan(
-        loop, thread, kind, cost, arg, activity, loop.thread_cpu, loop.barrier_parties,
+        loop, machine, thread, kind, cost, arg, activity, loop.thread_cpu, loop.barrier_parties,
         loop.spawned, loop.is_wait, loop.thread_codes, loop.activity_codes, loop.lock_codes,
     )  # fmt: skip

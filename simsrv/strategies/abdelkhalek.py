@@ -370,7 +370,7 @@ def _frames(
     """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
     :meth:`Abdelkhalek.plan` plans them, until a step stops; the reason.  ``constants``:
     indexed by :data:`ENTITIES` ... :data:`MEMORY_RESERVED`."""
-    ints = loop.ints
+    ints, machine = loop.ints, loop.machine  # taken once (reference counts)
     while next_frame(loop):
         replies = ints[REPLIES]
         thread, kind, cost, arg, activity, master, complete = _plan(
@@ -382,7 +382,7 @@ def _frames(
         )  # fmt: skip
         if not complete:
             return RING
-        if not finish_frame(loop, thread, kind, cost, arg, activity):
+        if not finish_frame(loop, machine, thread, kind, cost, arg, activity):
             break
         row = ints[ROW] - 1  # the frame's row in the call's frame columns
         records[row, 0], records[row, 1] = constants[THREADS], master

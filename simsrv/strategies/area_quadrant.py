@@ -363,7 +363,7 @@ def _frames(
     :meth:`AreaQuadrant.plan` plans them, until a step stops (a partition violation stops it
     too: the Python frame reports it); the reason.  ``entities``: the world's (world
     physics); ``connected``: the connected clients."""
-    ints = loop.ints
+    ints, machine = loop.ints, loop.machine  # taken once (reference counts)
     while next_frame(loop):
         replies = ints[REPLIES]
         thread, kind, cost, arg, activity, boundary, spread, complete, code, a, b, d = _plan(
@@ -376,7 +376,7 @@ def _frames(
             return RING
         if code:
             return VIOLATION
-        if not finish_frame(loop, thread, kind, cost, arg, activity):
+        if not finish_frame(loop, machine, thread, kind, cost, arg, activity):
             break
         row = ints[ROW] - 1  # the frame's row in the call's frame columns
         records[row, 0], records[row, 1], records[row, 2] = flags[0], boundary, spread
