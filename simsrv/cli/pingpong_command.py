@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from simsrv.cli.parser import prepare_output_file
+from simsrv.core import json_output
 from simsrv.core.errors import InputError
 
 DEFAULT_PROFILES = ("libvip", "libvip-altered", "tcp")
@@ -48,7 +48,7 @@ def handle(args: argparse.Namespace) -> int:
         prepare_output_file(args.out, "--out")
     rows = [point.row() for point in run_pingpong(profiles)]
     if args.json:
-        json.dump(rows, sys.stdout, indent=1)
+        json_output.dump(rows, sys.stdout, indent=1)
         print()
     else:
         print(f"{'profile':16} {'bytes':>8} {'t_c (us)':>10} {'MB/s':>8}")

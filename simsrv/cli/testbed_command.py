@@ -12,11 +12,11 @@ Three forms:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from simsrv.cli.parser import finite_float, prepare_output_dir
+from simsrv.core import json_output
 from simsrv.core.errors import InputError
 
 
@@ -136,7 +136,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.out is not None:
         result.write(args.out)
     if args.json:
-        json.dump(result.summary, sys.stdout, indent=1)
+        json_output.dump(result.summary, sys.stdout, indent=1)
         print()
     else:
         print(format_summary(result.summary))

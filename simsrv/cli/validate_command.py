@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from simsrv.cli.parser import add_workers_argument, resolve_workers
+from simsrv.core import json_output
 from simsrv.core.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
 from simsrv.core.errors import InputError
 
@@ -127,7 +127,7 @@ def _print(args: argparse.Namespace, results: list, reference) -> None:
 
     if args.json:
         titles = {name: paper.title for name, paper in reference.papers.items()}
-        json.dump([r.to_json(titles[r.row.paper]) for r in results], sys.stdout, indent=1)
+        json_output.dump([r.to_json(titles[r.row.paper]) for r in results], sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(format_text(results, reference))

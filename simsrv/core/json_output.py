@@ -1,4 +1,4 @@
-"""JSON that every parser reads: the commands' ``--json`` output without NaN or infinities.
+"""JSON that every parser reads: every command's ``--json`` output without NaN or infinities.
 
 Python's :mod:`json` writes a float NaN as ``NaN`` (not JSON: strict parsers, ``jq`` and most
 languages refuse it).  A metric without a value (a response time when no packet was answered,
