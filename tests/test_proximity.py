@@ -10,7 +10,7 @@ from scipy.spatial import cKDTree
 
 from simsrv.core.errors import InputError
 from simsrv.world import proximity
-from simsrv.world.cell_list import build_grid, count_pairs
+from simsrv.world.cell_list import build_grid, count_pairs, neighbour_rows
 from simsrv.world.proximity import neighbour_lists
 
 
@@ -122,11 +122,17 @@ def test_a_sparse_huge_map_widens_the_cells_within_budget():
     assert_same(points, np.zeros((0, 3)), 256.0)
 
 
-def test_the_budget_counts_every_pair_even_when_it_stops_listing(monkeypatch):
+def test_the_budget_stops_the_search_at_the_first_pair_over_it(monkeypatch):
+    """A crowd is refused in a time bounded by the budget: the search returns ``limit + 1``
+    (not the crowd's count) and lists nothing; a negative limit counts every pair."""
     rng = np.random.default_rng(3)
     players = rng.uniform(0, 300, (200, 3))
     entities = rng.uniform(0, 300, (5, 3))
+    points = np.vstack([players, entities])
     exact = tree_lists(players, entities, 256.0)[2]
+    assert neighbour_rows(points, 200, 128.0, -1)[2] == exact
+    indptr, indices, pairs = neighbour_rows(points, 200, 128.0, exact - 10)
+    assert (pairs, len(indptr), len(indices)) == (exact - 9, 0, 0)
     monkeypatch.setattr(proximity, "MAX_PAIRS", exact - 10)
-    with pytest.raises(InputError, match=rf"stand in {exact:,} pairs"):
+    with pytest.raises(InputError, match=rf"stand in more than {exact - 10:,} pairs"):
         neighbour_lists(players, entities, 256.0)

@@ -9,9 +9,44 @@ exits with status 3.
 
 from typing import Any
 
+MAX_MESSAGE_CHARS = 1000
+"""Longest message an :class:`InputError` keeps; a longer one (a 20 MB value echoed back)
+keeps its head, where the field is named, and its tail."""
+
+MAX_VALUE_CHARS = 80
+"""Longest echo of a user's value inside a message (see :func:`shown`)."""
+
+_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\x00"})
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` as one printable line of at most ``limit`` characters (plus the note of the
+    cut): line breaks and control characters escaped, a long middle cut out."""
+    text = text.translate(_ESCAPES)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{text[:head]} ...[{len(text) - head - tail:,} characters cut]... {text[-tail:]}"
+
+
+def shown(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters."""
+    text = repr(value) if len(str(value)) <= 100 * limit else repr(str(value)[: 2 * limit])
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 10]}... ({len(str(value)):,} characters)"
+
 
 class InputError(ValueError):
-    """Invalid user input; the message names the field and the allowed values."""
+    """Invalid user input; the message names the field and the allowed values.
+
+    The message is made one printable line of at most :data:`MAX_MESSAGE_CHARS` characters
+    (:func:`one_line`), whatever the input it quotes."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(one_line(str(message)))
 
 
 class InvariantViolation(RuntimeError):

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from simsrv.core.errors import InputError
+from simsrv.core.errors import MAX_VALUE_CHARS, InputError, shown
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -31,7 +31,7 @@ class StrictModel(BaseModel):
             for name, value in data.items():
                 field = cls.model_fields.get(name)
                 if field is not None and field.annotation is bool and not isinstance(value, bool):
-                    raise ValueError(f"{name}: must be true or false, got {json.dumps(value)}")
+                    raise ValueError(f"{name}: must be true or false, got {_as_toml(value)}")
                 if field is None or not _bool_for_number(field.annotation, value):
                     continue
                 if isinstance(value, dict):  # name the entry: costs.world_base
@@ -40,10 +40,14 @@ class StrictModel(BaseModel):
                         for key, v in value.items()
                         if _bool_for_number(field.annotation, {key: v})
                     )
-                raise ValueError(
-                    f"{name}: must be a number, not a boolean, got {json.dumps(value)}"
-                )
+                raise ValueError(f"{name}: must be a number, not a boolean, got {_as_toml(value)}")
         return data
+
+
+def _as_toml(value: Any) -> str:
+    """``value`` as the user wrote it (``true``, ``"yes"``), cut to a message's length."""
+    text = json.dumps(value)
+    return text if len(text) <= MAX_VALUE_CHARS else f"{text[:70]}... ({len(text):,} characters)"
 
 
 def validate(model: type[M], data: Any, prefix: str) -> M:
@@ -61,7 +65,7 @@ def validate(model: type[M], data: Any, prefix: str) -> M:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError(f"{prefix}: must be a table of fields, got {data!r}")
+        raise InputError(f"{prefix}: must be a table of fields, got {shown(data)}")
     try:
         return model.model_validate(data)
     except ValidationError as error:
@@ -91,8 +95,8 @@ def _first_error_line(error: ValidationError, model: type[BaseModel], prefix: st
             return f"{field}.{name}: {rest}"
         return f"{field}: {message}"
     value = first.get("input")
-    shown = "" if isinstance(value, dict) else f", got {value!r}"
-    return f"{field}: {message}{shown}"
+    got = "" if isinstance(value, dict) else f", got {shown(value)}"
+    return f"{field}: {message}{got}"
 
 
 def _bool_for_number(annotation: Any, value: Any) -> bool:

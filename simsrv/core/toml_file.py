@@ -8,12 +8,27 @@ from typing import Any
 
 from simsrv.core.errors import InputError
 
+MAX_TOML_BYTES = 1 << 20
+"""Largest scenario, sweep, platform or profile file, bytes (1 MiB): the largest shipped is a
+few KiB; a bigger file is refused before Python's TOML parser spends seconds on it."""
 
-def read_toml(path: str | Path, field: str = "scenario") -> dict[str, Any]:
+MAX_DATA_TOML_BYTES = 64 << 20
+"""Largest TOML *data* file (an exported map, :mod:`simsrv.world.maps.file`), bytes."""
+
+
+def read_toml(
+    path: str | Path, field: str = "scenario", max_bytes: int = MAX_TOML_BYTES
+) -> dict[str, Any]:
     """Decode the TOML file ``path``; any reason it cannot be read or decoded (missing, a
-    directory, unreadable, not UTF-8, not TOML) is an :class:`InputError` naming ``field``."""
+    directory, unreadable, larger than ``max_bytes``, not UTF-8, not TOML, nested too deep)
+    is an :class:`InputError` naming ``field``."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(
+                f"{field}: {path} is {size:,} bytes; such files are at most {max_bytes:,} bytes"
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{field}: file not found: {path}") from None
@@ -21,7 +36,15 @@ def read_toml(path: str | Path, field: str = "scenario") -> dict[str, Any]:
         raise InputError(f"{field}: cannot read {path}: {error.strerror}") from None
     except UnicodeDecodeError as error:
         raise InputError(f"{field}: {path} is not UTF-8 text ({error.reason})") from None
+    return decode_toml(text, f"{field}: {path}")
+
+
+def decode_toml(text: str, where: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``; a decoding error or a document nested too deep for the parser
+    is an :class:`InputError` starting with ``where``."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise InputError(f"{field}: {path} is not valid TOML: {error}") from None
+        raise InputError(f"{where} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise InputError(f"{where} is not valid TOML: arrays or tables nested too deep") from None

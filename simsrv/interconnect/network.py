@@ -139,14 +139,11 @@ class Network:
             if min(flows, heap) > until_us or min(flows, heap) == math.inf:
                 break
             if flows <= heap:
-                for message_id in self.links.advance(flows):
-                    message = self._messages[message_id]
-                    message.transmitted_us = flows
-                    message.delivered_us = flows + self.profile.latency_us
-                    self._push(message.delivered_us, _DELIVER, message_id)
+                self._transmitted(self.links.advance(flows), flows)
                 continue
             time, kind, _, message_id = heapq.heappop(self._events)
-            self.links.advance(time)
+            # flows due a rounding error after ``time`` may finish on the way there
+            self._transmitted(self.links.advance(time), time)
             message = self._messages[message_id]
             if kind == _START:
                 self.links.add(message_id, message.src, message.dst, message.size)
@@ -161,11 +158,21 @@ class Network:
                 if self.forget_received:
                     del self._messages[message_id]
         if math.isfinite(until_us):
-            self.links.advance(max(until_us, self.links.now_us))
+            at = max(until_us, self.links.now_us)
+            self._transmitted(self.links.advance(at), at)
             self.now_us = until_us
         else:
             self.now_us = max(self.now_us, self.links.now_us)
         return received
+
+    def _transmitted(self, message_ids: list[int], at_us: float) -> None:
+        """The flows of ``message_ids`` left the links at ``at_us``: deliver them after the
+        latency."""
+        for message_id in message_ids:
+            message = self._messages[message_id]
+            message.transmitted_us = at_us
+            message.delivered_us = at_us + self.profile.latency_us
+            self._push(message.delivered_us, _DELIVER, message_id)
 
     def run(self) -> list[Delivery]:
         """Process every pending event (the clock stops at the last one)."""

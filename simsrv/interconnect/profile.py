@@ -35,6 +35,10 @@ PROFILE_DIR = Path(__file__).with_name("profiles")
 MAX_BANDWIDTH_BYTES_PER_S = 1.25e10
 """100 Gbit/s: a larger bandwidth is a unit mistake for any modelled network."""
 
+MIN_BANDWIDTH_BYTES_PER_S = 1e3
+"""1 kB/s (8 kbit/s, below any modem of the period): a smaller bandwidth is a unit mistake,
+and would make one message of the ping-pong last for ages of simulated time."""
+
 
 class InterconnectProfile(StrictModel):
     """Costs of one message on a modelled interconnect (times in microseconds, sizes in
@@ -50,7 +54,7 @@ class InterconnectProfile(StrictModel):
     recv_cpu_us: float = Field(ge=0, le=1e6, description="receiver CPU per message, us")
     latency_us: float = Field(ge=0, le=1e6, description="wire, switch and NIC delay, us")
     bandwidth_bytes_per_s: float = Field(
-        gt=0,
+        ge=MIN_BANDWIDTH_BYTES_PER_S,
         le=MAX_BANDWIDTH_BYTES_PER_S,
         description="bytes per second one node's attachment carries, both directions together",
     )

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsrv.core.errors import InputError, shown
+
 
 @dataclass(frozen=True)
 class KeepWindow:
@@ -23,8 +25,23 @@ class KeepWindow:
     frames: int | None = None
 
     def __post_init__(self) -> None:
-        if self.frames is not None and self.frames < 1:
-            raise ValueError(f"frames: must be a whole number >= 1 or None, got {self.frames}")
+        for name in ("start_s", "end_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise InputError(
+                    f"KeepWindow.{name}: must be a number of seconds, got {shown(value)}"
+                )
+        if not 0 <= self.start_s <= self.end_s:
+            raise InputError(
+                f"KeepWindow: must have 0 <= start_s <= end_s, got {self.start_s!r}, {self.end_s!r}"
+            )
+        frames = self.frames
+        if frames is not None and (
+            isinstance(frames, bool) or not isinstance(frames, int | np.integer) or frames < 1
+        ):
+            raise InputError(
+                f"KeepWindow.frames: must be a whole number >= 1 or None, got {shown(frames)}"
+            )
 
 
 KEEP_ALL = KeepWindow()

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simsrv.core.errors import InputError
+from simsrv.core.errors import InputError, shown
 from simsrv.core.strict_model import validate
 from simsrv.core.toml_file import read_toml
 from simsrv.machine.engines import ENGINES
@@ -59,12 +59,30 @@ def load_raw(
 ) -> dict[str, Any]:
     """The decoded scenario dict with the overrides applied, not yet validated (arguments as
     in :func:`load_scenario`; ``source`` is not modified)."""
+    if isinstance(overrides, str | bytes) or not isinstance(overrides, Iterable):
+        raise InputError(
+            f"overrides: must be a list of 'dotted.name=value' strings, e.g. "
+            f"['run.seed=3'], got {shown(overrides)}"
+        )
+    overrides = list(overrides)
+    for item in overrides:
+        if not isinstance(item, str):
+            raise InputError(
+                f"overrides: each must be a 'dotted.name=value' string, got {shown(item)}"
+            )
     if source is None:
         raw: dict[str, Any] = {}
     elif isinstance(source, dict):
-        raw = copy.deepcopy(source)
-    else:
+        try:
+            raw = copy.deepcopy(source)
+        except RecursionError:
+            raise InputError("source: tables or arrays nested too deep") from None
+    elif isinstance(source, str | Path):
         raw = read_toml(source)
+    else:
+        raise InputError(
+            f"source: must be a TOML path, a dict or None, got {type(source).__name__}"
+        )
     for item in overrides:
         apply_override(raw, item)
     return raw
@@ -94,6 +112,8 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise InputError(f"--set value {shown(text)}: arrays nested too deep") from None
 
 
 def build_scenario(raw: dict[str, Any]) -> Scenario:
@@ -164,5 +184,5 @@ def build_cluster(raw: dict[str, Any], players: PlayersSection) -> ClusterSectio
 def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
     value = raw.get(name, {})
     if not isinstance(value, dict):
-        raise InputError(f"{name}: must be a table ([{name}]), got {value!r}")
+        raise InputError(f"{name}: must be a table ([{name}]), got {shown(value)}")
     return dict(value)

@@ -11,7 +11,10 @@ from typing import Any
 import pandas as pd
 
 from simsrv.core.compile_time import compile_seconds
+from simsrv.core.errors import InputError, shown
 from simsrv.pipeline.keep_window import KeepWindow
+from simsrv.pipeline.load import build_scenario
+from simsrv.pipeline.resources import check_memory
 from simsrv.pipeline.simulation import simulate
 from simsrv.pipeline.summary import summarize
 from simsrv.scenario.schema import Scenario
@@ -118,7 +121,15 @@ def run(
     With ``raise_errors=False`` an exception inside the simulation is returned as
     :attr:`RunResult.error` (empty tables and summary) instead of raised, so that a grid of runs
     keeps going.
+
+    The arguments are checked and the scenario validated again, as a file is (a scenario
+    changed after loading, e.g. by ``model_copy(update=...)`` or through its ``costs`` dict,
+    or built as ``Scenario(...)``, gets the same checks and defaults), and a run that would
+    need more memory than is available is refused (:mod:`simsrv.pipeline.resources`): each an
+    :class:`~simsrv.core.errors.InputError` of one line, whatever ``raise_errors`` says.
     """
+    scenario = checked_arguments(scenario, raise_errors, keep_trace, keep_frames)
+    check_memory(scenario)
     start, compiling = time.perf_counter(), compile_seconds()
     try:
         if scenario.cluster is not None:
@@ -156,6 +167,24 @@ def run(
         response=response,
         compile_time_s=compile_seconds() - compiling,
     )
+
+
+def checked_arguments(
+    scenario: Any, raise_errors: Any, keep_trace: Any, keep_frames: Any
+) -> Scenario:
+    """:func:`run`'s arguments checked (an :class:`InputError` naming the argument); returns
+    the scenario validated again from its plain data (equal to it when it was valid)."""
+    if not isinstance(scenario, Scenario):
+        hint = " (load it with simsrv.load_scenario(path))" if isinstance(scenario, str) else ""
+        raise InputError(f"run: scenario must be a Scenario{hint}, got {type(scenario).__name__}")
+    if not isinstance(raise_errors, bool):
+        raise InputError(f"run: raise_errors must be True or False, got {shown(raise_errors)}")
+    for name, window in (("keep_trace", keep_trace), ("keep_frames", keep_frames)):
+        if window is not None and not isinstance(window, KeepWindow):
+            raise InputError(
+                f"run: {name} must be a KeepWindow, KEEP_ALL or None, got {shown(window)}"
+            )
+    return build_scenario(scenario.to_dict())
 
 
 def describe_error(error: BaseException) -> str:

@@ -19,6 +19,11 @@ from simsrv.core.strict_model import StrictModel
 
 MAX_SEED = 2**32 - 1  # seeds are stored as int64 with a sweep's seed offsets added
 
+MAX_BACKGROUND = 0.999
+"""Largest background share of a CPU: the server keeps at least 0.1 % of it, so its costs
+there grow at most 1000-fold.  Closer to 1, ``cost / (1 - share)`` grows without bound and the
+trace's float sums no longer check against the plan's (``costs_accounted``)."""
+
 
 class RunSection(StrictModel):
     """Length of the run and its seed."""
@@ -39,10 +44,22 @@ class RunSection(StrictModel):
 
 
 class MapSection(StrictModel):
-    """Map kind and its validated parameters (``params`` is the kind's own model)."""
+    """Map kind and its validated parameters (``params`` is the kind's own model).
+
+    Given in the files' layout (the kind's parameters beside ``kind``, as
+    :meth:`Scenario.to_dict` writes them), the parameters are gathered into ``params``, as a
+    plain dict until the kind validates them (:func:`simsrv.pipeline.load.build_scenario`)."""
 
     kind: str = "cube"
     params: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_params(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "params" not in data and set(data) - {"kind"}:
+            params = {key: value for key, value in data.items() if key != "kind"}
+            return {"kind": data.get("kind", "cube"), "params": params}
+        return data
 
 
 class PlayersSection(StrictModel):
@@ -174,11 +191,12 @@ class MachineSection(StrictModel):
         description="machine engine: fast, or simpy (a reference engine on simpy, op by op, "
         "slower; the same results)",
     )
-    background: list[Annotated[float, Field(ge=0.0, lt=1.0)]] = Field(
+    background: list[Annotated[float, Field(ge=0.0, le=MAX_BACKGROUND)]] = Field(
         default_factory=list,
         description="busy share of each CPU taken by other programs, CPU 0 first (missing "
-        "CPUs: 0), each 0 <= share < 1; the server's computations there run at 1 - share "
-        "of the CPU's speed (e.g. [0, 0, 0, 0.5]: one CPU shared with one CPU-bound program)",
+        "CPUs: 0), each 0 <= share <= 0.999; the server's computations there run at "
+        "1 - share of the CPU's speed (e.g. [0, 0, 0, 0.5]: one CPU shared with one "
+        "CPU-bound program)",
     )
     costs: dict[str, float] = Field(
         default_factory=dict,
@@ -279,7 +297,12 @@ class ClusterSection(StrictModel):
 
 
 class Scenario(BaseModel):
-    """A fully validated scenario.  Build it with :func:`simsrv.pipeline.load.load_scenario`."""
+    """A fully validated scenario.  Build it with :func:`simsrv.pipeline.load.load_scenario`.
+
+    ``Scenario(...)`` and ``Scenario.model_validate(data)`` (e.g. of :meth:`to_dict`) check
+    every section's fields; the names they give (strategy, map kind, mobility, platform) and
+    the kinds' own parameters are resolved by ``load_scenario``, and again by
+    :func:`simsrv.run`, which validates every scenario it is given."""
 
     model_config = {"frozen": True, "extra": "forbid"}
 
@@ -313,4 +336,6 @@ class Scenario(BaseModel):
 
 
 def _dump(params: Any) -> dict[str, Any]:
-    return params.model_dump(mode="json") if isinstance(params, BaseModel) else {}
+    if isinstance(params, BaseModel):
+        return params.model_dump(mode="json")
+    return dict(params) if isinstance(params, dict) else {}

@@ -58,10 +58,11 @@ def neighbour_rows(
     excluded, in compressed sparse row form.
 
     Returns ``(indptr (rows + 1,) int64, indices int32, pairs)``, each row ascending, where
-    ``pairs`` counts every pair ``i < j`` within ``radius`` (rows or not).  When ``pairs``
-    exceeds ``limit`` the lists are not built (``indptr`` and ``indices`` are empty) and
-    ``pairs`` is still exact: the caller refuses the run.  One compiled call (grid, pairs,
-    rows).
+    ``pairs`` counts every pair ``i < j`` within ``radius`` (rows or not).  When there are
+    more than ``limit`` (>= 0) pairs the search stops at the first pair over it, so a crowd
+    is refused in a time bounded by ``limit``, not by the crowd: the lists are not built
+    (``indptr`` and ``indices`` are empty) and ``pairs`` is ``limit + 1``.  A negative
+    ``limit`` counts every pair and stores none.  One compiled call (grid, pairs, rows).
     """
     indptr, indices, pairs = _neighbour_rows(
         np.ascontiguousarray(points, dtype=np.float64), rows, float(radius), limit
@@ -177,6 +178,8 @@ def _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz):  # prag
                         ):
                             total += 1
                             b = order[t]
+                            if total > limit >= 0:  # refused: stop at the first pair over
+                                return first[:0], second[:0], total
                             if total > limit or (a >= rows and b >= rows):
                                 continue
                             if stored == len(first):

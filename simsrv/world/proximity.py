@@ -7,9 +7,10 @@ a uniform grid of cells half an edge wide) lists them in O(N + pairs) per tick.
 
 The neighbour lists hold every pair, so their memory grows with the number of pairs, up to
 N^2 / 2 when every player stands in every other's range (100,000 players on a small map: about
-2e8 pairs).  The cell list counts the pairs as it finds them and stops storing them beyond
-:data:`MAX_PAIRS`; the tick is then refused with an error naming ``players.count`` and the
-memory the lists would need.
+2e8 pairs).  The cell list counts the pairs as it finds them and stops at the first beyond
+:data:`MAX_PAIRS` (a crowd is refused in a time bounded by the limit, not by the crowd); the
+tick is then refused with an error naming ``players.count`` and the memory the lists would
+need.
 """
 
 from __future__ import annotations
@@ -75,17 +76,17 @@ def neighbour_lists(players: np.ndarray, entities: np.ndarray, edge: float) -> N
     points = players if len(entities) == 0 else np.vstack([players, entities])
     indptr, indices, pairs = neighbour_rows(points, len(players), edge / 2, MAX_PAIRS)
     if pairs > MAX_PAIRS:
-        refuse(pairs, len(players), len(points) - len(players))
+        refuse(len(players), len(points) - len(players))
     return Neighbours(indptr, indices)
 
 
-def refuse(pairs: int, players: int, entities: int) -> None:
-    """Raise the :class:`InputError` of a tick with ``pairs`` (> :data:`MAX_PAIRS`) pairs."""
-    need = pairs * BYTES_PER_PAIR / 2**30
+def refuse(players: int, entities: int) -> None:
+    """Raise the :class:`InputError` of a tick with more than :data:`MAX_PAIRS` pairs (the
+    search stops at the first pair over: the crowd is not counted)."""
     most = MAX_PAIRS * BYTES_PER_PAIR / 2**30
     raise InputError(
-        f"players.count: {players} players (with {entities} map entities) stand in "
-        f"{pairs:,} pairs within each other's action range; their neighbour lists would need "
-        f"about {need:.1f} GiB, at most {MAX_PAIRS:,} pairs ({most:.1f} GiB) are allowed: use "
-        "fewer players, a larger map or a smaller players.action_range"
+        f"players.count: {players} players (with {entities} map entities) stand in more than "
+        f"{MAX_PAIRS:,} pairs within each other's action range in one tick; their neighbour "
+        f"lists would need more than {most:.1f} GiB: use fewer players, a larger map or a "
+        "smaller players.action_range"
     )

@@ -21,6 +21,10 @@ PLAYER_MINS = np.array([-16.0, -16.0, -24.0])
 """Player bounding box relative to the origin, Quake's hull 1 (units)."""
 PLAYER_MAXS = np.array([16.0, 16.0, 32.0])
 """Upper corner of the player bounding box relative to the origin (units)."""
+PLAYER_HALF_WIDTH = float(PLAYER_MAXS[0])
+"""Half a player's box width on x and y, units: floor points are drawn this far inside the
+extent, so a map's extent is wider than twice it."""
+
 STEP_HEIGHT = 18.0
 """Highest ledge a walking player climbs (Quake's ``STEPSIZE``), units."""
 
@@ -130,12 +134,13 @@ class GameMap:
         return np.column_stack([xy, self.ground_z(above)])
 
     def floor_xy(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        """``count`` candidate floor points (x, y), uniform over the extent (16 units in).
+        """``count`` candidate floor points (x, y), uniform over the extent (a player's half width
+        in, :data:`PLAYER_HALF_WIDTH`).
 
         Callers keep the candidates where a player can stand (:func:`simsrv.world.spawn`).
         """
-        lo = self.extent_min[:2] + 16.0
-        hi = self.extent_max[:2] - 16.0
+        lo = self.extent_min[:2] + PLAYER_HALF_WIDTH
+        hi = self.extent_max[:2] - PLAYER_HALF_WIDTH
         return rng.uniform(lo, hi, size=(count, 2))
 
     def spawn_xy(self, count: int, rng: np.random.Generator) -> np.ndarray:

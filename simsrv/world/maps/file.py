@@ -17,9 +17,9 @@ from pydantic import Field
 
 from simsrv.core.errors import InputError
 from simsrv.core.strict_model import StrictModel
-from simsrv.core.toml_file import read_toml
+from simsrv.core.toml_file import MAX_DATA_TOML_BYTES, read_toml
 from simsrv.world.maps.attractors import Attractors
-from simsrv.world.maps.base import GameMap
+from simsrv.world.maps.base import PLAYER_HALF_WIDTH, GameMap
 from simsrv.world.maps.registry import MAP_KINDS, MapKind
 
 ARRAYS = {
@@ -65,7 +65,7 @@ def _value(array: np.ndarray) -> str:
 
 def load_map(path: str | Path) -> GameMap:
     """Read a map file; a missing file or a malformed array is an :class:`InputError`."""
-    data = read_toml(path, "map.path")
+    data = read_toml(path, "map.path", MAX_DATA_TOML_BYTES)
     arrays = {name: _array(data, name, *spec, "map file") for name, spec in ARRAYS.items()}
     areas = data.get("attractors", {})
     attractors = Attractors(
@@ -93,8 +93,11 @@ def _check_consistent(arrays: dict[str, np.ndarray], attractors: Attractors) -> 
     low, high = arrays["extent_min"], arrays["extent_max"]
     if low.shape != (3,) or high.shape != (3,):
         fail("extent_min and extent_max must be [x, y, z] each")
-    if not (high > low).all():
-        fail(f"extent_max {high.tolist()} must exceed extent_min {low.tolist()} on every axis")
+    if not (high > low).all() or not (high[:2] - low[:2] > 2 * PLAYER_HALF_WIDTH).all():
+        fail(
+            f"extent_max {high.tolist()} must exceed extent_min {low.tolist()} on every axis, "
+            f"by more than a player's width ({2 * PLAYER_HALF_WIDTH:g} units) on x and y"
+        )
     for box in ("solid", "room"):
         lo, hi = arrays[f"{box}_min"], arrays[f"{box}_max"]
         if len(lo) != len(hi) or not (hi >= lo).all():

@@ -77,4 +77,14 @@ def build_rooms(params: RoomsParams, rng: np.random.Generator) -> GameMap:
     )
 
 
-MAP_KINDS.register("rooms", MapKind("rooms", RoomsParams, build_rooms))
+def visibility_bytes(params: RoomsParams) -> tuple[int, str, str]:
+    """The room-to-room tables' size (:func:`~simsrv.world.maps.grid.grid_layout`: the hop
+    counts, float64, and the visibility, bool, of every pair of rooms), bytes; with corridors
+    each corridor is a room."""
+    rows, cols = params.rows, params.cols
+    corridors = rows * (cols - 1) + cols * (rows - 1) if params.corridor_length > 0 else 0
+    rooms = rows * cols + corridors  # each corridor is a room of its own
+    return rooms**2 * 9, "rows", f"visibility between {rooms:,} rooms, every pair"
+
+
+MAP_KINDS.register("rooms", MapKind("rooms", RoomsParams, build_rooms, visibility_bytes))

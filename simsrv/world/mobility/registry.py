@@ -39,11 +39,14 @@ class TickActions:
 
 @dataclass(frozen=True)
 class MobilityKind:
-    """A registered mobility model: ``create(params, game_map, count, speed, rng)``."""
+    """A registered mobility model: ``create(params, game_map, count, speed, rng)``;
+    ``memory_bytes(params) -> (bytes, field, what)`` estimates its largest allocation when its
+    parameters can make it huge (see :data:`simsrv.world.maps.registry.MemoryEstimate`)."""
 
     name: str
     params: type[BaseModel]
     create: Callable[[BaseModel, GameMap, int, float, np.random.Generator], Mobility]
+    memory_bytes: Callable[[BaseModel], tuple[int, str, str]] | None = None
 
 
 MOBILITY_MODELS: Registry[MobilityKind] = Registry("mobility model")

@@ -109,4 +109,14 @@ def create_replay(params, game_map, count, speed, rng) -> Replay:
     return Replay(params, game_map, count, speed, rng)
 
 
-MOBILITY_MODELS.register("replay", MobilityKind("replay", ReplayParams, create_replay))
+def recording_bytes(params: ReplayParams) -> tuple[int, str, str]:
+    """The recordings' size (:func:`record_routes`: an origin, 3 float64, and three action
+    flags per route and tick), bytes, and the field that sizes it."""
+    ticks = max(1, round(params.route_s * params.record_hz))
+    what = f"{params.routes:,} recorded routes of {ticks:,} ticks"
+    return params.routes * ticks * (3 * 8 + 3), "routes", what
+
+
+MOBILITY_MODELS.register(
+    "replay", MobilityKind("replay", ReplayParams, create_replay, recording_bytes)
+)
