@@ -153,6 +153,8 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
         return Verdict("interrupted", time.perf_counter() - start)
     except InputError as error:
         code, err = 2, io.StringIO(f"simsrv: error: {error}\n")
+    except SystemExit as exit_:  # argparse refuses a flag by exiting
+        code = exit_.code if isinstance(exit_.code, int) else 1
     except Exception as error:  # the failure the fuzzer looks for
         return Verdict(
             "traceback", time.perf_counter() - start, f"{type(error).__name__}: {error}"[:500]
@@ -167,7 +169,7 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
         return Verdict("interrupted", seconds)
     if code != 2:
         return Verdict("exit", seconds, f"exit {code}: {text[:500]}")
-    if not text.startswith("simsrv: error: ") or text.count("\n") != 1:
+    if not text.startswith("simsrv") or ": error: " not in text or text.count("\n") != 1:
         return Verdict("multi-line", seconds, text[:500])
     if seconds > REFUSAL_LIMIT_S:
         return Verdict("slow-refusal", seconds, text[:300])

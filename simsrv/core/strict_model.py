@@ -69,10 +69,10 @@ def validate(model: type[M], data: Any, prefix: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise InputError(_first_error_line(error, model, prefix)) from None
+        raise InputError(first_error_line(error, model, prefix)) from None
 
 
-def _first_error_line(error: ValidationError, model: type[BaseModel], prefix: str) -> str:
+def first_error_line(error: ValidationError, model: type[BaseModel], prefix: str) -> str:
     errors = error.errors()
     first = errors[0]
     loc = _field_path(first)

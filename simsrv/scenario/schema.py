@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from simsrv.core.strict_model import StrictModel
+from simsrv.core.errors import InputError
+from simsrv.core.strict_model import StrictModel, first_error_line
 
 MAX_SEED = 2**32 - 1  # seeds are stored as int64 with a sweep's seed offsets added
 
@@ -316,6 +317,20 @@ class Scenario(BaseModel):
     machine: MachineSection = Field(default_factory=MachineSection)
     cluster: ClusterSection | None = None
 
+    def __init__(self, **sections: Any) -> None:
+        try:
+            super().__init__(**sections)
+        except ValidationError as error:
+            raise InputError(_error_line(error)) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Scenario:
+        """Pydantic's ``model_validate``, its errors one-line :class:`InputError`\ s."""
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as error:
+            raise InputError(_error_line(error)) from None
+
     def to_dict(self) -> dict[str, Any]:
         """The resolved scenario as plain data (TOML layout: params flattened into sections)."""
         out = self.model_dump(mode="json")
@@ -333,6 +348,11 @@ class Scenario(BaseModel):
     def max_messages_per_frame(self) -> int:
         """Messages read per frame, resolved (defaults to one per client slot)."""
         return self.server.max_messages_per_frame or self.players.count
+
+
+def _error_line(error: ValidationError) -> str:
+    line = first_error_line(error, Scenario, "").lstrip(".")
+    return f"scenario{line}" if line.startswith(":") else line
 
 
 def _dump(params: Any) -> dict[str, Any]:
