@@ -18,17 +18,21 @@ lump      record      fields kept
 
 Every index is checked against the table it points into, so a truncated or inconsistent file
 raises :class:`BspError` (one line naming the file and the problem) here rather than an
-``IndexError`` deep inside a simulation.
+``IndexError`` deep inside a simulation.  A map file is untrusted input: it is read with a size
+cap (gzip is inflated only up to :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES`).
 """
 
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
+from simsrv.world.bsp import limits
 from simsrv.world.bsp.entities import parse_entities
 from simsrv.world.bsp.errors import BspError
 
@@ -38,6 +42,7 @@ LUMPS = 15
 HEADER_BYTES = 4 + 8 * LUMPS
 
 ENTITIES, PLANES, VISIBILITY, NODES, CLIPNODES, LEAVES, MODELS = 0, 1, 4, 5, 9, 10, 14
+GZIP_MAGIC = b"\x1f\x8b"
 
 PLANE = np.dtype([("normal", "<f4", 3), ("dist", "<f4"), ("type", "<i4")])
 NODE = np.dtype(
@@ -119,18 +124,41 @@ class BspFile:
 
 
 def read_bsp(path: str | Path) -> BspFile:
-    """Read a BSP 29 file (``.bsp`` or gzip-compressed ``.bsp.gz``) and check its indices."""
+    """Read a BSP 29 file (``.bsp`` or gzip-compressed ``.bsp.gz``) and check it.
+
+    A gzip stream is recognised by its magic bytes, whatever the file's name.  Raises
+    :class:`BspError` for a missing or unreadable file, a broken gzip stream, a file larger
+    than :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES` (plain or inflated), and everything
+    :func:`parse_bsp` refuses.
+    """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            gzipped = file.read(2) == GZIP_MAGIC
+            file.seek(0)
+            raw = _inflate(file, path) if gzipped else file.read(limits.MAX_FILE_BYTES + 1)
     except OSError as err:
         raise BspError(f"map.file: cannot read {path}: {err.strerror or err}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise BspError(f"map.file: {path}: broken gzip data ({err})") from None
+    if len(raw) > limits.MAX_FILE_BYTES:
+        raise BspError(
+            f"map.file: {path}: {'inflates to ' if gzipped else ''}more than "
+            f"{limits.MAX_FILE_BYTES // 2**20} MiB, the most simsrv reads "
+            f"{'(a gzip bomb?)' if gzipped else '(not a BSP map?)'}"
+        )
     return parse_bsp(raw, str(path))
+
+
+def _inflate(file: BinaryIO, path: Path) -> bytes:
+    """The gzip stream of ``file`` inflated, at most ``MAX_FILE_BYTES + 1`` bytes of it.
+
+    Inflating stops there: the caller refuses a longer result, so a gzip bomb costs at most
+    that much memory and the time to inflate it.  A broken stream is a :class:`BspError`.
+    """
+    try:
+        with gzip.GzipFile(fileobj=file, mode="rb") as stream:
+            return stream.read(limits.MAX_FILE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        raise BspError(f"map.file: {path}: broken gzip data ({err})") from None
 
 
 def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
