@@ -12,15 +12,18 @@ import re
 import numpy as np
 
 from simsrv.world.bsp.errors import BspError
+from simsrv.world.bsp.limits import MAX_ENTITIES
 
 _TOKEN = re.compile(r'"([^"]*)"|([{}])|(\S+)')
 
 
-def parse_entities(text: str, name: str = "<entities>") -> list[dict[str, str]]:
+def parse_entities(
+    text: str, name: str = "<entities>", max_entities: int = MAX_ENTITIES
+) -> list[dict[str, str]]:
     """The entity dictionaries of an entities lump, in file order.
 
-    Raises :class:`~simsrv.world.bsp.errors.BspError` on an unbalanced brace, a key without a value,
-    or text outside a block.
+    Raises :class:`~simsrv.world.bsp.errors.BspError` on an unbalanced brace, a key without a
+    value, text outside a block, or more than ``max_entities`` entities.
     """
     entities: list[dict[str, str]] = []
     current: dict[str, str] | None = None
@@ -34,6 +37,11 @@ def parse_entities(text: str, name: str = "<entities>") -> list[dict[str, str]]:
         elif brace == "}":
             if current is None or key is not None:
                 raise BspError(f"map.file: {name}: entities lump: unbalanced '}}'")
+            if len(entities) == max_entities:
+                raise BspError(
+                    f"map.file: {name}: entities lump: more than the {max_entities} entities "
+                    "simsrv reads"
+                )
             entities.append(current)
             current = None
         elif quoted is not None and current is not None:

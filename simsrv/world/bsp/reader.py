@@ -16,10 +16,12 @@ lump      record      fields kept
                       visleafs
 ========  ==========  ===========================================================
 
-Every index is checked against the table it points into, so a truncated or inconsistent file
-raises :class:`BspError` (one line naming the file and the problem) here rather than an
-``IndexError`` deep inside a simulation.  A map file is untrusted input: it is read with a size
-cap (gzip is inflated only up to :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES`).
+A map file is untrusted input.  The file is read with a size cap (gzip is inflated only up
+to :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES`), every lump must lie inside the file and
+hold whole records, and counts are capped (:mod:`simsrv.world.bsp.limits`) before anything
+sized by them is allocated.  Every index is checked against the table it points into, so a
+truncated or inconsistent file raises :class:`BspError` (one line naming the file and the
+problem) here rather than an ``IndexError`` deep inside a simulation.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import gzip
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 import numpy as np
 
@@ -41,7 +43,30 @@ VERSION = 29
 LUMPS = 15
 HEADER_BYTES = 4 + 8 * LUMPS
 
+LUMP_NAMES = (
+    "entities",
+    "planes",
+    "miptex",
+    "vertexes",
+    "visibility",
+    "nodes",
+    "texinfo",
+    "faces",
+    "lighting",
+    "clipnodes",
+    "leaves",
+    "marksurfaces",
+    "edges",
+    "surfedges",
+    "models",
+)
+"""The 15 lumps in header order."""
 ENTITIES, PLANES, VISIBILITY, NODES, CLIPNODES, LEAVES, MODELS = 0, 1, 4, 5, 9, 10, 14
+FACES, MARKSURFACES = 7, 11
+RECORD_BYTES = {1: 20, 3: 12, 5: 24, 6: 40, 7: 20, 9: 8, 10: 28, 11: 2, 12: 4, 13: 4, 14: 64}
+"""Record size of every fixed-size lump, bytes (the others are text or raw bytes)."""
+MAX_RECORDS = {LEAVES: limits.MAX_LEAVES, NODES: limits.MAX_NODES, CLIPNODES: limits.MAX_CLIPNODES}
+"""Lumps whose record count is capped (see :mod:`simsrv.world.bsp.limits`)."""
 GZIP_MAGIC = b"\x1f\x8b"
 
 PLANE = np.dtype([("normal", "<f4", 3), ("dist", "<f4"), ("type", "<i4")])
@@ -162,35 +187,30 @@ def _inflate(file: BinaryIO, path: Path) -> bytes:
 
 
 def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
-    """Parse the bytes of a BSP 29 file (see :func:`read_bsp`)."""
+    """Parse the bytes of a BSP 29 file (see :func:`read_bsp`) and check every index.
+
+    Raises :class:`BspError` for a short header, another version, a lump outside the file or
+    not a whole number of records, a count past :mod:`~simsrv.world.bsp.limits` or an index
+    outside its table.
+    """
     if len(data) < HEADER_BYTES:
         raise BspError(f"map.file: {name}: {len(data)} bytes, too short for a BSP header")
     version = int(np.frombuffer(data, "<i4", 1)[0])
     if version != VERSION:
         raise BspError(f"map.file: {name}: BSP version {version}, only version {VERSION} is read")
     lumps = np.frombuffer(data, "<i4", 2 * LUMPS, offset=4).reshape(LUMPS, 2).astype(np.int64)
-    for index, (offset, length) in enumerate(lumps):  # every lump, read or not
-        if offset < 0 or length < 0 or offset + length > len(data):
-            raise BspError(
-                f"map.file: {name}: lump {index} ({offset}+{length} bytes) runs past the end "
-                f"of the file ({len(data)} bytes): truncated?"
-            )
+    _check_lumps(lumps, len(data), name)
 
     def lump(index: int, record: np.dtype | None = None):
         offset, length = (int(v) for v in lumps[index])
         if record is None:
             return data[offset : offset + length]
-        if length % record.itemsize:
-            raise BspError(
-                f"map.file: {name}: lump {index} is {length} bytes, not a multiple of its "
-                f"{record.itemsize}-byte records"
-            )
         return np.frombuffer(data, record, length // record.itemsize, offset=offset).copy()
 
     text = lump(ENTITIES).split(b"\0", 1)[0].decode("latin-1")
     bsp = BspFile(
         path=name,
-        entities=parse_entities(text, name),
+        entities=parse_entities(text, name, limits.MAX_ENTITIES),
         planes=lump(PLANES, PLANE),
         nodes=lump(NODES, NODE),
         clipnodes=lump(CLIPNODES, CLIPNODE),
@@ -200,6 +220,36 @@ def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
     )
     _check(bsp, name)
     return bsp
+
+
+def _check_lumps(lumps: np.ndarray, size: int, name: str) -> None:
+    """Every lump (read or not) lies inside the ``size``-byte file and holds whole records;
+    the capped lumps (leaves, nodes, clip nodes, entities) are within their caps.
+
+    ``lumps`` is the header's (15, 2) offset/length table, int64, so sums cannot overflow.
+    """
+
+    def fail(index: int, problem: str) -> NoReturn:
+        raise BspError(f"map.file: {name}: lump {index} ({LUMP_NAMES[index]}) {problem}")
+
+    for index, (offset, length) in enumerate(lumps):
+        if offset < 0 or length < 0 or offset + length > size:
+            fail(
+                index,
+                f"({offset}+{length} bytes) runs past the end of the file ({size} bytes): "
+                "truncated?",
+            )
+        record = RECORD_BYTES.get(index)
+        if record and length % record:
+            fail(index, f"is {length} bytes, not a multiple of its {record}-byte records")
+        cap = MAX_RECORDS.get(index)
+        if cap and length // record > cap:
+            fail(index, f"holds {length // record} records, more than the {cap} simsrv reads")
+    if lumps[ENTITIES, 1] > limits.MAX_ENTITY_BYTES:
+        fail(
+            ENTITIES,
+            f"is {lumps[ENTITIES, 1]} bytes, more than the {limits.MAX_ENTITY_BYTES} simsrv reads",
+        )
 
 
 def _check(bsp: BspFile, name: str) -> None:
