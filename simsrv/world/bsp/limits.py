@@ -4,7 +4,7 @@ The reader refuses a file past any of these bounds (one :class:`BspError` line) 
 allocates anything sized by the file's claim, so a hostile or corrupted file costs at most
 a bounded amount of memory and time.  Each bound is far above id's maps: the GPL set in
 ``../shared/maps/quake-gpl/`` is at most 1.6 MiB inflated (start.bsp), 1,612 leaves,
-2,980 nodes, 8,238 clip nodes, 555 entities in a 41 KB entities lump.
+2,980 nodes, 8,238 clip nodes, 555 entities in a 41 KB entities lump, 65 tree levels.
 """
 
 MAX_FILE_BYTES = 64 * 2**20
@@ -26,3 +26,11 @@ MAX_ENTITY_BYTES = 2**20
 
 MAX_ENTITIES = 8192
 """Most entities (8 x id's ``MAX_MAP_ENTITIES``)."""
+
+MAX_TREE_DEPTH = 1024
+"""Most levels on any path from a model's head node to a leaf or contents code; a tree walk
+thus takes at most this many steps (a loop in the tree would be infinitely deep)."""
+
+MAX_COORD = 32768.0
+"""Largest absolute coordinate of a model's box or an entity's origin, units: node and leaf
+bounds are 16-bit, so nothing of a BSP 29 world lies farther out."""

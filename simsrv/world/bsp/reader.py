@@ -18,10 +18,11 @@ lump      record      fields kept
 
 A map file is untrusted input.  The file is read with a size cap (gzip is inflated only up
 to :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES`), every lump must lie inside the file and
-hold whole records, and counts are capped (:mod:`simsrv.world.bsp.limits`) before anything
-sized by them is allocated.  Every index is checked against the table it points into, so a
-truncated or inconsistent file raises :class:`BspError` (one line naming the file and the
-problem) here rather than an ``IndexError`` deep inside a simulation.
+hold whole records, counts are capped (:mod:`simsrv.world.bsp.limits`) before anything sized
+by them is allocated, and every index is checked against the table it points into and the
+trees for loops (:mod:`simsrv.world.bsp.checks`).  So a truncated, corrupted or hostile file
+raises :class:`BspError` (one line naming the file and the problem) here rather than an
+``IndexError`` deep inside a simulation, a hang in a tree walk, or an allocation of gigabytes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import BinaryIO, NoReturn
 import numpy as np
 
 from simsrv.world.bsp import limits
+from simsrv.world.bsp.checks import check_bsp
 from simsrv.world.bsp.entities import parse_entities
 from simsrv.world.bsp.errors import BspError
 
@@ -190,8 +192,8 @@ def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
     """Parse the bytes of a BSP 29 file (see :func:`read_bsp`) and check every index.
 
     Raises :class:`BspError` for a short header, another version, a lump outside the file or
-    not a whole number of records, a count past :mod:`~simsrv.world.bsp.limits` or an index
-    outside its table.
+    not a whole number of records, a count past :mod:`~simsrv.world.bsp.limits`, an index
+    outside its table or a loop in a tree (:func:`~simsrv.world.bsp.checks.check_bsp`).
     """
     if len(data) < HEADER_BYTES:
         raise BspError(f"map.file: {name}: {len(data)} bytes, too short for a BSP header")
@@ -218,7 +220,8 @@ def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
         models=lump(MODELS, MODEL),
         visibility=lump(VISIBILITY),
     )
-    _check(bsp, name)
+    counts = {i: int(lumps[i, 1]) // RECORD_BYTES[i] for i in (FACES, MARKSURFACES)}
+    check_bsp(bsp, name, faces=counts[FACES], marksurfaces=counts[MARKSURFACES])
     return bsp
 
 
@@ -250,40 +253,3 @@ def _check_lumps(lumps: np.ndarray, size: int, name: str) -> None:
             ENTITIES,
             f"is {lumps[ENTITIES, 1]} bytes, more than the {limits.MAX_ENTITY_BYTES} simsrv reads",
         )
-
-
-def _check(bsp: BspFile, name: str) -> None:
-    """Raise :class:`BspError` on the first index that points outside its table."""
-
-    def fail(what: str) -> None:
-        raise BspError(f"map.file: {name}: inconsistent BSP: {what}")
-
-    if len(bsp.models) == 0:
-        fail("no world model")
-    if len(bsp.leaves) == 0:
-        fail("no leaves")
-    n_planes, n_nodes, n_leaves = len(bsp.planes), len(bsp.nodes), len(bsp.leaves)
-    if len(bsp.nodes) and not np.all((bsp.nodes["plane"] >= 0) & (bsp.nodes["plane"] < n_planes)):
-        fail(f"a node's plane is outside the {n_planes} planes")
-    children = bsp.nodes["children"].astype(np.int64)
-    bad_node = (children >= n_nodes) | ((children < 0) & (-1 - children >= n_leaves))
-    if np.any(bad_node):
-        fail(f"a node's child is outside the {n_nodes} nodes / {n_leaves} leaves")
-    clip = bsp.clipnodes
-    if len(clip) and not np.all((clip["plane"] >= 0) & (clip["plane"] < n_planes)):
-        fail(f"a clip node's plane is outside the {n_planes} planes")
-    clip_children = clip["children"].astype(np.int64)
-    if np.any(clip_children >= len(clip)) or np.any(clip_children < -15):
-        fail(f"a clip node's child is outside the {len(clip)} clip nodes or the contents codes")
-    world = bsp.models[0]
-    if not 0 <= world["headnode"][0] < max(n_nodes, 1):
-        fail(f"the world's hull 0 head node {world['headnode'][0]} is outside the {n_nodes} nodes")
-    if len(clip) and not 0 <= world["headnode"][1] < len(clip):
-        fail(f"the world's hull 1 head node is outside the {len(clip)} clip nodes")
-    if not 0 <= world["visleafs"] < n_leaves:
-        fail(f"the world's {world['visleafs']} visible leaves exceed the {n_leaves} leaves")
-    visofs = bsp.leaves["visofs"]
-    if np.any(visofs >= len(bsp.visibility)) or np.any(visofs < -1):
-        fail(f"a leaf's PVS offset is outside the {len(bsp.visibility)}-byte visibility lump")
-    if np.any(bsp.models["mins"] > bsp.models["maxs"]):
-        fail("a model's bounding box has mins above maxs")
