@@ -15,25 +15,45 @@ from simsrv.world.bsp.errors import BspError
 from simsrv.world.bsp.reader import BspFile
 
 
-def decompress_row(data: bytes, offset: int, row_bytes: int) -> np.ndarray:
-    """One decompressed row, (row_bytes,) uint8.  Raises :class:`BspError` past the data."""
-    out = np.zeros(row_bytes, dtype=np.uint8)
-    filled = 0
-    i = offset
+def decompress_row(
+    data: bytes, offset: int, row_bytes: int, name: str = "<visibility>"
+) -> np.ndarray:
+    """One decompressed row, (row_bytes,) uint8.
+
+    Runs of nonzero bytes are copied in one slice each.  Raises :class:`BspError` (naming the
+    file ``name``) when the row runs past ``data`` or does not end within ``2 * row_bytes``
+    bytes: id's vis writes every zero run with a count of at least 1, so each 1 or 2 bytes
+    give at least one byte of the row; only runs of count 0 (which give nothing) make a
+    longer row, and they would let one row walk the whole lump.
+    """
+    out = bytearray(row_bytes)
+    filled, i, end = 0, offset, len(data)
+    longest = 2 * row_bytes
     while filled < row_bytes:
-        if i >= len(data):
-            raise BspError(f"map.file: PVS row at offset {offset} runs past the visibility lump")
-        byte = data[i]
-        if byte:
-            out[filled] = byte
-            filled += 1
-            i += 1
+        if i >= end:
+            raise BspError(
+                f"map.file: {name}: PVS row at offset {offset} runs past the visibility lump"
+            )
+        if i - offset >= longest:
+            raise BspError(
+                f"map.file: {name}: PVS row at offset {offset} does not end within "
+                f"{longest} bytes (zero runs of length 0?)"
+            )
+        if data[i]:
+            limit = min(end, i + row_bytes - filled)
+            stop = data.find(0, i, limit)
+            stop = limit if stop < 0 else stop
+            out[filled : filled + stop - i] = data[i:stop]
+            filled += stop - i
+            i = stop
         else:
-            if i + 1 >= len(data):
-                raise BspError(f"map.file: PVS row at offset {offset} ends inside a zero run")
+            if i + 1 >= end:
+                raise BspError(
+                    f"map.file: {name}: PVS row at offset {offset} ends inside a zero run"
+                )
             filled += data[i + 1]
             i += 2
-    return out
+    return np.frombuffer(out, dtype=np.uint8)
 
 
 def pvs_matrix(bsp: BspFile) -> np.ndarray:
@@ -52,6 +72,6 @@ def pvs_matrix(bsp: BspFile) -> np.ndarray:
         if offset < 0:
             matrix[leaf, 1 : visleafs + 1] = True
             continue
-        row = decompress_row(bsp.visibility, offset, row_bytes)
+        row = decompress_row(bsp.visibility, offset, row_bytes, bsp.path)
         matrix[leaf, 1 : visleafs + 1] = np.unpackbits(row, bitorder="little")[:visleafs]
     return matrix
