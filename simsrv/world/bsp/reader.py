@@ -16,19 +16,27 @@ lump      record      fields kept
                       visleafs
 ========  ==========  ===========================================================
 
-Every index is checked against the table it points into, so a truncated or inconsistent file
+A map file is untrusted input.  The file is read with a size cap (gzip is inflated only up
+to :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES`), every lump must lie inside the file and
+hold whole records, counts are capped (:mod:`simsrv.world.bsp.limits`) before anything sized
+by them is allocated, and every index is checked against the table it points into and the
+trees for loops (:mod:`simsrv.world.bsp.checks`).  So a truncated, corrupted or hostile file
 raises :class:`BspError` (one line naming the file and the problem) here rather than an
-``IndexError`` deep inside a simulation.
+``IndexError`` deep inside a simulation, a hang in a tree walk, or an allocation of gigabytes.
 """
 
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, NoReturn
 
 import numpy as np
 
+from simsrv.world.bsp import limits
+from simsrv.world.bsp.checks import check_bsp
 from simsrv.world.bsp.entities import parse_entities
 from simsrv.world.bsp.errors import BspError
 
@@ -37,7 +45,31 @@ VERSION = 29
 LUMPS = 15
 HEADER_BYTES = 4 + 8 * LUMPS
 
+LUMP_NAMES = (
+    "entities",
+    "planes",
+    "miptex",
+    "vertexes",
+    "visibility",
+    "nodes",
+    "texinfo",
+    "faces",
+    "lighting",
+    "clipnodes",
+    "leaves",
+    "marksurfaces",
+    "edges",
+    "surfedges",
+    "models",
+)
+"""The 15 lumps in header order."""
 ENTITIES, PLANES, VISIBILITY, NODES, CLIPNODES, LEAVES, MODELS = 0, 1, 4, 5, 9, 10, 14
+FACES, MARKSURFACES = 7, 11
+RECORD_BYTES = {1: 20, 3: 12, 5: 24, 6: 40, 7: 20, 9: 8, 10: 28, 11: 2, 12: 4, 13: 4, 14: 64}
+"""Record size of every fixed-size lump, bytes (the others are text or raw bytes)."""
+MAX_RECORDS = {LEAVES: limits.MAX_LEAVES, NODES: limits.MAX_NODES, CLIPNODES: limits.MAX_CLIPNODES}
+"""Lumps whose record count is capped (see :mod:`simsrv.world.bsp.limits`)."""
+GZIP_MAGIC = b"\x1f\x8b"
 
 PLANE = np.dtype([("normal", "<f4", 3), ("dist", "<f4"), ("type", "<i4")])
 NODE = np.dtype(
@@ -119,50 +151,68 @@ class BspFile:
 
 
 def read_bsp(path: str | Path) -> BspFile:
-    """Read a BSP 29 file (``.bsp`` or gzip-compressed ``.bsp.gz``) and check its indices."""
+    """Read a BSP 29 file (``.bsp`` or gzip-compressed ``.bsp.gz``) and check it.
+
+    A gzip stream is recognised by its magic bytes, whatever the file's name.  Raises
+    :class:`BspError` for a missing or unreadable file, a broken gzip stream, a file larger
+    than :data:`~simsrv.world.bsp.limits.MAX_FILE_BYTES` (plain or inflated), and everything
+    :func:`parse_bsp` refuses.
+    """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            gzipped = file.read(2) == GZIP_MAGIC
+            file.seek(0)
+            raw = _inflate(file, path) if gzipped else file.read(limits.MAX_FILE_BYTES + 1)
     except OSError as err:
         raise BspError(f"map.file: cannot read {path}: {err.strerror or err}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise BspError(f"map.file: {path}: broken gzip data ({err})") from None
+    if len(raw) > limits.MAX_FILE_BYTES:
+        raise BspError(
+            f"map.file: {path}: {'inflates to ' if gzipped else ''}more than "
+            f"{limits.MAX_FILE_BYTES // 2**20} MiB, the most simsrv reads "
+            f"{'(a gzip bomb?)' if gzipped else '(not a BSP map?)'}"
+        )
     return parse_bsp(raw, str(path))
 
 
+def _inflate(file: BinaryIO, path: Path) -> bytes:
+    """The gzip stream of ``file`` inflated, at most ``MAX_FILE_BYTES + 1`` bytes of it.
+
+    Inflating stops there: the caller refuses a longer result, so a gzip bomb costs at most
+    that much memory and the time to inflate it.  A broken stream is a :class:`BspError`.
+    """
+    try:
+        with gzip.GzipFile(fileobj=file, mode="rb") as stream:
+            return stream.read(limits.MAX_FILE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        raise BspError(f"map.file: {path}: broken gzip data ({err})") from None
+
+
 def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
-    """Parse the bytes of a BSP 29 file (see :func:`read_bsp`)."""
+    """Parse the bytes of a BSP 29 file (see :func:`read_bsp`) and check every index.
+
+    Raises :class:`BspError` for a short header, another version, a lump outside the file or
+    not a whole number of records, a count past :mod:`~simsrv.world.bsp.limits`, an index
+    outside its table or a loop in a tree (:func:`~simsrv.world.bsp.checks.check_bsp`).
+    """
     if len(data) < HEADER_BYTES:
         raise BspError(f"map.file: {name}: {len(data)} bytes, too short for a BSP header")
     version = int(np.frombuffer(data, "<i4", 1)[0])
     if version != VERSION:
         raise BspError(f"map.file: {name}: BSP version {version}, only version {VERSION} is read")
     lumps = np.frombuffer(data, "<i4", 2 * LUMPS, offset=4).reshape(LUMPS, 2).astype(np.int64)
-    for index, (offset, length) in enumerate(lumps):  # every lump, read or not
-        if offset < 0 or length < 0 or offset + length > len(data):
-            raise BspError(
-                f"map.file: {name}: lump {index} ({offset}+{length} bytes) runs past the end "
-                f"of the file ({len(data)} bytes): truncated?"
-            )
+    _check_lumps(lumps, len(data), name)
 
     def lump(index: int, record: np.dtype | None = None):
         offset, length = (int(v) for v in lumps[index])
         if record is None:
             return data[offset : offset + length]
-        if length % record.itemsize:
-            raise BspError(
-                f"map.file: {name}: lump {index} is {length} bytes, not a multiple of its "
-                f"{record.itemsize}-byte records"
-            )
         return np.frombuffer(data, record, length // record.itemsize, offset=offset).copy()
 
     text = lump(ENTITIES).split(b"\0", 1)[0].decode("latin-1")
     bsp = BspFile(
         path=name,
-        entities=parse_entities(text, name),
+        entities=parse_entities(text, name, limits.MAX_ENTITIES),
         planes=lump(PLANES, PLANE),
         nodes=lump(NODES, NODE),
         clipnodes=lump(CLIPNODES, CLIPNODE),
@@ -170,42 +220,36 @@ def parse_bsp(data: bytes, name: str = "<bytes>") -> BspFile:
         models=lump(MODELS, MODEL),
         visibility=lump(VISIBILITY),
     )
-    _check(bsp, name)
+    counts = {i: int(lumps[i, 1]) // RECORD_BYTES[i] for i in (FACES, MARKSURFACES)}
+    check_bsp(bsp, name, faces=counts[FACES], marksurfaces=counts[MARKSURFACES])
     return bsp
 
 
-def _check(bsp: BspFile, name: str) -> None:
-    """Raise :class:`BspError` on the first index that points outside its table."""
+def _check_lumps(lumps: np.ndarray, size: int, name: str) -> None:
+    """Every lump (read or not) lies inside the ``size``-byte file and holds whole records;
+    the capped lumps (leaves, nodes, clip nodes, entities) are within their caps.
 
-    def fail(what: str) -> None:
-        raise BspError(f"map.file: {name}: inconsistent BSP: {what}")
+    ``lumps`` is the header's (15, 2) offset/length table, int64, so sums cannot overflow.
+    """
 
-    if len(bsp.models) == 0:
-        fail("no world model")
-    if len(bsp.leaves) == 0:
-        fail("no leaves")
-    n_planes, n_nodes, n_leaves = len(bsp.planes), len(bsp.nodes), len(bsp.leaves)
-    if len(bsp.nodes) and not np.all((bsp.nodes["plane"] >= 0) & (bsp.nodes["plane"] < n_planes)):
-        fail(f"a node's plane is outside the {n_planes} planes")
-    children = bsp.nodes["children"].astype(np.int64)
-    bad_node = (children >= n_nodes) | ((children < 0) & (-1 - children >= n_leaves))
-    if np.any(bad_node):
-        fail(f"a node's child is outside the {n_nodes} nodes / {n_leaves} leaves")
-    clip = bsp.clipnodes
-    if len(clip) and not np.all((clip["plane"] >= 0) & (clip["plane"] < n_planes)):
-        fail(f"a clip node's plane is outside the {n_planes} planes")
-    clip_children = clip["children"].astype(np.int64)
-    if np.any(clip_children >= len(clip)) or np.any(clip_children < -15):
-        fail(f"a clip node's child is outside the {len(clip)} clip nodes or the contents codes")
-    world = bsp.models[0]
-    if not 0 <= world["headnode"][0] < max(n_nodes, 1):
-        fail(f"the world's hull 0 head node {world['headnode'][0]} is outside the {n_nodes} nodes")
-    if len(clip) and not 0 <= world["headnode"][1] < len(clip):
-        fail(f"the world's hull 1 head node is outside the {len(clip)} clip nodes")
-    if not 0 <= world["visleafs"] < n_leaves:
-        fail(f"the world's {world['visleafs']} visible leaves exceed the {n_leaves} leaves")
-    visofs = bsp.leaves["visofs"]
-    if np.any(visofs >= len(bsp.visibility)) or np.any(visofs < -1):
-        fail(f"a leaf's PVS offset is outside the {len(bsp.visibility)}-byte visibility lump")
-    if np.any(bsp.models["mins"] > bsp.models["maxs"]):
-        fail("a model's bounding box has mins above maxs")
+    def fail(index: int, problem: str) -> NoReturn:
+        raise BspError(f"map.file: {name}: lump {index} ({LUMP_NAMES[index]}) {problem}")
+
+    for index, (offset, length) in enumerate(lumps):
+        if offset < 0 or length < 0 or offset + length > size:
+            fail(
+                index,
+                f"({offset}+{length} bytes) runs past the end of the file ({size} bytes): "
+                "truncated?",
+            )
+        record = RECORD_BYTES.get(index)
+        if record and length % record:
+            fail(index, f"is {length} bytes, not a multiple of its {record}-byte records")
+        cap = MAX_RECORDS.get(index)
+        if cap and length // record > cap:
+            fail(index, f"holds {length // record} records, more than the {cap} simsrv reads")
+    if lumps[ENTITIES, 1] > limits.MAX_ENTITY_BYTES:
+        fail(
+            ENTITIES,
+            f"is {lumps[ENTITIES, 1]} bytes, more than the {limits.MAX_ENTITY_BYTES} simsrv reads",
+        )

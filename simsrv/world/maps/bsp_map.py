@@ -305,7 +305,7 @@ def _spawn_points(bsp: BspFile) -> np.ndarray:
     for classname in ("info_player_deathmatch", "info_player_start"):
         found = bsp.entities_of(classname)
         if found:
-            return np.array([origin_of(e) for e in found])
+            return np.array([origin_of(e, bsp.path) for e in found])
     raise InputError(f"map.file: {bsp.path}: no info_player_deathmatch or info_player_start")
 
 
@@ -315,7 +315,7 @@ def _brush_box(bsp: BspFile, entity: dict[str, str]) -> tuple[np.ndarray, np.nda
     if index is None or index >= len(bsp.models):
         return None
     model = bsp.models[index]
-    offset = origin_of(entity)
+    offset = origin_of(entity, bsp.path)
     return model["mins"].astype(float) + offset, model["maxs"].astype(float) + offset
 
 
@@ -335,7 +335,7 @@ def _map_entities(bsp: BspFile) -> tuple[np.ndarray, list[str]]:
         if not (name.startswith(ENTITY_PREFIXES) or name == "trigger_teleport"):
             continue
         box = _brush_box(bsp, entity)
-        points.append(origin_of(entity) if box is None else 0.5 * (box[0] + box[1]))
+        points.append(origin_of(entity, bsp.path) if box is None else 0.5 * (box[0] + box[1]))
         classes.append(name)
     return np.array(points).reshape(-1, 3), classes
 
@@ -343,7 +343,7 @@ def _map_entities(bsp: BspFile) -> tuple[np.ndarray, list[str]]:
 def _teleporters(bsp: BspFile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Trigger boxes and destination origins of the teleporters whose target exists."""
     destinations = {
-        e["targetname"]: origin_of(e) + np.array([0.0, 0.0, TELEPORT_RISE])
+        e["targetname"]: origin_of(e, bsp.path) + np.array([0.0, 0.0, TELEPORT_RISE])
         for e in bsp.entities_of("info_teleport_destination")
         if "targetname" in e
     }
