@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import (
+    MAX_SEEDS,
     add_workers_argument,
     finite_float,
     prepare_output_dir,
     prepare_output_file,
     resolve_workers,
+    whole_number,
 )
 from simsrv.core.defaults import CALIBRATED_PLATFORMS, VALIDATION_SEEDS
 from simsrv.core.errors import InputError
@@ -46,7 +48,12 @@ def add_parser(subparsers) -> None:
         help="start every fitted parameter at its committed value times this (default 1; "
         "e.g. 0.5 or 2 to check that the fit is stable)",
     )
-    p.add_argument("--seeds", type=int, default=3, help="seeds per evaluation (default 3)")
+    p.add_argument(
+        "--seeds",
+        type=whole_number(1, MAX_SEEDS),
+        default=3,
+        help="seeds per evaluation (default 3)",
+    )
     p.add_argument(
         "--duration-s",
         type=finite_float,

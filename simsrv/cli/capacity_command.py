@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import (
+    MAX_CLIENTS,
     add_scenario_arguments,
     add_workers_argument,
     finite_float,
     prepare_output_dir,
     resolve_workers,
+    whole_number,
 )
 from simsrv.core import json_output
 from simsrv.core.defaults import MAX_DROPPED, MIN_REPLY_RATIO
@@ -30,9 +32,25 @@ def add_parser(subparsers) -> None:
         "(see docs/cli.md).",
     )
     add_scenario_arguments(p)
-    p.add_argument("--start", type=int, default=8, help="first client count (default 8)")
-    p.add_argument("--step", type=int, default=8, help="clients added per step (default 8)")
-    p.add_argument("--max", dest="max_clients", type=int, default=1024, help="last count tried")
+    p.add_argument(
+        "--start",
+        type=whole_number(1, MAX_CLIENTS),
+        default=8,
+        help="first client count (default 8)",
+    )
+    p.add_argument(
+        "--step",
+        type=whole_number(1, MAX_CLIENTS),
+        default=8,
+        help="clients added per step (default 8)",
+    )
+    p.add_argument(
+        "--max",
+        dest="max_clients",
+        type=whole_number(1, MAX_CLIENTS),
+        default=1024,
+        help="last count tried",
+    )
     p.add_argument(
         "--min-reply-ratio",
         type=finite_float,

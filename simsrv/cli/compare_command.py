@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import (
+    MAX_SEEDS,
     add_scenario_arguments,
     add_workers_argument,
     finite_float,
     prepare_output_dir,
     resolve_workers,
+    whole_number,
 )
 from simsrv.core.defaults import DEFAULT_STRATEGIES
 
@@ -47,7 +49,12 @@ def add_parser(subparsers) -> None:
         metavar="N,...",
         help="client counts (default: the scenario's players.count)",
     )
-    p.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
+    p.add_argument(
+        "--seeds",
+        type=whole_number(1, MAX_SEEDS),
+        default=3,
+        help="seeds per point (default 3)",
+    )
     p.add_argument(
         "--duration-s",
         type=finite_float,

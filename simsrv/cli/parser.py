@@ -7,10 +7,11 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from simsrv.core.errors import InputError
+from simsrv.core.errors import InputError, shown
 
 
 class Parser(argparse.ArgumentParser):
@@ -42,7 +43,10 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
 def add_workers_argument(p: argparse.ArgumentParser, what: str = "parallel runs") -> None:
     """``--workers N``: how many processes run at once (default: the CPUs available)."""
     p.add_argument(
-        "--workers", type=int, default=None, help=f"{what} (default: the CPUs available)"
+        "--workers",
+        type=whole_number(1, MAX_WORKERS),
+        default=None,
+        help=f"{what} (default: the CPUs available)",
     )
 
 
@@ -54,6 +58,34 @@ def resolve_workers(workers: int | None) -> int:
     if resolved < 1:
         raise InputError(f"--workers: must be a whole number >= 1, got {resolved}")
     return resolved
+
+
+MAX_SEEDS = 10_000
+"""Most seeds per point of a command (as in a sweep file)."""
+
+MAX_WORKERS = 1024
+"""Most processes a command starts at once."""
+
+MAX_CLIENTS = 10_000_000
+"""Most clients a command tries (``players.count``'s bound)."""
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """argparse type of a count flag: a whole number from ``low`` to ``high`` (a huge value
+    would build its grid or pool for ever)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {shown(text)}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low:,} to {high:,}, got {shown(text)}"
+            )
+        return value
+
+    return parse
 
 
 def finite_float(text: str) -> float:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import add_workers_argument, resolve_workers
+from simsrv.cli.parser import MAX_SEEDS, add_workers_argument, resolve_workers, whole_number
 from simsrv.core import json_output
 from simsrv.core.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
 from simsrv.core.errors import InputError
@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     p.add_argument(
         "--seeds",
-        type=int,
+        type=whole_number(1, MAX_SEEDS),
         default=None,
         help=f"seeds per row (default {VALIDATION_SEEDS}; {QUICK_SEEDS} with --quick)",
     )
