@@ -89,6 +89,25 @@ def test_a_bad_sweep_file_is_a_one_line_error(tmp_path, change, message):
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("bounds", "message"),
+    [
+        ("start = 32\nmax = 8", "sweep.capacity.start: must be <= max (8), got 32"),
+        ("step = 0", "sweep.capacity.step: Input should be greater than or equal to 1, got 0"),
+    ],
+)
+def test_capacity_bounds_follow_the_command_lines_rule(tmp_path, capsys, bounds, message):
+    """Failure 11 (issue 42): ``[capacity] start = 32, max = 8`` ran and reported 0 clients
+    (exit 0) where ``simsrv capacity --start 32 --max 8`` is refused."""
+    path = _write(tmp_path, f"{SWEEP}\n[capacity]\n{bounds}\n")
+    out = tmp_path / "out"
+    assert main(["capacity", "--sweep", str(path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"simsrv: error: {message}\n"
+    assert not out.exists() or not any(out.iterdir())
+    assert main(["capacity", "--start", "32", "--max", "8"]) == 2
+    assert capsys.readouterr().err == "simsrv: error: --start: must be <= --max (8), got 32\n"
+
+
 def test_a_zipped_point_listed_twice_is_an_error(tmp_path):
     text = SWEEP.replace("[40, 80]", "[40, 40]").replace("[2, 4]", "[2, 2]")
     with pytest.raises(InputError, match=r"^sweep.zip \(players.count, machine.cpus\): a point"):

@@ -82,18 +82,13 @@ def add_parser(subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv capacity`` (the simulator is imported here, not at start-up)."""
-    from simsrv.sweep.capacity import Capacity, find_capacity, response_key
+    from simsrv.sweep.capacity import Capacity, check_counts, find_capacity, response_key
 
     if args.sweep is not None:
         return handle_sweep(args)
     if args.out is not None:
         raise InputError("--out: only used with --sweep")
-    for name in ("start", "step", "max_clients"):
-        if getattr(args, name) < 1:
-            flag = "--max" if name == "max_clients" else f"--{name}"
-            raise InputError(f"{flag}: must be a whole number >= 1, got {getattr(args, name)}")
-    if args.start > args.max_clients:
-        raise InputError(f"--start: must be <= --max ({args.max_clients}), got {args.start}")
+    check_counts(args.start, args.step, args.max_clients, ("--start", "--step", "--max"))
     if not 0 < args.min_reply_ratio <= 1:
         raise InputError(
             f"--min-reply-ratio: must be a number in (0, 1], got {args.min_reply_ratio:g}"

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simsrv.core.defaults import MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
@@ -45,6 +45,7 @@ from simsrv.core.strict_model import StrictModel, validate
 from simsrv.core.toml_file import read_toml
 from simsrv.pipeline.load import apply_override, build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
+from simsrv.sweep.capacity import check_counts
 
 Value = str | int | float | bool
 
@@ -63,6 +64,13 @@ class CapacitySettings(StrictModel):
     )
     quantile: Literal[0.5, 0.95, 0.99] = 0.95
     per_node: bool = Field(False, description="start, step, max times cluster.nodes")
+
+    @model_validator(mode="after")
+    def _counts(self) -> CapacitySettings:
+        """The bounds ``simsrv capacity --start/--step/--max`` must meet (one rule: per_node
+        scales all three alike, so it cannot repair ``start > max``)."""
+        check_counts(self.start, self.step, self.max, ("start", "step", "max"))
+        return self
 
 
 class SweepFile(StrictModel):
