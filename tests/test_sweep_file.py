@@ -89,6 +89,33 @@ def test_a_bad_sweep_file_is_a_one_line_error(tmp_path, change, message):
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+def _refusal(tmp_path: Path, text: str) -> str:
+    """The one-line error of loading ``text``; loading must not take long."""
+    started = time.perf_counter()
+    with pytest.raises(InputError) as caught:
+        load_sweep(_write(tmp_path, text))
+    assert time.perf_counter() - started < 5
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+def test_seeds_are_bounded(tmp_path):
+    """Failure 9 (issue 42): ``seeds = 9223372036854775808`` hung while loading."""
+    error = _refusal(tmp_path, SWEEP.replace("seeds = 2", "seeds = 9223372036854775808"))
+    assert error == "sweep.seeds: Input should be less than or equal to 10000, got " + str(2**63)
+
+
+def test_the_number_of_runs_is_bounded_before_any_is_built(tmp_path):
+    """2 strategies x 25 zipped points x 2,001 seeds: each bound met, 100,050 runs in all."""
+    text = SWEEP.replace("seeds = 2", "seeds = 2001").replace('"run.warmup_s" = 0.2\n', "")
+    text = text.replace("[40, 80]", str(list(range(1, 26))))
+    text = text.replace('"machine.cpus" = [2, 4]', f'"run.warmup_s" = {[0.2] * 25}')
+    assert _refusal(tmp_path, text) == (
+        "sweep: 50 points x 2,001 seeds = 100,050 runs; at most 100,000 runs per sweep file "
+        "(split it into several)"
+    )
+
+
 @pytest.mark.parametrize(
     ("bounds", "message"),
     [

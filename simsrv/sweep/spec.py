@@ -4,6 +4,7 @@ Format (TOML; paths relative to the sweep file)::
 
     base = "../scenarios/cube-160.toml"   # the scenario every run starts from
     seeds = 3                              # seed index i runs with run.seed = base seed + i
+                                           # (1 to 10,000; at most 100,000 runs in all)
     out = "results/sweeps/example"         # where results go (--out overrides; cwd-relative)
 
     [set]                                  # fixed overrides of every run
@@ -33,6 +34,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -48,6 +50,12 @@ from simsrv.scenario.schema import Scenario
 from simsrv.sweep.capacity import check_counts
 
 Value = str | int | float | bool
+MAX_SEEDS = 10_000
+"""The most seeds per point: every run's scenario is built when the file is loaded (~0.25 ms
+each), so an unbounded count would hang the loading."""
+MAX_RUNS = 100_000
+"""The most runs (points x seeds) a sweep file may expand to, checked before any is built
+(100,000 runs load in ~25 s)."""
 
 
 class CapacitySettings(StrictModel):
@@ -77,7 +85,7 @@ class SweepFile(StrictModel):
     """The fields of a sweep file (module docstring)."""
 
     base: str
-    seeds: int = Field(default=1, ge=1)
+    seeds: int = Field(default=1, ge=1, le=MAX_SEEDS)
     out: str = ""
     set: dict[str, Value] = {}
     grid: dict[str, list[Value]] = {}
@@ -130,6 +138,7 @@ def load_sweep(path: str | Path) -> Sweep:
         raise InputError(f"sweep.base: scenario file not found: {base}")
     raw = load_raw(str(base), [])
     groups = _groups(spec)
+    _check_size(groups, spec.seeds)
     varied = tuple(k for g in groups for k in g[0])
     fixed = [_item(k, v) for k, v in spec.set.items()]
     runs = []
@@ -182,6 +191,16 @@ def _groups(spec: SweepFile) -> list[tuple[tuple[str, ...], list[list[Value]]]]:
                 raise InputError(f"sweep: {key} is given twice (set, grid and zip must not share)")
             seen.add(key)
     return groups
+
+
+def _check_size(groups: list[tuple[tuple[str, ...], list[list[Value]]]], seeds: int) -> None:
+    """Refuse a sweep of more than :data:`MAX_RUNS` runs before any run is built."""
+    points = math.prod(len(lists[0]) for _, lists in groups)
+    if points * seeds > MAX_RUNS:
+        raise InputError(
+            f"sweep: {points:,} points x {seeds:,} seeds = {points * seeds:,} runs; at most "
+            f"{MAX_RUNS:,} runs per sweep file (split it into several)"
+        )
 
 
 def _item(key: str, value: Value) -> str:
