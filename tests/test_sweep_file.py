@@ -116,6 +116,39 @@ def test_the_number_of_runs_is_bounded_before_any_is_built(tmp_path):
     )
 
 
+def _grid(line: str) -> str:
+    """The sweep with one strategy and ``line`` as its grid's second key (no zip)."""
+    text = SWEEP.replace('[zip]\n"players.count" = [40, 80]\n"machine.cpus" = [2, 4]\n', "")
+    strategies = '"server.strategy" = ["sequential", "bsp-group"]\n'
+    return text.replace(strategies, f'"server.strategy" = ["sequential"]\n{line}\n')
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        (
+            '"machine.cpus" = [2, 2.0]',
+            "sweep.grid.machine.cpus: machine.cpus = 2.0 is the same as machine.cpus = 2 once "
+            "validated (one run listed twice); list each value once (repetitions are seeds)",
+        ),
+        (
+            '"run.seed" = [1, 2]',  # seeds = 2: the first point's seed 2 is the second's
+            'sweep.seeds: point server.strategy="sequential" run.seed=2 seed 2 is the run of '
+            'point server.strategy="sequential" run.seed=1 seed 2',
+        ),
+    ],
+)
+def test_one_run_listed_twice_is_refused_once_validated(tmp_path, capsys, grid, message):
+    """Failure 10 (issue 42): ``"machine.cpus" = [2, 2.0]`` stored one row for two runs, and
+    the summary counted it twice (n = 2 over 2 seeds)."""
+    path = _write(tmp_path, _grid(grid))
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"simsrv: error: {message}") and err.count("\n") == 1
+    assert not (out / "runs").exists()
+
+
 @pytest.mark.parametrize(
     ("bounds", "message"),
     [

@@ -26,7 +26,8 @@ Format (TOML; paths relative to the sweep file)::
     per_node = true
 
 A point is one combination of the varied parameters; a run is a point and a seed index.
-Every run's scenario is built and validated when the sweep is loaded, before anything runs.
+Every run's scenario is built and validated when the sweep is loaded, before anything runs;
+two runs with one scenario (values equal once validated, such as ``2`` and ``2.0``) are refused.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from simsrv.core.toml_file import read_toml
 from simsrv.pipeline.load import apply_override, build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
 from simsrv.sweep.capacity import check_counts
+from simsrv.sweep.records import scenario_hash
 
 Value = str | int | float | bool
 MAX_SEEDS = 10_000
@@ -156,6 +158,7 @@ def load_sweep(path: str | Path) -> Sweep:
             seeded = copy.deepcopy(point_raw)
             apply_override(seeded, f"run.seed={base_seed + i}")
             runs.append(SweepRun(params, i, base_seed + i, build_scenario(seeded)))
+    _check_distinct(spec, groups, runs)
     out = Path(spec.out) if spec.out else None
     return Sweep(path, base, varied, tuple(runs), out, spec.capacity)
 
@@ -201,6 +204,52 @@ def _check_size(groups: list[tuple[tuple[str, ...], list[list[Value]]]], seeds: 
             f"sweep: {points:,} points x {seeds:,} seeds = {points * seeds:,} runs; at most "
             f"{MAX_RUNS:,} runs per sweep file (split it into several)"
         )
+
+
+def _check_distinct(
+    spec: SweepFile, groups: list[tuple[tuple[str, ...], list[list[Value]]]], runs: list[SweepRun]
+) -> None:
+    """Refuse two runs that are one run once validated (the same scenario, so the same
+    ``scenario_hash``): the store would keep one row and the summary count it twice.
+
+    Values that differ as written but not once validated (``2`` and ``2.0`` for an integer
+    field) are named by their key; runs of different points that meet through their seeds
+    (``run.seed`` varied in steps smaller than ``seeds``) are named by their seeds."""
+    first: dict[str, SweepRun] = {}
+    for run_ in runs:
+        other = first.setdefault(scenario_hash(run_.scenario), run_)
+        if other is run_:
+            continue
+        if other.seed_index != run_.seed_index:
+            raise InputError(
+                f"sweep.seeds: {_point(run_)} seed {run_.seed} is the run of {_point(other)} "
+                f"seed {other.seed} (a point's seeds are its run.seed + 0 .. seeds - 1): vary "
+                f"run.seed in steps of at least seeds ({spec.seeds})"
+            )
+        written, kept = dict(run_.params), dict(other.params)
+        keys = [k for k in written if repr(written[k]) != repr(kept[k])]
+        owners = [g for g, _ in groups if set(g) & set(keys)]
+        if len(owners) != 1:
+            where = "sweep"
+        elif owners[0][0] in spec.grid:
+            where = f"sweep.grid.{owners[0][0]}"
+        else:
+            where = f"sweep.zip ({', '.join(owners[0])})"
+        shown = ", ".join(f"{k} = {_toml(written[k])}" for k in keys)
+        same = ", ".join(f"{k} = {_toml(kept[k])}" for k in keys)
+        raise InputError(
+            f"{where}: {shown} is the same as {same} once validated (one run listed twice); "
+            "list each value once (repetitions are seeds)"
+        )
+
+
+def _point(run_: SweepRun) -> str:
+    return "point " + (" ".join(f"{k}={_toml(v)}" for k, v in run_.params) or "(base)")
+
+
+def _toml(value: Value) -> str:
+    """``value`` as written in a sweep file (``2.0``, ``"bsp-group"``, ``true``)."""
+    return json.dumps(value)
 
 
 def _item(key: str, value: Value) -> str:
