@@ -15,6 +15,7 @@ import pytest
 
 from simsrv.cli.main import main
 from simsrv.core.errors import InputError
+from simsrv.sweep import out_lock
 from simsrv.sweep.records import VOLATILE
 from simsrv.sweep.spec import load_sweep
 from simsrv.sweep.store import SweepStore
@@ -338,6 +339,72 @@ def test_kill_9_on_a_sweep_ends_its_pool_workers(tmp_path):
         while any(_alive(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(_alive(w) for w in workers)
+    finally:
+        proc.kill()
+        for worker in workers:
+            if _alive(worker):
+                os.kill(worker, signal.SIGKILL)
+
+
+def _start_sweep(path: Path, out: Path, workers: int) -> subprocess.Popen:
+    """``simsrv sweep`` in a subprocess, returned once it holds the lock on ``out`` (it has
+    said how many runs it will run)."""
+    command = [sys.executable, "-m", "simsrv", "sweep", str(path), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*command, "--workers", str(workers)], stderr=subprocess.PIPE, text=True
+    )
+    line = proc.stderr.readline()
+    assert " already stored in " in line, line
+    return proc
+
+
+def test_a_second_writer_of_an_out_directory_is_refused_naming_the_first(tmp_path, capsys):
+    """Failure 17 (issue 42): two sweeps on one --out both ran (32 rows for 16 runs), or the
+    second died with a FileNotFoundError traceback.  While one command writes a directory,
+    every other command that would write it is refused (one line naming the first one's pid,
+    exit 2); once the first ends, even by kill -9, the next one runs."""
+    path = _write(tmp_path, SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 1.0'))
+    out = tmp_path / "out"
+    first = _start_sweep(path, out, workers=1)
+    try:
+        held = f"{out} is in use by another simsrv process (pid {first.pid}, simsrv sweep)"
+        assert main(["sweep", str(path), "--out", str(out)]) == 2
+        assert capsys.readouterr().err == (
+            f"simsrv: error: --out: {held}; wait for it to end or give another --out\n"
+        )
+        capacity = tmp_path / "capacity.toml"
+        capacity.write_text(f"{SWEEP}\n[capacity]\nstart = 8\nmax = 8\n")
+        assert main(["capacity", "--sweep", str(capacity), "--out", str(out)]) == 2
+        assert held in capsys.readouterr().err
+        assert main(["compare", "--seeds", "1", "--out", str(out)]) == 2
+        assert held in capsys.readouterr().err
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    table = pd.read_parquet(out / "runs")
+    assert len(table) == 8 and table["scenario_hash"].is_unique
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_the_lock_dies_with_a_killed_sweep_and_its_workers(tmp_path):
+    """Pool workers inherit the lock's descriptor when they fork; they close it, so a
+    ``kill -9`` on the sweep frees its directory at once, whatever its workers are doing."""
+    slow = SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 30')
+    out = tmp_path / "out"
+    proc = _start_sweep(_write(tmp_path, slow), out, workers=2)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the pool did not start"
+        time.sleep(1.0)  # the workers are running simulations
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        with out_lock.hold(out, "--out", "the next sweep"):
+            pass
     finally:
         proc.kill()
         for worker in workers:

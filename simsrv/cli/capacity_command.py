@@ -151,14 +151,23 @@ def handle_sweep(args: argparse.Namespace) -> int:
     if not args.sweep.is_file():
         raise InputError(f"--sweep: file not found: {args.sweep}")
     workers = resolve_workers(args.workers)
-    from simsrv.sweep.capacity_sweep import capacity_summary, run_capacity_sweep
+    from simsrv.sweep import out_lock
     from simsrv.sweep.spec import load_sweep
 
     sweep = load_sweep(args.sweep)
     if sweep.capacity is None:
         raise InputError(f"--sweep: {args.sweep} has no [capacity] table (see docs/cli.md)")
     out = args.out or sweep.out or Path("results") / "capacity" / args.sweep.stem
-    prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
+    flag = "--out" if args.out else "out (sweep file)"
+    prepare_output_dir(out, flag)
+    with out_lock.hold(out, flag, "simsrv capacity --sweep"):  # one writer per directory
+        return _run_sweep(sweep, out, workers)
+
+
+def _run_sweep(sweep, out: Path, workers: int) -> int:
+    """The searches of ``sweep`` and their tables in ``out`` (locked by the caller)."""
+    from simsrv.sweep.capacity_sweep import capacity_summary, run_capacity_sweep
+
     sys.stderr.write(f"{len(sweep.runs)} capacity searches on {workers} worker(s)\n")
 
     def show(row: dict) -> None:

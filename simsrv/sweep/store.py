@@ -57,7 +57,9 @@ error; failed runs run again and their new row replaces the old one.
 
 The index assumes one writer per ``OUT`` (one sweep at a time; any number of readers).  Two
 sweeps writing one ``OUT`` at once are not supported: no file is ever corrupted, but one can
-stop with an error when the other merged a file away, or a run can keep an older row.
+stop with an error when the other merged a file away, or a run can keep an older row.  The
+commands that write a store hold a lock on ``OUT`` (:mod:`simsrv.sweep.out_lock`); a Python
+caller of :func:`simsrv.sweep.sweep.run_sweep` can take the same lock with ``out_lock.hold``.
 """
 
 from __future__ import annotations
