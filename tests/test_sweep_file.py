@@ -239,6 +239,31 @@ def test_kill_9_loses_only_the_runs_in_flight(tmp_path):
     pd.testing.assert_frame_equal(_rows(resumed), _rows(uninterrupted.table(sweep)))
 
 
+def test_a_resumed_sweep_moves_a_damaged_part_aside_and_runs_its_runs_again(tmp_path, capsys):
+    """Failure 16 (issue 42), the issue's repro: after ``truncate -s -7`` of the sweep's
+    part, every resume exited 1 with a pyarrow traceback until the file was deleted by hand.
+    The resume says so in one line, moves the file to OUT/damaged/, runs its runs again and
+    stores exactly the rows of an uninterrupted sweep."""
+    path, out = _write(tmp_path), tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    sweep = load_sweep(path)
+    before = SweepStore(out).table(sweep)
+    [part] = (out / "runs").glob("part-*.parquet")
+    part.write_bytes(part.read_bytes()[:-7])
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    err = capsys.readouterr().err
+    [moved] = (out / "damaged").glob(f"*/{part.name}")
+    assert [line for line in err.splitlines() if "damaged" in line] == [
+        f"simsrv: warning: damaged store file in {out / 'runs'} moved to {moved.parent}: "
+        f"{part.name} (Parquet magic bytes not found in footer. Either the file is corrupted or "
+        "this is not a parquet file.); the runs it held are no longer stored (the sweep runs "
+        "them again)"
+    ]
+    assert f"8 runs, 0 already stored in {out}; running 8" in err and "Traceback" not in err
+    pd.testing.assert_frame_equal(_rows(SweepStore(out).table(sweep)), _rows(before))
+
+
 def test_bad_sweep_flags_are_one_line_errors(tmp_path, capsys):
     path = str(_write(tmp_path))
     assert main(["sweep", path, "--backend", "ray"]) == 2

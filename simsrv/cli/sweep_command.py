@@ -78,6 +78,7 @@ def _run(args: argparse.Namespace, sweep, out: Path, workers: int) -> int:
     from simsrv.sweep.sweep import pending, run_sweep, summary
 
     store = SweepStore(out)
+    store.verify()  # damaged files are moved aside (one line) and their runs run again
     todo = pending(sweep, store)
     sys.stderr.write(
         f"{len(sweep.runs)} runs, {len(sweep.runs) - len(todo)} already stored in {out}; "
