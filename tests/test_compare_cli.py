@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -125,3 +132,56 @@ def test_a_new_comparison_replaces_the_tables_of_an_older_one(tmp_path, capsys):
     capsys.readouterr()
     assert set(pd.read_parquet(tmp_path / "runs.parquet")["strategy"]) == {"sequential"}
     assert not (tmp_path / "group_sizes.parquet").exists()
+
+
+def _descendants(pid: int) -> set[tuple[int, str]]:
+    """The processes below ``pid`` (Linux /proc), each as (pid, start time): a pid the kernel
+    reuses later is another process."""
+    found: set[tuple[int, str]] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in map(int, task.read_text().split()):
+            start = _start_time(child)
+            if start is not None:
+                found |= {(child, start)} | _descendants(child)
+    return found
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (None: no such process, not even a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_comparison_killed_mid_run_leaves_no_worker_behind(tmp_path, signum):
+    """Failure 17 (issue 42): SIGTERM on ``simsrv compare`` left its two pool workers running
+    (orphans), and after SIGINT the command waited for the runs in flight, its workers
+    orphaned if it was killed meanwhile.  Both signals interrupt it (exit 130, what finished
+    is kept) and every worker is gone, reaped, by the time it has exited."""
+    command = [sys.executable, "-m", "simsrv", "compare", "--strategies", "sequential,bsp-group"]
+    command += ["--cpus", "2", "--seeds", "1", "--duration-s", "600", "--workers", "2"]
+    proc = subprocess.Popen(
+        [*command, "--out", str(tmp_path / "out")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers: set[tuple[int, str]] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = _descendants(proc.pid)
+        assert len(workers) >= 2, "the pool did not start"
+        time.sleep(1.0)  # the workers are running simulations
+        proc.send_signal(signum)
+        assert proc.wait(timeout=15) == 130  # not after the runs in flight (~30 s more)
+        left = [pid for pid, start in workers if _start_time(pid) == start]
+        assert left == [], f"workers outlived the command: {left}"
+    finally:
+        proc.kill()
+        for pid, start in workers:
+            if _start_time(pid) == start:
+                os.kill(pid, signal.SIGKILL)

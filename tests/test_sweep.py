@@ -150,6 +150,23 @@ def test_tables_are_saved_after_every_run_and_load_back(tmp_path):
     pd.testing.assert_frame_equal(loaded.gantt, results.gantt)
 
 
+def test_a_damaged_table_is_left_out_of_a_load_with_one_line(tmp_path):
+    """Failure 16 (issue 42): a truncated table stopped ``CompareResults.load`` (and so an
+    interrupted ``simsrv compare``'s report) with a pyarrow traceback."""
+    runs = pd.DataFrame({"strategy": ["sequential", "bsp-group"], "frames_per_s": [30.0, 31.5]})
+    cpu_load = pd.DataFrame({"cpu": [0, 1], "utilization": [0.5, 0.25]})
+    CompareResults(runs=runs, cpu_load=cpu_load, planned=4).save(tmp_path)
+    path = tmp_path / "runs.parquet"
+    path.write_bytes(path.read_bytes()[:-7])
+    (tmp_path / "compare.json").write_text('{"plann')
+    lines: list[str] = []
+    loaded = CompareResults.load(tmp_path, warn=lines.append)
+    assert loaded.runs.empty and loaded.planned == 0
+    pd.testing.assert_frame_equal(loaded.cpu_load, cpu_load)
+    assert len(lines) == 2 and "runs.parquet (Parquet magic bytes not found" in lines[0]
+    assert "compare.json" in lines[1] and all("\n" not in line for line in lines)
+
+
 def test_a_failing_run_is_recorded_and_the_others_finish(monkeypatch):
     real_simulate = result_module.simulate
 

@@ -15,6 +15,7 @@ import pytest
 
 from simsrv.cli.main import main
 from simsrv.core.errors import InputError
+from simsrv.sweep import out_lock
 from simsrv.sweep.records import VOLATILE
 from simsrv.sweep.spec import load_sweep
 from simsrv.sweep.store import SweepStore
@@ -89,6 +90,85 @@ def test_a_bad_sweep_file_is_a_one_line_error(tmp_path, change, message):
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+def _refusal(tmp_path: Path, text: str) -> str:
+    """The one-line error of loading ``text``; loading must not take long."""
+    started = time.perf_counter()
+    with pytest.raises(InputError) as caught:
+        load_sweep(_write(tmp_path, text))
+    assert time.perf_counter() - started < 5
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+def test_seeds_are_bounded(tmp_path):
+    """Failure 9 (issue 42): ``seeds = 9223372036854775808`` hung while loading."""
+    error = _refusal(tmp_path, SWEEP.replace("seeds = 2", "seeds = 9223372036854775808"))
+    assert error == "sweep.seeds: Input should be less than or equal to 10000, got " + str(2**63)
+
+
+def test_the_number_of_runs_is_bounded_before_any_is_built(tmp_path):
+    """2 strategies x 25 zipped points x 2,001 seeds: each bound met, 100,050 runs in all."""
+    text = SWEEP.replace("seeds = 2", "seeds = 2001").replace('"run.warmup_s" = 0.2\n', "")
+    text = text.replace("[40, 80]", str(list(range(1, 26))))
+    text = text.replace('"machine.cpus" = [2, 4]', f'"run.warmup_s" = {[0.2] * 25}')
+    assert _refusal(tmp_path, text) == (
+        "sweep: 50 points x 2,001 seeds = 100,050 runs; at most 100,000 runs per sweep file "
+        "(split it into several)"
+    )
+
+
+def _grid(line: str) -> str:
+    """The sweep with one strategy and ``line`` as its grid's second key (no zip)."""
+    text = SWEEP.replace('[zip]\n"players.count" = [40, 80]\n"machine.cpus" = [2, 4]\n', "")
+    strategies = '"server.strategy" = ["sequential", "bsp-group"]\n'
+    return text.replace(strategies, f'"server.strategy" = ["sequential"]\n{line}\n')
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        (
+            '"machine.cpus" = [2, 2.0]',
+            "sweep.grid.machine.cpus: machine.cpus = 2.0 is the same as machine.cpus = 2 once "
+            "validated (one run listed twice); list each value once (repetitions are seeds)",
+        ),
+        (
+            '"run.seed" = [1, 2]',  # seeds = 2: the first point's seed 2 is the second's
+            'sweep.seeds: point server.strategy="sequential" run.seed=2 seed 2 is the run of '
+            'point server.strategy="sequential" run.seed=1 seed 2',
+        ),
+    ],
+)
+def test_one_run_listed_twice_is_refused_once_validated(tmp_path, capsys, grid, message):
+    """Failure 10 (issue 42): ``"machine.cpus" = [2, 2.0]`` stored one row for two runs, and
+    the summary counted it twice (n = 2 over 2 seeds)."""
+    path = _write(tmp_path, _grid(grid))
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"simsrv: error: {message}") and err.count("\n") == 1
+    assert not (out / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("bounds", "message"),
+    [
+        ("start = 32\nmax = 8", "sweep.capacity.start: must be <= max (8), got 32"),
+        ("step = 0", "sweep.capacity.step: Input should be greater than or equal to 1, got 0"),
+    ],
+)
+def test_capacity_bounds_follow_the_command_lines_rule(tmp_path, capsys, bounds, message):
+    """Failure 11 (issue 42): ``[capacity] start = 32, max = 8`` ran and reported 0 clients
+    (exit 0) where ``simsrv capacity --start 32 --max 8`` is refused."""
+    path = _write(tmp_path, f"{SWEEP}\n[capacity]\n{bounds}\n")
+    out = tmp_path / "out"
+    assert main(["capacity", "--sweep", str(path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"simsrv: error: {message}\n"
+    assert not out.exists() or not any(out.iterdir())
+    assert main(["capacity", "--start", "32", "--max", "8"]) == 2
+    assert capsys.readouterr().err == "simsrv: error: --start: must be <= --max (8), got 32\n"
+
+
 def test_a_zipped_point_listed_twice_is_an_error(tmp_path):
     text = SWEEP.replace("[40, 80]", "[40, 40]").replace("[2, 4]", "[2, 2]")
     with pytest.raises(InputError, match=r"^sweep.zip \(players.count, machine.cpus\): a point"):
@@ -157,6 +237,31 @@ def test_kill_9_loses_only_the_runs_in_flight(tmp_path):
     run_sweep(sweep, uninterrupted, workers=2)
     resumed = SweepStore(out).table(sweep)
     pd.testing.assert_frame_equal(_rows(resumed), _rows(uninterrupted.table(sweep)))
+
+
+def test_a_resumed_sweep_moves_a_damaged_part_aside_and_runs_its_runs_again(tmp_path, capsys):
+    """Failure 16 (issue 42), the issue's repro: after ``truncate -s -7`` of the sweep's
+    part, every resume exited 1 with a pyarrow traceback until the file was deleted by hand.
+    The resume says so in one line, moves the file to OUT/damaged/, runs its runs again and
+    stores exactly the rows of an uninterrupted sweep."""
+    path, out = _write(tmp_path), tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    sweep = load_sweep(path)
+    before = SweepStore(out).table(sweep)
+    [part] = (out / "runs").glob("part-*.parquet")
+    part.write_bytes(part.read_bytes()[:-7])
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    err = capsys.readouterr().err
+    [moved] = (out / "damaged").glob(f"*/{part.name}")
+    assert [line for line in err.splitlines() if "damaged" in line] == [
+        f"simsrv: warning: damaged store file in {out / 'runs'} moved to {moved.parent}: "
+        f"{part.name} (Parquet magic bytes not found in footer. Either the file is corrupted or "
+        "this is not a parquet file.); the runs it held are no longer stored (the sweep runs "
+        "them again)"
+    ]
+    assert f"8 runs, 0 already stored in {out}; running 8" in err and "Traceback" not in err
+    pd.testing.assert_frame_equal(_rows(SweepStore(out).table(sweep)), _rows(before))
 
 
 def test_bad_sweep_flags_are_one_line_errors(tmp_path, capsys):
@@ -259,6 +364,72 @@ def test_kill_9_on_a_sweep_ends_its_pool_workers(tmp_path):
         while any(_alive(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(_alive(w) for w in workers)
+    finally:
+        proc.kill()
+        for worker in workers:
+            if _alive(worker):
+                os.kill(worker, signal.SIGKILL)
+
+
+def _start_sweep(path: Path, out: Path, workers: int) -> subprocess.Popen:
+    """``simsrv sweep`` in a subprocess, returned once it holds the lock on ``out`` (it has
+    said how many runs it will run)."""
+    command = [sys.executable, "-m", "simsrv", "sweep", str(path), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*command, "--workers", str(workers)], stderr=subprocess.PIPE, text=True
+    )
+    line = proc.stderr.readline()
+    assert " already stored in " in line, line
+    return proc
+
+
+def test_a_second_writer_of_an_out_directory_is_refused_naming_the_first(tmp_path, capsys):
+    """Failure 17 (issue 42): two sweeps on one --out both ran (32 rows for 16 runs), or the
+    second died with a FileNotFoundError traceback.  While one command writes a directory,
+    every other command that would write it is refused (one line naming the first one's pid,
+    exit 2); once the first ends, even by kill -9, the next one runs."""
+    path = _write(tmp_path, SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 1.0'))
+    out = tmp_path / "out"
+    first = _start_sweep(path, out, workers=1)
+    try:
+        held = f"{out} is in use by another simsrv process (pid {first.pid}, simsrv sweep)"
+        assert main(["sweep", str(path), "--out", str(out)]) == 2
+        assert capsys.readouterr().err == (
+            f"simsrv: error: --out: {held}; wait for it to end or give another --out\n"
+        )
+        capacity = tmp_path / "capacity.toml"
+        capacity.write_text(f"{SWEEP}\n[capacity]\nstart = 8\nmax = 8\n")
+        assert main(["capacity", "--sweep", str(capacity), "--out", str(out)]) == 2
+        assert held in capsys.readouterr().err
+        assert main(["compare", "--seeds", "1", "--out", str(out)]) == 2
+        assert held in capsys.readouterr().err
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "2"]) == 0
+    table = pd.read_parquet(out / "runs")
+    assert len(table) == 8 and table["scenario_hash"].is_unique
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_the_lock_dies_with_a_killed_sweep_and_its_workers(tmp_path):
+    """Pool workers inherit the lock's descriptor when they fork; they close it, so a
+    ``kill -9`` on the sweep frees its directory at once, whatever its workers are doing."""
+    slow = SWEEP.replace('"run.duration_s" = 0.3', '"run.duration_s" = 30')
+    out = tmp_path / "out"
+    proc = _start_sweep(_write(tmp_path, slow), out, workers=2)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the pool did not start"
+        time.sleep(1.0)  # the workers are running simulations
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        with out_lock.hold(out, "--out", "the next sweep"):
+            pass
     finally:
         proc.kill()
         for worker in workers:

@@ -306,3 +306,115 @@ def test_the_documented_string_directory_reads_like_a_path(sweep, tmp_path, monk
     assert from_text.runs_dir == Path("out") / "runs"
     pd.testing.assert_frame_equal(from_text.read(), SweepStore(tmp_path / "out").read())
     assert len(from_text.read()) == 2
+
+
+def _truncate(path: Path) -> None:
+    """What the issue's repro does: ``truncate -s -7``."""
+    path.write_bytes(path.read_bytes()[:-7])
+
+
+def _empty(path: Path) -> None:
+    """A file renamed into place before its bytes reached the disk (power loss)."""
+    path.write_bytes(b"")
+
+
+def _flip_a_value(path: Path) -> None:
+    """One bit of a ``frames_per_s`` value: plain pandas reads another number."""
+    metadata = pq.ParquetFile(path).metadata
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    chunk = metadata.row_group(0).column(names.index("frames_per_s"))
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset + chunk.total_compressed_size - 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _rename_a_column(path: Path) -> None:
+    """One byte of a column's name in the footer: plain pandas reads ``frames_per_t``."""
+    data = path.read_bytes()
+    footer = len(data) - pq.ParquetFile(path).metadata.serialized_size - 8
+    at = data.index(b"frames_per_s", footer) + len("frames_per_")
+    path.write_bytes(data[:at] + b"t" + data[at + 1 :])
+
+
+DAMAGE = {f.__name__.strip("_"): f for f in (_truncate, _empty, _flip_a_value, _rename_a_column)}
+
+
+def _damaged_store(out: Path, sweep: Sweep, target: str, damage: str):
+    """A store with parts and run files (:func:`_store_to_compact`) and one file damaged:
+    the part of the successful runs 0, 1, 3, 4, 5, or run 6's run file.  Returns the store's
+    newest rows, the damaged file, its bytes and the runs whose only row it held."""
+    store, newest = _store_to_compact(out, sweep)
+    if target == "part":
+        path = max(_files(store)[0], key=lambda p: pq.ParquetFile(p).metadata.num_rows)
+        held = [sweep.runs[i] for i in (0, 1, 3, 4, 5)]
+    else:
+        path, held = store.path(sweep.runs[6]), [sweep.runs[6]]
+    DAMAGE[damage](path)
+    return newest, path, path.read_bytes(), held
+
+
+@pytest.mark.parametrize("target", ["part", "run file"])
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_file_is_moved_aside_and_only_its_runs_run_again(sweep, tmp_path, damage, target):
+    """Failure 16 (issue 42): a truncated part or run file made every later resume exit 1
+    with a pyarrow traceback.  It is found (a read failure, a page checksum, the schema
+    fingerprint), moved to OUT/damaged/<time>/ as it was, said in one line, and only its
+    runs are pending; every other run keeps its newest row."""
+    newest, path, damaged_bytes, held = _damaged_store(tmp_path / "out", sweep, target, damage)
+    lines: list[str] = []
+    store = SweepStore(tmp_path / "out", warn=lines.append)
+    assert [d.path for d in store.verify()] == [path]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert f"{path.name} (" in lines[0] and "moved to" in lines[0]
+    [moved] = (tmp_path / "out" / "damaged").glob(f"*/{path.name}")
+    assert moved.read_bytes() == damaged_bytes and not path.exists()
+    assert pending(sweep, store) == held
+    kept = {h: row for h, row in newest.items() if h not in {store.run_hash(r) for r in held}}
+    rows = SweepStore(store.out, warn=lines.append).read()
+    assert sorted(rows["scenario_hash"]) == sorted(kept)
+    for _, row in rows.iterrows():
+        assert row["frames_per_s"] == kept[row["scenario_hash"]]["frames_per_s"]
+    assert len(lines) == 1  # nothing else to say
+    for run in held:
+        store.write(_row(run), run)
+    store.compact()
+    assert pending(sweep, SweepStore(store.out)) == []
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "rename_a_column"])
+def test_the_index_alone_finds_a_damaged_footer(sweep, tmp_path, damage):
+    """Without :meth:`SweepStore.verify` (a Python caller of ``pending`` and ``run_sweep``),
+    building the index finds a damaged footer and moves the file aside the same way."""
+    _, path, _, held = _damaged_store(tmp_path / "out", sweep, "part", damage)
+    lines: list[str] = []
+    assert pending(sweep, SweepStore(tmp_path / "out", warn=lines.append)) == held
+    assert len(lines) == 1 and "moved to" in lines[0] and not path.exists()
+
+
+def test_a_compaction_that_meets_a_damaged_file_sets_it_aside_and_goes_on(sweep, tmp_path):
+    """A damaged value that the index does not read (it reads two columns) is found when a
+    compaction reads the file whole: moved aside, the compaction done without it."""
+    _, path, _, held = _damaged_store(tmp_path / "out", sweep, "run file", "flip_a_value")
+    lines: list[str] = []
+    store = SweepStore(tmp_path / "out", warn=lines.append)
+    assert pending(sweep, store) == []  # the index did not see it
+    store.compact()
+    assert len(lines) == 1 and path.name in lines[0] and not path.exists()
+    assert pending(sweep, store) == held
+    assert _files(store)[1] == [] and pending(sweep, SweepStore(store.out)) == held
+    assert _rows_in_files(store) == len(sweep.runs) - 1
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_readers_skip_a_damaged_file_with_one_line_and_move_nothing(sweep, tmp_path, damage):
+    """``read`` and ``table`` (the summary) keep every intact row and name the damaged file;
+    only a writer moves it."""
+    newest, path, damaged_bytes, held = _damaged_store(tmp_path / "out", sweep, "part", damage)
+    lines: list[str] = []
+    reader = SweepStore(tmp_path / "out", warn=lines.append)
+    rows = reader.read()
+    lost = {reader.run_hash(r) for r in held}
+    assert sorted(rows["scenario_hash"]) == sorted(set(newest) - lost)
+    assert len(lines) == 1 and f"{path.name} (" in lines[0] and "skipped" in lines[0]
+    assert len(reader.table(sweep)) == len(sweep.runs) - len(held)
+    assert path.read_bytes() == damaged_bytes

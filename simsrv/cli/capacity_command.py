@@ -100,18 +100,13 @@ def add_parser(subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv capacity`` (the simulator is imported here, not at start-up)."""
-    from simsrv.sweep.capacity import Capacity, find_capacity, response_key
+    from simsrv.sweep.capacity import Capacity, check_counts, find_capacity, response_key
 
     if args.sweep is not None:
         return handle_sweep(args)
     if args.out is not None:
         raise InputError("--out: only used with --sweep")
-    for name in ("start", "step", "max_clients"):
-        if getattr(args, name) < 1:
-            flag = "--max" if name == "max_clients" else f"--{name}"
-            raise InputError(f"{flag}: must be a whole number >= 1, got {getattr(args, name)}")
-    if args.start > args.max_clients:
-        raise InputError(f"--start: must be <= --max ({args.max_clients}), got {args.start}")
+    check_counts(args.start, args.step, args.max_clients, ("--start", "--step", "--max"))
     if not 0 < args.min_reply_ratio <= 1:
         raise InputError(
             f"--min-reply-ratio: must be a number in (0, 1], got {args.min_reply_ratio:g}"
@@ -174,14 +169,23 @@ def handle_sweep(args: argparse.Namespace) -> int:
     if not args.sweep.is_file():
         raise InputError(f"--sweep: file not found: {args.sweep}")
     workers = resolve_workers(args.workers)
-    from simsrv.sweep.capacity_sweep import capacity_summary, run_capacity_sweep
+    from simsrv.sweep import out_lock
     from simsrv.sweep.spec import load_sweep
 
     sweep = load_sweep(args.sweep)
     if sweep.capacity is None:
         raise InputError(f"--sweep: {args.sweep} has no [capacity] table (see docs/cli.md)")
     out = args.out or sweep.out or Path("results") / "capacity" / args.sweep.stem
-    prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
+    flag = "--out" if args.out else "out (sweep file)"
+    prepare_output_dir(out, flag)
+    with out_lock.hold(out, flag, "simsrv capacity --sweep"):  # one writer per directory
+        return _run_sweep(sweep, out, workers)
+
+
+def _run_sweep(sweep, out: Path, workers: int) -> int:
+    """The searches of ``sweep`` and their tables in ``out`` (locked by the caller)."""
+    from simsrv.sweep.capacity_sweep import capacity_summary, run_capacity_sweep
+
     sys.stderr.write(f"{len(sweep.runs)} capacity searches on {workers} worker(s)\n")
 
     def show(row: dict) -> None:

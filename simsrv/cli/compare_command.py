@@ -74,15 +74,24 @@ def add_parser(subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv compare`` (pandas and the simulator are imported here, not at
     start-up)."""
-    from simsrv.sweep import CompareResults
-    from simsrv.sweep.compare import run_grid
+    from simsrv.sweep import out_lock
     from simsrv.sweep.grid import base_dict, build_grid
-    from simsrv.sweep.progress import Progress
 
     workers = resolve_workers(args.workers)
     base = base_dict(args.scenario, args.overrides)
     cpus = args.cpus or DEFAULT_CPUS
     grid = build_grid(base, args.strategies, cpus, args.clients, args.seeds, args.duration_s)
+    prepare_output_dir(args.out, "--out")
+    with out_lock.hold(args.out, "--out", "simsrv compare"):  # one comparison per --out
+        return _run(args, grid, base, workers)
+
+
+def _run(args: argparse.Namespace, grid, base: dict, workers: int) -> int:
+    """Run ``grid`` into ``args.out`` (locked by the caller); the exit status."""
+    from simsrv.sweep import CompareResults
+    from simsrv.sweep.compare import run_grid
+    from simsrv.sweep.progress import Progress
+
     _clear_out(args.out)  # only once the whole grid is valid
     progress = Progress(len(grid))
 

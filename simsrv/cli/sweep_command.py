@@ -53,11 +53,8 @@ def handle(args: argparse.Namespace) -> int:
     workers = resolve_workers(args.workers)
     if not args.sweep.is_file():
         raise InputError(f"SWEEP.toml: file not found: {args.sweep}")
-    from simsrv.sweep.progress import Progress
+    from simsrv.sweep import out_lock
     from simsrv.sweep.spec import load_sweep
-    from simsrv.sweep.statistics import format_table
-    from simsrv.sweep.store import SweepStore
-    from simsrv.sweep.sweep import pending, run_sweep, summary
 
     sweep = load_sweep(args.sweep)
     if sweep.capacity is not None:
@@ -66,8 +63,22 @@ def handle(args: argparse.Namespace) -> int:
             f"simsrv capacity --sweep {args.sweep}"
         )
     out = args.out or sweep.out or Path("results") / "sweeps" / args.sweep.stem
-    prepare_output_dir(out, "--out" if args.out else "out (sweep file)")
+    flag = "--out" if args.out else "out (sweep file)"
+    prepare_output_dir(out, flag)
+    with out_lock.hold(out, flag, "simsrv sweep"):  # one writer per store
+        return _run(args, sweep, out, workers)
+
+
+def _run(args: argparse.Namespace, sweep, out: Path, workers: int) -> int:
+    """Run the pending runs of ``sweep`` into the store ``out`` (locked by the caller), then
+    summarise; the exit status."""
+    from simsrv.sweep.progress import Progress
+    from simsrv.sweep.statistics import format_table
+    from simsrv.sweep.store import SweepStore
+    from simsrv.sweep.sweep import pending, run_sweep, summary
+
     store = SweepStore(out)
+    store.verify()  # damaged files are moved aside (one line) and their runs run again
     todo = pending(sweep, store)
     sys.stderr.write(
         f"{len(sweep.runs)} runs, {len(sweep.runs) - len(todo)} already stored in {out}; "

@@ -83,6 +83,23 @@ class Capacity:
 
 SEARCHES = ("linear", "bisect")
 """Capacity searches (module docstring)."""
+COUNT_NAMES = ("start", "step", "max_clients")
+"""How :func:`check_counts` names the counts by default (the keyword arguments here)."""
+
+
+def check_counts(
+    start: int, step: int, max_clients: int, names: tuple[str, str, str] = COUNT_NAMES
+) -> None:
+    """The one rule on a search's client counts, for every way of giving them (``simsrv
+    capacity --start/--step/--max``, a sweep file's ``[capacity]``, the Python functions):
+    each is a whole number >= 1 and ``start <= max_clients`` (a search that starts above its
+    largest count measures nothing).  ``names`` are the caller's names of the three, so the
+    :class:`InputError` names the field as the user wrote it."""
+    for value, name in zip((start, step, max_clients), names, strict=True):
+        if value < 1:
+            raise InputError(f"{name}: must be a whole number >= 1, got {value}")
+    if start > max_clients:
+        raise InputError(f"{names[0]}: must be <= {names[2]} ({max_clients}), got {start}")
 
 
 def find_capacity(
@@ -142,6 +159,7 @@ def search_capacity(
     cluster's interconnect traffic)."""
     if search not in SEARCHES:
         raise InputError(f"search: unknown {search!r}; allowed: {', '.join(SEARCHES)}")
+    check_counts(start, step, max_clients)
     rule = Rule(min_reply_ratio, max_response_ms, response_key(quantile))
     result = result if result is not None else Capacity()
 

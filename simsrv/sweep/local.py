@@ -7,9 +7,13 @@ columns of :data:`~simsrv.sweep.records.VOLATILE` differ (times, worker).
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Hashable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
@@ -20,6 +24,8 @@ from simsrv.sweep.records import RunRecords, execute, failed
 
 T = TypeVar("T")
 R = TypeVar("R")
+STOP_WAIT_S = 10.0
+"""How long an interrupted pool waits for each killed worker to be reaped, s."""
 
 
 def default_workers() -> int:
@@ -78,8 +84,10 @@ def run_parallel(
 
     An exception that escapes ``function`` (or a dead worker) becomes
     ``on_done(index, on_failure(index, error))``; the other items go on.  A
-    ``KeyboardInterrupt`` reports the items that had already finished, cancels the rest
-    without waiting for them and propagates.  Pool workers exit when this process dies,
+    ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM while the pool runs: :class:`Terminated`)
+    reports the items that had already finished, kills the workers (their items in flight
+    are lost, as they would be by waiting for nothing), reaps them and propagates; so does
+    any other exception, e.g. from ``on_done``.  Pool workers exit when this process dies,
     even by ``kill -9`` (:mod:`simsrv.sweep.orphan`).
     """
     order = range(len(items)) if order is None else order
@@ -92,20 +100,68 @@ def run_parallel(
             on_done(i, result)
         return
     pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), initializer=exit_with_parent)
-    pending = {pool.submit(function, items[i]): i for i in order}
+    pending: dict[Future, int] = {}
     try:
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                _report(future, pending.pop(future), on_done, on_failure)
+        for i in order:
+            pending[pool.submit(function, items[i])] = i  # the first submit forks the workers
+        with _terminate_interrupts():
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    _report(future, pending.pop(future), on_done, on_failure)
     except KeyboardInterrupt:
         # keep the items that finished while we were interrupted; do not wait for the others
         done = [f for f in pending if f.done() and not f.cancelled()]
         for future in [f for f in done if not isinstance(f.exception(), KeyboardInterrupt)]:
             _report(future, pending.pop(future), on_done, on_failure)
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop(pool)
+        raise
+    except BaseException:  # e.g. on_done failed: the runs in flight have no one to report to
+        _stop(pool)
         raise
     pool.shutdown(wait=True)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a pool runs: handled as Ctrl-C is (the finished items are reported, the
+    workers stopped), so that a terminated command keeps what finished and leaves no worker."""
+
+
+@contextmanager
+def _terminate_interrupts() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` in this (main) thread for the ``with`` block.
+    Only the main thread may set a signal handler: elsewhere SIGTERM keeps its action, and
+    the workers still end with this process (:mod:`simsrv.sweep.orphan`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the pool now: cancel what has not started, kill the workers (their runs in flight
+    are abandoned) and reap them, so that none outlives this process or lingers as a zombie.
+
+    ``ProcessPoolExecutor`` has no public way to end its workers before Python 3.14
+    (``kill_workers``); ``_processes`` (pid -> ``multiprocessing.Process``) is read where it
+    exists, and without it the pool is only shut down without waiting.
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):  # already ended, or closed
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=STOP_WAIT_S)
 
 
 def _report(

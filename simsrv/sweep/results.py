@@ -2,18 +2,24 @@
 
 Saving after every finished run (each file written to a temporary name, then renamed) means an
 interrupted or failed comparison keeps every run that finished; ``CompareResults.load`` reads a
-directory back, so figures can be redrawn without rerunning.
+directory back, so figures can be redrawn without rerunning.  The files carry page checksums
+and a schema fingerprint (:mod:`simsrv.sweep.parquet_files`): a damaged one is left out with a
+one-line warning instead of stopping the load.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
+from simsrv.sweep.parquet_files import DamagedFile, read_frame, reason_of, write_table
 from simsrv.sweep.records import RunRecords
 
 TABLES = ("runs", "breakdown", "cpu_load", "group_sizes", "response", "gantt")
@@ -80,18 +86,47 @@ class CompareResults:
                 path.unlink(missing_ok=True)
                 continue
             temporary = directory / f".{name}.parquet.tmp"
-            frame.to_parquet(temporary, index=False)
+            # what frame.to_parquet(index=False) writes, with page checksums and a fingerprint
+            write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
             os.replace(temporary, path)
         (directory / META).write_text(json.dumps({"planned": self.planned}))
 
     @classmethod
-    def load(cls, directory: Path) -> CompareResults:
-        """Read the tables a comparison saved in ``directory``."""
+    def load(cls, directory: Path, warn: Callable[[str], None] | None = None) -> CompareResults:
+        """Read the tables a comparison saved in ``directory``.  A damaged table file
+        (:mod:`simsrv.sweep.parquet_files`) is left out, as if missing, and reported in one
+        line to ``warn`` (default: stderr)."""
         directory = Path(directory)
-        tables = {}
+        tables, damaged = {}, []
         for name in TABLES:
             path = directory / f"{name}.parquet"
-            tables[name] = pd.read_parquet(path) if path.exists() else pd.DataFrame()
-        meta = directory / META
-        planned = json.loads(meta.read_text())["planned"] if meta.exists() else None
+            tables[name] = pd.DataFrame()
+            if path.exists():
+                try:
+                    tables[name] = read_frame(path)
+                except DamagedFile as error:
+                    damaged.append(error)
+        if damaged:
+            files = "; ".join(f"{d.path.name} ({d.reason})" for d in damaged)
+            (warn or _warn)(
+                f"damaged table file(s) in {directory} left out: {files}; run the comparison "
+                "again to rebuild them"
+            )
+        planned = _planned(directory / META, warn or _warn)
         return cls(**tables, planned=len(tables["runs"]) if planned is None else planned)
+
+
+def _planned(meta: Path, warn: Callable[[str], None]) -> int | None:
+    """The runs planned, from :data:`META` (None: no such file, or damaged: said in one
+    line)."""
+    if not meta.exists():
+        return None
+    try:
+        return int(json.loads(meta.read_text())["planned"])
+    except (ValueError, KeyError, TypeError) as error:
+        warn(f"damaged {meta} left out ({reason_of(error)}): the runs planned are not known")
+        return None
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"simsrv: warning: {line}\n")

@@ -4,6 +4,7 @@ Format (TOML; paths relative to the sweep file)::
 
     base = "../scenarios/cube-160.toml"   # the scenario every run starts from
     seeds = 3                              # seed index i runs with run.seed = base seed + i
+                                           # (1 to 10,000; at most 100,000 runs in all)
     out = "results/sweeps/example"         # where results go (--out overrides; cwd-relative)
 
     [set]                                  # fixed overrides of every run
@@ -25,7 +26,8 @@ Format (TOML; paths relative to the sweep file)::
     per_node = true
 
 A point is one combination of the varied parameters; a run is a point and a seed index.
-Every run's scenario is built and validated when the sweep is loaded, before anything runs.
+Every run's scenario is built and validated when the sweep is loaded, before anything runs;
+two runs with one scenario (values equal once validated, such as ``2`` and ``2.0``) are refused.
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simsrv.core.defaults import MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
@@ -45,8 +48,16 @@ from simsrv.core.strict_model import StrictModel, validate
 from simsrv.core.toml_file import read_toml
 from simsrv.pipeline.load import apply_override, build_scenario, load_raw
 from simsrv.scenario.schema import Scenario
+from simsrv.sweep.capacity import check_counts
+from simsrv.sweep.records import scenario_hash
 
 Value = str | int | float | bool
+MAX_SEEDS = 10_000
+"""The most seeds per point: every run's scenario is built when the file is loaded (~0.25 ms
+each), so an unbounded count would hang the loading."""
+MAX_RUNS = 100_000
+"""The most runs (points x seeds) a sweep file may expand to, checked before any is built
+(100,000 runs load in ~25 s)."""
 
 
 class CapacitySettings(StrictModel):
@@ -64,12 +75,19 @@ class CapacitySettings(StrictModel):
     quantile: Literal[0.5, 0.95, 0.99] = 0.95
     per_node: bool = Field(False, description="start, step, max times cluster.nodes")
 
+    @model_validator(mode="after")
+    def _counts(self) -> CapacitySettings:
+        """The bounds ``simsrv capacity --start/--step/--max`` must meet (one rule: per_node
+        scales all three alike, so it cannot repair ``start > max``)."""
+        check_counts(self.start, self.step, self.max, ("start", "step", "max"))
+        return self
+
 
 class SweepFile(StrictModel):
     """The fields of a sweep file (module docstring)."""
 
     base: str
-    seeds: int = Field(default=1, ge=1)
+    seeds: int = Field(default=1, ge=1, le=MAX_SEEDS)
     out: str = ""
     set: dict[str, Value] = {}
     grid: dict[str, list[Value]] = {}
@@ -122,6 +140,7 @@ def load_sweep(path: str | Path) -> Sweep:
         raise InputError(f"sweep.base: scenario file not found: {base}")
     raw = load_raw(str(base), [])
     groups = _groups(spec)
+    _check_size(groups, spec.seeds)
     varied = tuple(k for g in groups for k in g[0])
     fixed = [_item(k, v) for k, v in spec.set.items()]
     runs = []
@@ -139,6 +158,7 @@ def load_sweep(path: str | Path) -> Sweep:
             seeded = copy.deepcopy(point_raw)
             apply_override(seeded, f"run.seed={base_seed + i}")
             runs.append(SweepRun(params, i, base_seed + i, build_scenario(seeded)))
+    _check_distinct(spec, groups, runs)
     out = Path(spec.out) if spec.out else None
     return Sweep(path, base, varied, tuple(runs), out, spec.capacity)
 
@@ -174,6 +194,62 @@ def _groups(spec: SweepFile) -> list[tuple[tuple[str, ...], list[list[Value]]]]:
                 raise InputError(f"sweep: {key} is given twice (set, grid and zip must not share)")
             seen.add(key)
     return groups
+
+
+def _check_size(groups: list[tuple[tuple[str, ...], list[list[Value]]]], seeds: int) -> None:
+    """Refuse a sweep of more than :data:`MAX_RUNS` runs before any run is built."""
+    points = math.prod(len(lists[0]) for _, lists in groups)
+    if points * seeds > MAX_RUNS:
+        raise InputError(
+            f"sweep: {points:,} points x {seeds:,} seeds = {points * seeds:,} runs; at most "
+            f"{MAX_RUNS:,} runs per sweep file (split it into several)"
+        )
+
+
+def _check_distinct(
+    spec: SweepFile, groups: list[tuple[tuple[str, ...], list[list[Value]]]], runs: list[SweepRun]
+) -> None:
+    """Refuse two runs that are one run once validated (the same scenario, so the same
+    ``scenario_hash``): the store would keep one row and the summary count it twice.
+
+    Values that differ as written but not once validated (``2`` and ``2.0`` for an integer
+    field) are named by their key; runs of different points that meet through their seeds
+    (``run.seed`` varied in steps smaller than ``seeds``) are named by their seeds."""
+    first: dict[str, SweepRun] = {}
+    for run_ in runs:
+        other = first.setdefault(scenario_hash(run_.scenario), run_)
+        if other is run_:
+            continue
+        if other.seed_index != run_.seed_index:
+            raise InputError(
+                f"sweep.seeds: {_point(run_)} seed {run_.seed} is the run of {_point(other)} "
+                f"seed {other.seed} (a point's seeds are its run.seed + 0 .. seeds - 1): vary "
+                f"run.seed in steps of at least seeds ({spec.seeds})"
+            )
+        written, kept = dict(run_.params), dict(other.params)
+        keys = [k for k in written if repr(written[k]) != repr(kept[k])]
+        owners = [g for g, _ in groups if set(g) & set(keys)]
+        if len(owners) != 1:
+            where = "sweep"
+        elif owners[0][0] in spec.grid:
+            where = f"sweep.grid.{owners[0][0]}"
+        else:
+            where = f"sweep.zip ({', '.join(owners[0])})"
+        shown = ", ".join(f"{k} = {_toml(written[k])}" for k in keys)
+        same = ", ".join(f"{k} = {_toml(kept[k])}" for k in keys)
+        raise InputError(
+            f"{where}: {shown} is the same as {same} once validated (one run listed twice); "
+            "list each value once (repetitions are seeds)"
+        )
+
+
+def _point(run_: SweepRun) -> str:
+    return "point " + (" ".join(f"{k}={_toml(v)}" for k, v in run_.params) or "(base)")
+
+
+def _toml(value: Value) -> str:
+    """``value`` as written in a sweep file (``2.0``, ``"bsp-group"``, ``true``)."""
+    return json.dumps(value)
 
 
 def _item(key: str, value: Value) -> str:

@@ -50,14 +50,33 @@ rewrites only those.
 
 **Resuming.**  ``done(run)`` answers from an index of the stored runs (hash -> newest file,
 whether its row has an ``error``), built once per :class:`SweepStore` by reading only the
-``scenario_hash`` and ``error`` columns of the parts, plus the ``error`` column of the run files
+``scenario_hash`` and ``error`` columns of the parts, plus those two columns of the run files
 (at most ``compact_every`` of them, unless several crashes left more), and kept up to date by
 ``write`` and ``compact``.  A resumed sweep therefore skips exactly the runs stored without an
 error; failed runs run again and their new row replaces the old one.
 
+**Damaged files.**  Every file is written with page checksums and a schema fingerprint and
+read with both checked (:mod:`simsrv.sweep.parquet_files`); a run file must also hold the one
+run its name says.  A file that fails (truncated by a crash or a full disk, a flipped bit) is
+handled by the role of the one that meets it, with one line to ``warn`` (default: stderr):
+
+* the writer (the index, :meth:`SweepStore.compact`, :meth:`SweepStore.verify`, which
+  ``simsrv sweep`` calls before it lists the pending runs) moves it as it is to
+  ``OUT/damaged/<UTC time>/`` and forgets its rows, so its runs are pending again (or, where
+  an older file holds a row of the run, that row wins, by the rule above).  The index reads
+  two columns, so it finds a damaged footer; ``verify`` reads every file whole and finds a
+  damaged page of any column; a compaction finds what it reads, before it writes anything;
+* readers (:meth:`SweepStore.read`, :meth:`SweepStore.table`: the summary) leave it out and
+  move nothing (a reader is not the writer).
+
+Nothing else is lost: the rows of every other file are kept, and the damaged file itself is
+kept aside for inspection.
+
 The index assumes one writer per ``OUT`` (one sweep at a time; any number of readers).  Two
 sweeps writing one ``OUT`` at once are not supported: no file is ever corrupted, but one can
-stop with an error when the other merged a file away, or a run can keep an older row.
+stop with an error when the other merged a file away, or a run can keep an older row.  The
+commands that write a store hold a lock on ``OUT`` (:mod:`simsrv.sweep.out_lock`); a Python
+caller of :func:`simsrv.sweep.sweep.run_sweep` can take the same lock with ``out_lock.hold``.
 """
 
 from __future__ import annotations
@@ -65,6 +84,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,8 +93,18 @@ from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from simsrv.sweep.parquet_files import (
+    DAMAGED_DIR,
+    DamagedFile,
+    fingerprinted,
+    read_columns,
+    read_frame,
+    read_table,
+    set_aside,
+    with_fingerprint,
+    write_table,
+)
 from simsrv.sweep.records import scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun
 
@@ -130,12 +160,20 @@ class _Index:
 class SweepStore:
     """The run and part files under ``out / "runs"`` (module docstring)."""
 
-    def __init__(self, out: str | os.PathLike[str], *, compact_every: int = COMPACT_EVERY) -> None:
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        compact_every: int = COMPACT_EVERY,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         out = Path(out)  # a plain string is fine: SweepStore("results/sweeps/x").read()
         self.out = out
         self.runs_dir = out / RUNS_DIR
         self.compact_every = compact_every
         """Compact after this many new run files (0: only when :meth:`compact` is called)."""
+        self.warn = warn if warn is not None else _warn
+        """Where the one-line report of a damaged file goes (default: stderr)."""
         self._index: _Index | None = None
         self._hashes: dict[int, tuple[SweepRun, str]] = {}
 
@@ -161,8 +199,8 @@ class SweepStore:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         target = self.path(run)
         # what DataFrame.to_parquet(index=False) does, keeping the table for the next compaction
-        table = pa.Table.from_pandas(pd.DataFrame([row]), preserve_index=False)
-        _write_atomically(target, lambda tmp: pq.write_table(table, tmp, compression="snappy"))
+        table = with_fingerprint(pa.Table.from_pandas(pd.DataFrame([row]), preserve_index=False))
+        _write_atomically(target, lambda tmp: write_table(table, tmp))
         index.loose[run_hash] = target
         index.written[run_hash] = (table, os.stat(target))
         index.put(run_hash, target, ok=_is_missing(row.get("error")))
@@ -189,32 +227,23 @@ class SweepStore:
 
     def compact(self) -> None:
         """Merge the run files, stale parts and small parts into new parts, then delete them
-        (module docstring: a crash at any point leaves a readable, complete store)."""
+        (module docstring: a crash at any point leaves a readable, complete store).  A
+        damaged input is found before anything is written: it is moved aside
+        (:meth:`verify`), the index rebuilt and the compaction started again."""
+        while True:
+            try:
+                return self._compact()
+            except _DamagedInputs as damaged:
+                self._set_aside(damaged.files)
+                self._index = None
+
+    def _compact(self) -> None:
         index = self._loaded()
-        groups: list[tuple[pa.Schema, list[pa.Table]]] = []
-        loose: list[tuple[str, Path, os.stat_result]] = []
-        for run_hash, path in sorted(index.loose.items()):
-            table, status = index.written.pop(run_hash, (None, None))
-            if status is None:  # a run file this store did not write (e.g. before a crash)
-                status = os.stat(path)
-                table = _read_table(path)
-            _add(groups, table)
-            loose.append((run_hash, path, status))
-        consumed = [index.parts[p] for p in index.stale]
-        for part in consumed:
-            table = _read_table(part.path)
-            keep = [index.where.get(h) == part.path for h in table.column(HASH).to_pylist()]
-            _add(groups, table.filter(pa.array(keep, pa.bool_())))
-        small_rows = self.compact_every if self.compact_every > 0 else COMPACT_EVERY
-        small = [p for p in index.parts.values() if p.rows < small_rows]
-        small = [p for p in small if p.path not in index.stale]
-        for part in small:
-            siblings = sum(_same(part.schema, other.schema) for other in small)
-            if siblings > 1 or any(_same(part.schema, s) for s, _ in groups):
-                _add(groups, _read_table(part.path))
-                consumed.append(part)
+        groups, loose, consumed = self._inputs(index)
         if not loose and not consumed:
             return
+        for run_hash, _, _ in loose:
+            index.written.pop(run_hash, None)
         written = []
         for _, tables in groups:
             table = pa.concat_tables(tables)
@@ -233,12 +262,108 @@ class SweepStore:
             now = _status(path)
             if now is not None and not _same_file(now, status):
                 # rewritten since it was read (by another writer): the newest row, keep it
-                error = _read_table(path, ["error"]).column(0)
-                index.put(run_hash, path, error.null_count == len(error))
+                try:
+                    index.put(run_hash, path, _stored_ok(path))
+                except DamagedFile:  # not done: the next index moves it aside
+                    index.put(run_hash, path, False)
                 continue
             if now is not None:
                 _delete(path)
             del index.loose[run_hash]
+
+    def _inputs(
+        self, index: _Index
+    ) -> tuple[
+        list[tuple[pa.Schema, list[pa.Table]]],
+        list[tuple[str, Path, os.stat_result]],
+        list[_Part],
+    ]:
+        """What a compaction merges, read (nothing written, the index unchanged): the rows by
+        schema, the run files (hash, path, status) and the parts it replaces.  Raises
+        :class:`_DamagedInputs` naming every damaged file among them."""
+        groups: list[tuple[pa.Schema, list[pa.Table]]] = []
+        loose: list[tuple[str, Path, os.stat_result]] = []
+        damaged: list[DamagedFile] = []
+        for run_hash, path in sorted(index.loose.items()):
+            table, status = index.written.get(run_hash, (None, None))
+            if status is None:  # a run file this store did not write (e.g. before a crash)
+                try:
+                    status = os.stat(path)
+                    table = _read_run_file(path, run_hash)
+                except DamagedFile as error:
+                    damaged.append(error)
+                    continue
+            _add(groups, table)
+            loose.append((run_hash, path, status))
+        consumed = [index.parts[p] for p in index.stale]
+        for part in consumed:
+            try:
+                table = _read_part(part.path)
+            except DamagedFile as error:
+                damaged.append(error)
+                continue
+            keep = [index.where.get(h) == part.path for h in table.column(HASH).to_pylist()]
+            _add(groups, table.filter(pa.array(keep, pa.bool_())))
+        small_rows = self.compact_every if self.compact_every > 0 else COMPACT_EVERY
+        small = [p for p in index.parts.values() if p.rows < small_rows]
+        small = [p for p in small if p.path not in index.stale]
+        for part in small:
+            siblings = sum(_same(part.schema, other.schema) for other in small)
+            if siblings > 1 or any(_same(part.schema, s) for s, _ in groups):
+                try:
+                    _add(groups, _read_part(part.path))
+                except DamagedFile as error:
+                    damaged.append(error)
+                    continue
+                consumed.append(part)
+        if damaged:
+            raise _DamagedInputs(damaged)
+        return groups, loose, consumed
+
+    def verify(self) -> list[DamagedFile]:
+        """Read every file of the store whole, checking it (:mod:`simsrv.sweep.parquet_files`:
+        page checksums, schema fingerprint, a run file holding its own run), and move the
+        damaged ones aside with one warning line; the damaged files found.  Their runs are
+        then not stored: a resumed sweep runs them again.  What a writer (``simsrv sweep``)
+        does before it lists the pending runs; the index alone reads only two columns and
+        finds a damaged footer, not a damaged page of another column."""
+        parts, loose = self._scan()
+        damaged = []
+        for _, path in parts:
+            try:
+                _read_part(path)
+            except DamagedFile as error:
+                damaged.append(error)
+        for run_hash, path in sorted(loose.items()):
+            try:
+                _read_run_file(path, run_hash)
+            except DamagedFile as error:
+                damaged.append(error)
+        if damaged:
+            self._set_aside(damaged)
+            self._index = None
+        return damaged
+
+    def _skipped(self, damaged: list[DamagedFile]) -> None:
+        """Say (one line) that a read left out damaged files; readers move nothing."""
+        files = "; ".join(f"{d.path.name} ({d.reason})" for d in damaged)
+        one = len(damaged) == 1
+        self.warn(
+            f"damaged store file{'' if one else 's'} in {self.runs_dir} skipped: {files}; the "
+            f"runs {'it' if one else 'they'} held are missing from what was read (the next "
+            f"simsrv sweep on {self.out} moves {'it' if one else 'them'} to "
+            f"{self.out / DAMAGED_DIR} and runs them again)"
+        )
+
+    def _set_aside(self, damaged: list[DamagedFile]) -> None:
+        """Move the damaged files to ``OUT/damaged/<time>/`` and say so (one line)."""
+        folder = set_aside([d.path for d in damaged], self.out / DAMAGED_DIR)
+        files = "; ".join(f"{d.path.name} ({d.reason})" for d in damaged)
+        held = "the runs it held are" if len(damaged) == 1 else "the runs they held are"
+        self.warn(
+            f"damaged store file{'s' if len(damaged) > 1 else ''} in {self.runs_dir} moved to "
+            f"{folder}: {files}; {held} no longer stored (the sweep runs them again)"
+        )
 
     def _write_part(self, index: _Index, table: pa.Table) -> tuple[_Part, list[str]]:
         """Write ``table`` as the next part (durably); the part and the hashes it holds."""
@@ -246,12 +371,7 @@ class SweepStore:
         index.next_seq += 1
         path = self.runs_dir / f"part-{key[0]:06d}-{key[1]}.parquet"
 
-        def write(tmp: Path) -> None:
-            pq.write_table(table, tmp)
-            with open(tmp, "rb") as handle:
-                os.fsync(handle.fileno())
-
-        _write_atomically(path, write)
+        _write_atomically(path, lambda tmp: write_table(table, tmp, durable=True))
         return _Part(path, key, table.num_rows, table.schema), table.column(HASH).to_pylist()
 
     def _loaded(self) -> _Index:
@@ -261,21 +381,33 @@ class SweepStore:
         return self._index
 
     def _build_index(self) -> _Index:
+        """The index from the ``scenario_hash`` and ``error`` columns of every file; a file
+        that fails to read (or whose footer does not match its fingerprint) is moved aside
+        and its runs are not stored."""
         index = _Index()
         parts, loose = self._scan()
+        damaged: list[DamagedFile] = []
         for key, path in parts:
-            with pq.ParquetFile(path) as file:
-                schema = file.schema_arrow
-                columns = file.read(columns=[HASH, "error"])
-            index.parts[path] = _Part(path, key, columns.num_rows, schema)
+            try:
+                schema, columns = read_columns(path, [HASH, "error"])
+            except DamagedFile as error:
+                damaged.append(error)
+                continue
+            index.parts[path] = _Part(path, key, columns.num_rows, fingerprinted(schema))
             index.next_seq = max(index.next_seq, key[0] + 1)
             failed = columns.column("error").is_valid().to_pylist()
             for run_hash, bad in zip(columns.column(HASH).to_pylist(), failed, strict=True):
                 index.put(run_hash, path, not bad)
         for run_hash, path in loose.items():
+            try:
+                ok = _stored_ok(path, run_hash)
+            except DamagedFile as error:
+                damaged.append(error)
+                continue
             index.loose[run_hash] = path
-            error = _read_table(path, ["error"]).column(0)
-            index.put(run_hash, path, error.null_count == len(error))
+            index.put(run_hash, path, ok)
+        if damaged:
+            self._set_aside(damaged)
         return index
 
     def _scan(self) -> tuple[list[tuple[tuple[int, str], Path]], dict[str, Path]]:
@@ -298,7 +430,14 @@ class SweepStore:
         kept with their own types until the final concatenation."""
         parts, loose = self._scan()
         paths = [p for _, p in parts] + [loose[h] for h in sorted(loose)]
-        frames = [pd.read_parquet(p) for p in paths]
+        frames, damaged = [], []
+        for path in paths:
+            try:
+                frames.append(read_frame(path))
+            except DamagedFile as error:
+                damaged.append(error)
+        if damaged:
+            self._skipped(damaged)
         winner: dict[str, int] = {}
         for i, frame in enumerate(frames):
             winner.update(dict.fromkeys(frame[HASH].tolist(), i))
@@ -313,6 +452,47 @@ class SweepStore:
         if not kept:
             return pd.DataFrame()
         return pd.concat(kept, ignore_index=True)
+
+
+class _DamagedInputs(Exception):
+    """Files a compaction would read are damaged (nothing was written yet)."""
+
+    def __init__(self, files: list[DamagedFile]) -> None:
+        self.files = files
+        super().__init__("; ".join(str(f) for f in files))
+
+
+def _warn(line: str) -> None:
+    """The default report of a damaged file: one line on stderr."""
+    sys.stderr.write(f"simsrv: warning: {line}\n")
+    sys.stderr.flush()
+
+
+def _read_part(path: Path) -> pa.Table:
+    """A part's rows, checked, with the fingerprint of their schema (old files too, so that
+    rows of one schema merge whatever wrote them)."""
+    return with_fingerprint(read_table(path))
+
+
+def _read_run_file(path: Path, run_hash: str) -> pa.Table:
+    """A run file's row, checked: it must hold the run its name says, once."""
+    table = with_fingerprint(read_table(path))
+    _check_run_file(path, run_hash, table.column(HASH).to_pylist())
+    return table
+
+
+def _stored_ok(path: Path, run_hash: str | None = None) -> bool:
+    """Whether the run file ``path`` holds a row without an error (reads two columns)."""
+    columns = read_table(path, [HASH, "error"])
+    if run_hash is not None:
+        _check_run_file(path, run_hash, columns.column(HASH).to_pylist())
+    error = columns.column("error")
+    return error.null_count == len(error)
+
+
+def _check_run_file(path: Path, run_hash: str, hashes: list[Any]) -> None:
+    if hashes != [run_hash]:
+        raise DamagedFile(path, f"holds {hashes[:2]!r}, not the one row of run {run_hash}")
 
 
 def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
@@ -341,11 +521,6 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
-
-
-def _read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
-    with pq.ParquetFile(path) as file:
-        return file.read(columns=columns)
 
 
 def _add(groups: list[tuple[pa.Schema, list[pa.Table]]], table: pa.Table) -> None:
