@@ -24,6 +24,7 @@ ignores Ctrl-C (caught by the campaign's watchdog, ``benchmarks/fuzz_campaign.py
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import io
@@ -99,10 +100,16 @@ class Case:
     label: str = ""
 
     def describe(self) -> str:
-        """A short text to report the case by (its command or call and its files' heads)."""
-        heads = {name: data[:300].decode("utf-8", "replace") for name, data in self.files.items()}
+        """The case as JSON, enough to replay it (:func:`replay`): its command or call and
+        its files (base64, whole up to 64 KiB; a larger file's first 300 bytes as text)."""
+        files = {
+            name: {"base64": base64.b64encode(data).decode()}
+            if len(data) <= 65536
+            else {"head": data[:300].decode("utf-8", "replace"), "bytes": len(data)}
+            for name, data in self.files.items()
+        }
         return json.dumps(
-            {"family": self.family, "argv": self.argv, "call": self.label, "files": heads}
+            {"family": self.family, "argv": self.argv, "call": self.label, "files": files}
         )
 
 
@@ -165,7 +172,7 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
     text = err.getvalue()
     if code == 0:
         return Verdict("run", seconds)
-    if code == 130 and text == "simsrv: interrupted\n":
+    if code == 130 and text.startswith("simsrv: interrupted") and text.count("\n") == 1:
         return Verdict("interrupted", seconds)
     if code != 2:
         return Verdict("exit", seconds, f"exit {code}: {text[:500]}")
@@ -174,6 +181,14 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
     if seconds > REFUSAL_LIMIT_S:
         return Verdict("slow-refusal", seconds, text[:300])
     return Verdict("refused", seconds)
+
+
+def replay(described: str, budget_s: float = RUN_BUDGET_S) -> Verdict:
+    """The verdict on a command-line case again, from its :meth:`Case.describe` (e.g. a failed
+    case of a campaign's ``campaign.json``)."""
+    data = json.loads(described)
+    files = {name: base64.b64decode(f["base64"]) for name, f in data["files"].items()}
+    return verdict(Case(data["family"], data["argv"], files), budget_s)
 
 
 # --- the families -------------------------------------------------------------------------
@@ -260,19 +275,18 @@ def bsp_cases(draw: st.DrawFn) -> Case:
     rng = random.Random(draw(st.integers(0, 2**32)))
     for _ in range(draw(st.integers(1, 4))):
         which = rng.randrange(4)
-        at = rng.randrange(len(data) - 4)
+        word = 4 * rng.randrange(max(1, len(data) // 4))  # a 4-byte-aligned offset
         if which == 0:
-            data[at] ^= 1 << rng.randrange(8)
-        elif which == 1:  # an int32 (a count, offset or index) made huge or negative
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif which == 1 and word + 4 <= len(data):  # an int32 (count, offset, index) made wild
             value = rng.choice([-1, -(2**31), 2**31 - 1, 10**9, 65535, len(data)])
-            struct.pack_into("<i", data, at - at % 4, value)
-        elif which == 2:
+            struct.pack_into("<i", data, word, value)
+        elif which == 2:  # cut short
             del data[rng.randrange(len(data)) :]
             data = data or bytearray(b"\x00")
-        else:  # a header entry (version, lump offset or length)
-            struct.pack_into(
-                "<i", data, 4 * rng.randrange(31), rng.choice([0, -1, 2**31 - 1, 29, 30])
-            )
+        elif len(data) >= 4 * 31:  # a header entry (version, lump offset or length)
+            value = rng.choice([0, -1, 2**31 - 1, 29, 30])
+            struct.pack_into("<i", data, 4 * rng.randrange(31), value)
     raw = bytes(data)
     name = "m.bsp"
     if draw(st.booleans()):

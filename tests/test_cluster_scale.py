@@ -230,3 +230,38 @@ def test_study_quick_size_runs(tmp_path):
 def test_study_refuses_an_unknown_zoning(capsys):
     assert cluster_capacity.main(["--zonings", "hexagons", "--quick"]) == 2
     assert "--zonings" in capsys.readouterr().err
+
+
+def test_an_interrupted_capacity_sweep_keeps_the_searches_that_finished(
+    tmp_path, capsys, monkeypatch
+):
+    """Ctrl-C used to lose every finished search (the tables were written at the end)."""
+    from simsrv.sweep import capacity_sweep
+
+    sweep_file = tmp_path / "capacity.toml"
+    sweep_file.write_text(
+        f'base = "{FOUR}"\nseeds = 1\n'
+        '[set]\n"run.duration_s" = 0.2\n"run.warmup_s" = 0.1\n"cluster.nodes" = 1\n'
+        '[grid]\n"machine.cpus" = [1, 2, 4]\n'
+        "[capacity]\nstart = 8\nstep = 8\nmax = 8\n"
+    )
+    searched = capacity_sweep.search_run
+    calls = []
+
+    def interrupted_third(job):
+        calls.append(job)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return searched(job)
+
+    monkeypatch.setattr(capacity_sweep, "search_run", interrupted_third)
+    out = tmp_path / "out"
+    argv = ["capacity", "--sweep", str(sweep_file), "--out", str(out), "--workers", "1"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        f"simsrv: interrupted: 2 of 3 capacity searches had finished; their rows are in "
+        f"{out}/capacity.csv and points.csv"
+    )
+    assert pd.read_csv(out / "capacity.csv")["machine.cpus"].tolist() == [1, 2]
+    assert len(pd.read_csv(out / "points.csv")) == 2

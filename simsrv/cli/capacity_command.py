@@ -184,7 +184,11 @@ def handle_sweep(args: argparse.Namespace) -> int:
 
 def _run_sweep(sweep, out: Path, workers: int) -> int:
     """The searches of ``sweep`` and their tables in ``out`` (locked by the caller)."""
-    from simsrv.sweep.capacity_sweep import capacity_summary, run_capacity_sweep
+    from simsrv.sweep.capacity_sweep import (
+        CapacitySweepInterrupted,
+        capacity_summary,
+        run_capacity_sweep,
+    )
 
     sys.stderr.write(f"{len(sweep.runs)} capacity searches on {workers} worker(s)\n")
 
@@ -198,7 +202,16 @@ def _run_sweep(sweep, out: Path, workers: int) -> int:
                 f"({row['runs']} runs, {row['wall_time_s']:.0f} s)\n"
             )
 
-    rows, points = run_capacity_sweep(sweep, workers, show)
+    try:
+        rows, points = run_capacity_sweep(sweep, workers, show)
+    except CapacitySweepInterrupted as stopped:  # keep the searches that finished
+        stopped.rows.to_csv(out / "capacity.csv", index=False)
+        stopped.points.to_csv(out / "points.csv", index=False)
+        sys.stderr.write(
+            f"simsrv: interrupted: {len(stopped.rows)} of {stopped.total} capacity searches "
+            f"had finished; their rows are in {out}/capacity.csv and points.csv\n"
+        )
+        return 130
     rows.to_csv(out / "capacity.csv", index=False)
     points.to_csv(out / "points.csv", index=False)
     if rows.empty:

@@ -325,7 +325,7 @@ class Scenario(BaseModel):
 
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Scenario:
-        """Pydantic's ``model_validate``, its errors one-line :class:`InputError`\ s."""
+        r"""Pydantic's ``model_validate``, its errors one-line :class:`InputError`\ s."""
         try:
             return super().model_validate(obj, **options)
         except ValidationError as error:

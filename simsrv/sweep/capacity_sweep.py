@@ -112,7 +112,8 @@ def run_capacity_sweep(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every search of ``sweep`` (which has a ``[capacity]`` table): the rows and the points
     (module docstring), in the sweep's order.  A search that raised is left out and reported
-    through ``on_done`` as a row with its ``error``."""
+    through ``on_done`` as a row with its ``error``.  Interrupted, it raises
+    :class:`CapacitySweepInterrupted` with the searches that had finished."""
     assert sweep.capacity is not None, "the sweep file has no [capacity] table"
     jobs = [(r, sweep.capacity) for r in sweep.runs]
     results: dict[int, tuple[dict[str, Any], list[dict]]] = {}
@@ -125,7 +126,25 @@ def run_capacity_sweep(
     def failure(index: int, error: BaseException) -> tuple[dict[str, Any], list[dict]]:
         return {**sweep.runs[index].columns(), "error": f"{type(error).__name__}: {error}"}, []
 
-    run_parallel(jobs, search_run, workers, done, failure)
+    try:
+        run_parallel(jobs, search_run, workers, done, failure)
+    except KeyboardInterrupt:
+        raise CapacitySweepInterrupted(*_tables(results), len(jobs)) from None
+    return _tables(results)
+
+
+class CapacitySweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a capacity sweep: ``rows`` and ``points`` of the searches
+    that had finished (tables as :func:`run_capacity_sweep` returns them) out of ``total``."""
+
+    def __init__(self, rows: pd.DataFrame, points: pd.DataFrame, total: int) -> None:
+        super().__init__()
+        self.rows, self.points, self.total = rows, points, total
+
+
+def _tables(
+    results: dict[int, tuple[dict[str, Any], list[dict]]],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     ordered = [results[i] for i in sorted(results) if "error" not in results[i][0]]
     rows = pd.DataFrame([r for r, _ in ordered])
     points = pd.DataFrame([p for _, ps in ordered for p in ps])
