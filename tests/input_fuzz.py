@@ -141,7 +141,8 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
     start = time.perf_counter()
     out, err = io.StringIO(), io.StringIO()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+            # in the case's directory: a flag value such as `--out -1` writes a file there
             for name, data in case.files.items():
                 (Path(tmp) / name).write_bytes(data)
             signal.setitimer(signal.ITIMER_REAL, budget_s)

@@ -188,8 +188,10 @@ def test_capacity_cli_reports_the_last_count_that_kept_up(capsys):
     assert out["capacity_clients"] == 8 and out["complete"]
     assert [p["met"] for p in points] == [True, False]
     assert points[1]["replies_per_s"] < 0.8 * points[1]["offered_per_s"]
-    assert main(["capacity", "--step", "0"]) == 2
-    assert "--step: must be a whole number >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # refused by the parser (one line, exit 2)
+        main(["capacity", "--step", "0"])
+    assert refused.value.code == 2
+    assert "--step: must be a whole number >= 1, got 0" in capsys.readouterr().err
 
 
 # -- the sources' mechanisms (issue 24) --------------------------------------------------------

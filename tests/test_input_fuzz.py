@@ -36,3 +36,13 @@ def test_the_verdict_tells_failures_from_kept_promises():
     assert verdict(Case("argv", ["compare", "x.toml", "--clients", "a"])).outcome == "refused"
     slow = verdict(Case("api", call=lambda: __import__("time").sleep(5)), budget_s=0.2)
     assert slow == Verdict("interrupted", slow.seconds) and slow.seconds < 1.0
+
+
+def test_a_case_writes_only_into_its_own_directory(tmp_path, monkeypatch):
+    """``map --out 0`` used to write a picture named ``0`` where the fuzzer ran (the campaign
+    left five such files in the repository)."""
+    monkeypatch.chdir(tmp_path)
+    base = b"[run]\nduration_s = 0.1\nwarmup_s = 0.05\n[players]\ncount = 40\n"
+    case = Case("argv", ["map", "{dir}/base.toml", "--out", "0.png"], {"base.toml": base})
+    assert not verdict(case).failed
+    assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from simsrv.core.errors import InputError, shown
+from simsrv.core.errors import InputError
 
 
 class Parser(argparse.ArgumentParser):
@@ -75,14 +75,15 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
     would build its grid or pool for ever)."""
 
     def parse(text: str) -> int:
+        got = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, got {shown(text)}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"must be a whole number from {low:,} to {high:,}, got {shown(text)}"
-            )
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {got!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {got}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be a whole number <= {high:,}, got {got}")
         return value
 
     return parse
