@@ -244,3 +244,10 @@ def test_a_scenario_built_by_hand_or_from_its_dict_runs():
         loaded = load_scenario(path)
         again = Scenario.model_validate(loaded.to_dict())
         assert build_scenario(again.to_dict()) == loaded, path
+
+
+def test_an_arena_without_hotspots_ignores_their_radius(capsys):
+    """Found by the fuzz campaign: ``hotspots = 0`` skips the radius check, and the unused
+    radius (320 > 256 / 2) then made numpy refuse the draw of no centres (a traceback)."""
+    argv = ["run", *sets("map.kind=death32c-like", "map.size=256", "map.hotspots=0", *SHORT)]
+    assert main(argv) == 0

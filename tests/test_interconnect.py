@@ -196,14 +196,8 @@ def test_a_flow_whose_rest_the_clock_cannot_tell_finishes_late_in_a_long_run():
 def test_a_flow_that_finishes_on_the_way_to_an_event_is_delivered():
     """Found by the property above (issue 42): a flow whose finish time rounds to just after
     the next posting finished while the links moved to that posting, and was dropped."""
-    profile = InterconnectProfile(
-        name="p",
-        semantics="async",
-        send_cpu_us=0.0,
-        recv_cpu_us=0.0,
-        latency_us=1.0,
-        bandwidth_bytes_per_s=1e5,
-    )
+    update = {"send_cpu_us": 0.0, "recv_cpu_us": 0.0, "latency_us": 1.0}
+    profile = PLAIN.model_copy(update={**update, "bandwidth_bytes_per_s": 1e5})
     network = Network(profile, 4)
     network.post(0, 1, 1, 0.0)
     network.post(0, 2, 2, 6.80786836778116e-15)

@@ -49,7 +49,10 @@ def build_death32c_like(params: Death32cLikeParams, rng: np.random.Generator) ->
     """Build the arena; attractor and entity positions come from ``rng``."""
     s, h, r = params.size, params.height, params.hotspot_radius
     floor = -PLAYER_MINS[2]
-    centres = rng.uniform(r, s - r, size=(params.hotspots, 2))
+    # no hotspots: no draw (numpy refuses the bounds when the unused radius exceeds half the size)
+    centres = (
+        rng.uniform(r, s - r, size=(params.hotspots, 2)) if params.hotspots else np.zeros((0, 2))
+    )
     attractors = np.column_stack([centres, np.full(len(centres), floor)])
     entities = np.column_stack(
         [
