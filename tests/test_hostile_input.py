@@ -251,3 +251,11 @@ def test_an_arena_without_hotspots_ignores_their_radius(capsys):
     radius (320 > 256 / 2) then made numpy refuse the draw of no centres (a traceback)."""
     argv = ["run", *sets("map.kind=death32c-like", "map.size=256", "map.hotspots=0", *SHORT)]
     assert main(argv) == 0
+
+
+def test_a_date_where_a_boolean_belongs_is_one_line(capsys, tmp_path):
+    """Found by the fuzz campaign: echoing a TOML date in the message raised a TypeError."""
+    path = tmp_path / "date.toml"
+    path.write_text("[clients]\nbandwidth_control = 1979-05-27T07:32:00Z\n")
+    err = refusal(capsys, ["run", str(path)])
+    assert "clients.bandwidth_control: must be true or false, got \"1979-05-27 07:32" in err

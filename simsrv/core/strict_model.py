@@ -46,7 +46,7 @@ class StrictModel(BaseModel):
 
 def _as_toml(value: Any) -> str:
     """``value`` as the user wrote it (``true``, ``"yes"``), cut to a message's length."""
-    text = json.dumps(value)
+    text = json.dumps(value, default=str)  # a TOML date or time: its text
     return text if len(text) <= MAX_VALUE_CHARS else f"{text[:70]}... ({len(text):,} characters)"
 
 
