@@ -258,4 +258,4 @@ def test_a_date_where_a_boolean_belongs_is_one_line(capsys, tmp_path):
     path = tmp_path / "date.toml"
     path.write_text("[clients]\nbandwidth_control = 1979-05-27T07:32:00Z\n")
     err = refusal(capsys, ["run", str(path)])
-    assert "clients.bandwidth_control: must be true or false, got \"1979-05-27 07:32" in err
+    assert 'clients.bandwidth_control: must be true or false, got "1979-05-27 07:32' in err
