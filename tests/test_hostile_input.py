@@ -259,3 +259,16 @@ def test_a_date_where_a_boolean_belongs_is_one_line(capsys, tmp_path):
     path.write_text("[clients]\nbandwidth_control = 1979-05-27T07:32:00Z\n")
     err = refusal(capsys, ["run", str(path)])
     assert 'clients.bandwidth_control: must be true or false, got "1979-05-27 07:32' in err
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([f"machine.platform={'x' * 5000}"], "machine.platform: unknown platform"),
+        (["map.kind=bsp", f"map.file={'y' * 5000}"], "map.file: no such BSP file"),
+        ([f"cluster.interconnect={'z' * 5000}"], "cluster.interconnect:"),
+    ],
+)
+def test_a_name_too_long_for_the_system_is_a_missing_file(capsys, items, message):
+    """Found by the fuzz campaign: ``Path.exists()`` raises "File name too long"."""
+    assert message in refusal(capsys, ["run", *sets(*items)])

@@ -18,6 +18,7 @@ from simsrv.cli.parser import (
 from simsrv.core import json_output
 from simsrv.core.defaults import MAX_DROPPED, MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
+from simsrv.core.paths import is_file
 
 
 def add_parser(subparsers) -> None:
@@ -166,7 +167,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
     and ``summary.csv`` (mean and 95 % CI per point) to the output directory."""
     if args.scenario is not None or args.overrides:
         raise InputError("--sweep: give no SCENARIO or --set with it (the sweep file sets them)")
-    if not args.sweep.is_file():
+    if not is_file(args.sweep):
         raise InputError(f"--sweep: file not found: {args.sweep}")
     workers = resolve_workers(args.workers)
     from simsrv.sweep import out_lock

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from simsrv.core.errors import InputError
+from simsrv.core.paths import exists, is_dir
 
 
 class Parser(argparse.ArgumentParser):
@@ -107,7 +108,7 @@ def prepare_output_dir(path: Path, flag: str) -> None:
     Writing is tested by creating (and removing) a file in it: permissions alone do not tell,
     e.g. for a read-only file system or ``/proc``.
     """
-    if path.exists() and not path.is_dir():
+    if exists(path) and not is_dir(path):
         raise InputError(f"{flag}: {path} exists and is not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -126,10 +127,10 @@ def prepare_output_file(path: Path, flag: str) -> None:
     """Check that the output file ``path`` can be written before anything is computed: its
     directory is created, and the file itself is opened for appending (created, then removed
     again if it did not exist; an existing file is left as it was)."""
-    if path.is_dir():
+    if is_dir(path):
         raise InputError(f"{flag}: {path} is a directory, not a file")
     prepare_output_dir(path.parent, flag)
-    existed = path.exists()
+    existed = exists(path)
     try:
         with open(path, "ab"):
             pass

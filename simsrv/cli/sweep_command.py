@@ -9,6 +9,7 @@ from pathlib import Path
 from simsrv.cli.parser import add_workers_argument, prepare_output_dir, resolve_workers
 from simsrv.core.defaults import SWEEP_BACKENDS
 from simsrv.core.errors import InputError
+from simsrv.core.paths import is_file
 
 
 def add_parser(subparsers) -> None:
@@ -51,7 +52,7 @@ def handle(args: argparse.Namespace) -> int:
             f"--scheduler: only used with --backend dask, got --backend {args.backend}"
         )
     workers = resolve_workers(args.workers)
-    if not args.sweep.is_file():
+    if not is_file(args.sweep):
         raise InputError(f"SWEEP.toml: file not found: {args.sweep}")
     from simsrv.sweep import out_lock
     from simsrv.sweep.spec import load_sweep

@@ -10,6 +10,7 @@ from simsrv.cli.parser import MAX_SEEDS, add_workers_argument, resolve_workers, 
 from simsrv.core import json_output
 from simsrv.core.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
 from simsrv.core.errors import InputError
+from simsrv.core.paths import is_file
 
 
 def add_parser(subparsers) -> None:
@@ -71,7 +72,7 @@ def handle(args: argparse.Namespace) -> int:
     if seeds < 1:
         raise InputError(f"--seeds: must be a whole number >= 1, got {seeds}")
     workers = resolve_workers(args.workers)
-    if args.doc is not None and not args.doc.is_file():
+    if args.doc is not None and not is_file(args.doc):
         raise InputError(f"--doc: file not found: {args.doc}")
     if args.list:
         for row in rows:

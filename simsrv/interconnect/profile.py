@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import Field
 
 from simsrv.core.errors import InputError
+from simsrv.core.paths import exists
 from simsrv.core.strict_model import StrictModel, validate
 from simsrv.core.toml_file import read_toml
 
@@ -88,7 +89,7 @@ def profile_path(name_or_path: str, directory: Path | None = None) -> Path:
         return path
     folder = directory or PROFILE_DIR
     path = folder / f"{name_or_path}.toml"
-    if not path.exists():
+    if not exists(path):
         names = sorted(p.stem for p in folder.glob("*.toml"))
         raise InputError(
             f"profile: unknown interconnect profile {name_or_path!r}; allowed: "

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 
 from simsrv.core.errors import InputError
+from simsrv.core.paths import exists
 from simsrv.core.strict_model import StrictModel, validate
 from simsrv.core.toml_file import read_toml
 
@@ -132,7 +133,7 @@ def load_platform(name_or_path: str) -> Platform:
     path = Path(name_or_path)
     if path.suffix != ".toml":
         path = PLATFORM_DIR / f"{name_or_path}.toml"
-        if not path.exists():
+        if not exists(path):
             raise InputError(
                 f"machine.platform: unknown platform {name_or_path!r}; allowed: "
                 f"{', '.join(platform_names())} or a path to a .toml file"

@@ -44,6 +44,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simsrv.core.defaults import MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
+from simsrv.core.paths import is_file
 from simsrv.core.strict_model import StrictModel, validate
 from simsrv.core.toml_file import read_toml
 from simsrv.pipeline.load import apply_override, build_scenario, load_raw
@@ -136,7 +137,7 @@ def load_sweep(path: str | Path) -> Sweep:
     path = Path(path)
     spec = validate(SweepFile, read_toml(path, "sweep"), "sweep")
     base = (path.parent / spec.base).resolve()
-    if not base.is_file():
+    if not is_file(base):
         raise InputError(f"sweep.base: scenario file not found: {base}")
     raw = load_raw(str(base), [])
     groups = _groups(spec)

@@ -47,6 +47,7 @@ import numpy as np
 from pydantic import Field
 
 from simsrv.core.errors import InputError
+from simsrv.core.paths import is_file
 from simsrv.core.strict_model import StrictModel
 from simsrv.world.bsp.entities import model_index, origin_of
 from simsrv.world.bsp.hull import HullTree
@@ -260,7 +261,7 @@ class BspMap(GameMap):
 def build_bsp(params: BspParams, rng: np.random.Generator) -> BspMap:
     """Read ``params.file`` and build the map; free-floor samples come from ``rng``."""
     path = Path(params.file)
-    if not path.is_file():
+    if not is_file(path):
         raise InputError(f"map.file: no such BSP file: {params.file}")
     bsp = read_bsp(path)
     hull0, hull1 = HullTree.hull0(bsp), HullTree.hull1(bsp)
