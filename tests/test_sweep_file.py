@@ -332,6 +332,18 @@ def _children(pid: int) -> set[int]:
     return out
 
 
+def _running_pool(proc: subprocess.Popen) -> set[int]:
+    """The pids of ``proc``'s two pool workers, once they are running simulations."""
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        workers = _children(proc.pid)
+    assert len(workers) >= 2, "the pool did not start"
+    time.sleep(1.0)  # the workers are running simulations
+    return workers
+
+
 def _alive(pid: int) -> bool:
     """A process that exists and is not a zombie waiting to be reaped."""
     try:
@@ -350,14 +362,9 @@ def test_kill_9_on_a_sweep_ends_its_pool_workers(tmp_path):
         [*command, "--out", str(tmp_path / "out"), "--workers", "2"],
         stderr=subprocess.DEVNULL,
     )
+    workers: set[int] = set()
     try:
-        deadline = time.monotonic() + 60
-        workers: set[int] = set()
-        while len(workers) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            workers = _children(proc.pid)
-        assert len(workers) >= 2, "the pool did not start"
-        time.sleep(1.0)  # the workers are running simulations
+        workers = _running_pool(proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 10
@@ -420,12 +427,7 @@ def test_the_lock_dies_with_a_killed_sweep_and_its_workers(tmp_path):
     proc = _start_sweep(_write(tmp_path, slow), out, workers=2)
     workers: set[int] = set()
     try:
-        deadline = time.monotonic() + 60
-        while len(workers) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            workers = _children(proc.pid)
-        assert len(workers) >= 2, "the pool did not start"
-        time.sleep(1.0)  # the workers are running simulations
+        workers = _running_pool(proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         with out_lock.hold(out, "--out", "the next sweep"):

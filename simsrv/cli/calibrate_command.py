@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import (
-    MAX_SEEDS,
     add_workers_argument,
     finite_float,
     prepare_output_dir,
@@ -16,7 +15,7 @@ from simsrv.cli.parser import (
     resolve_workers,
     whole_number,
 )
-from simsrv.core.defaults import CALIBRATED_PLATFORMS, VALIDATION_SEEDS
+from simsrv.core.defaults import CALIBRATED_PLATFORMS, MAX_SEEDS, VALIDATION_SEEDS
 from simsrv.core.errors import InputError
 
 
@@ -97,8 +96,6 @@ def handle(args: argparse.Namespace) -> int:
     calibrator = CALIBRATORS.get(args.platform, "PLATFORM")
     if not args.start > 0:
         raise InputError(f"--start: must be a number > 0, got {args.start:g}")
-    if args.seeds < 1:
-        raise InputError(f"--seeds: must be a whole number >= 1, got {args.seeds}")
     if args.duration_s is not None and not args.duration_s > 0:
         raise InputError(f"--duration-s: must be a number > 0, got {args.duration_s:g}")
     workers = resolve_workers(args.workers)

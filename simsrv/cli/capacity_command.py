@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import (
-    MAX_CLIENTS,
     add_scenario_arguments,
     add_workers_argument,
     finite_float,
@@ -16,7 +15,7 @@ from simsrv.cli.parser import (
     whole_number,
 )
 from simsrv.core import json_output
-from simsrv.core.defaults import MAX_DROPPED, MIN_REPLY_RATIO
+from simsrv.core.defaults import MAX_CLIENTS, MAX_DROPPED, MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
 from simsrv.core.paths import is_file
 

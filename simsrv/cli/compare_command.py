@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from simsrv.cli.parser import (
-    MAX_SEEDS,
     add_scenario_arguments,
     add_workers_argument,
     finite_float,
@@ -15,7 +14,7 @@ from simsrv.cli.parser import (
     resolve_workers,
     whole_number,
 )
-from simsrv.core.defaults import DEFAULT_STRATEGIES
+from simsrv.core.defaults import DEFAULT_STRATEGIES, MAX_SEEDS
 
 DEFAULT_CPUS = [2, 4]
 

@@ -52,23 +52,15 @@ def add_workers_argument(p: argparse.ArgumentParser, what: str = "parallel runs"
 
 
 def resolve_workers(workers: int | None) -> int:
-    """The ``--workers`` value, or the CPUs available; raises :class:`InputError` below 1."""
+    """The ``--workers`` value (1 to :data:`MAX_WORKERS`, checked by the parser), or the CPUs
+    available."""
     from simsrv.sweep.local import default_workers
 
-    resolved = workers if workers is not None else default_workers()
-    if resolved < 1:
-        raise InputError(f"--workers: must be a whole number >= 1, got {resolved}")
-    return resolved
+    return workers if workers is not None else default_workers()
 
-
-MAX_SEEDS = 10_000
-"""Most seeds per point of a command (as in a sweep file)."""
 
 MAX_WORKERS = 1024
 """Most processes a command starts at once."""
-
-MAX_CLIENTS = 10_000_000
-"""Most clients a command tries (``players.count``'s bound)."""
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:

@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import MAX_SEEDS, add_workers_argument, resolve_workers, whole_number
+from simsrv.cli.parser import add_workers_argument, resolve_workers, whole_number
 from simsrv.core import json_output
-from simsrv.core.defaults import QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
+from simsrv.core.defaults import MAX_SEEDS, QUICK_DURATION_S, QUICK_SEEDS, VALIDATION_SEEDS
 from simsrv.core.errors import InputError
 from simsrv.core.paths import is_file
 
@@ -69,8 +69,6 @@ def handle(args: argparse.Namespace) -> int:
     seeds = (
         args.seeds if args.seeds is not None else QUICK_SEEDS if args.quick else VALIDATION_SEEDS
     )
-    if seeds < 1:
-        raise InputError(f"--seeds: must be a whole number >= 1, got {seeds}")
     workers = resolve_workers(args.workers)
     if args.doc is not None and not is_file(args.doc):
         raise InputError(f"--doc: file not found: {args.doc}")

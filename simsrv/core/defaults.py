@@ -54,3 +54,8 @@ OVERLOAD_RESPONSE_FRAMES = 1.0
 """The ``overloaded`` flag of the summary tables: a point whose 95th-percentile response time
 exceeds this many client frames (``1 / clients.rate_hz``: a player sends its next packet before
 the answer to this one) is flagged (:mod:`simsrv.sweep.overload`)."""
+MAX_SEEDS = 10_000
+"""The most seeds per point of a sweep file or a command's ``--seeds``: every run's scenario
+is built before anything runs (~0.25 ms each), so an unbounded count would hang the loading."""
+MAX_CLIENTS = 10_000_000
+"""The most clients a capacity search tries (``players.count``'s bound)."""

@@ -7,6 +7,7 @@ traceback.  A broken invariant of a run (a bug in the simulator, :class:`Invaria
 exits with status 3.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 MAX_MESSAGE_CHARS = 1000
@@ -31,12 +32,14 @@ def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{text[:head]} ...[{len(text) - head - tail:,} characters cut]... {text[-tail:]}"
 
 
-def shown(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
-    """``repr(value)`` for a message, cut to about ``limit`` characters."""
-    text = repr(value) if len(str(value)) <= 100 * limit else repr(str(value)[: 2 * limit])
+def shown(value: Any, limit: int = MAX_VALUE_CHARS, render: Callable[[Any], str] = repr) -> str:
+    """``render(value)`` (default ``repr``) for a message, cut to about ``limit`` characters
+    (a huge value is not rendered whole first)."""
+    size = len(str(value))
+    text = render(value) if size <= 100 * limit else render(str(value)[: 2 * limit])
     if len(text) <= limit:
         return text
-    return f"{text[: limit - 10]}... ({len(str(value)):,} characters)"
+    return f"{text[: limit - 10]}... ({size:,} characters)"
 
 
 class InputError(ValueError):

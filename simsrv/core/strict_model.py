@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from simsrv.core.errors import MAX_VALUE_CHARS, InputError, shown
+from simsrv.core.errors import InputError, shown
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -46,8 +46,7 @@ class StrictModel(BaseModel):
 
 def _as_toml(value: Any) -> str:
     """``value`` as the user wrote it (``true``, ``"yes"``), cut to a message's length."""
-    text = json.dumps(value, default=str)  # a TOML date or time: its text
-    return text if len(text) <= MAX_VALUE_CHARS else f"{text[:70]}... ({len(text):,} characters)"
+    return shown(value, render=lambda v: json.dumps(v, default=str))  # a TOML date: its text
 
 
 def validate(model: type[M], data: Any, prefix: str) -> M:

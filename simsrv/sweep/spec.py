@@ -37,12 +37,13 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simsrv.core.defaults import MIN_REPLY_RATIO
+from simsrv.core.defaults import MAX_CLIENTS, MAX_SEEDS, MIN_REPLY_RATIO
 from simsrv.core.errors import InputError
 from simsrv.core.paths import is_file
 from simsrv.core.strict_model import StrictModel, validate
@@ -53,9 +54,6 @@ from simsrv.sweep.capacity import check_counts
 from simsrv.sweep.records import scenario_hash
 
 Value = str | int | float | bool
-MAX_SEEDS = 10_000
-"""The most seeds per point: every run's scenario is built when the file is loaded (~0.25 ms
-each), so an unbounded count would hang the loading."""
 MAX_RUNS = 100_000
 """The most runs (points x seeds) a sweep file may expand to, checked before any is built
 (100,000 runs load in ~25 s)."""
@@ -66,9 +64,9 @@ class CapacitySettings(StrictModel):
     (:func:`simsrv.sweep.capacity.search_capacity`) on its scenario, ``players.count`` varied."""
 
     search: Literal["linear", "bisect"] = "linear"
-    start: int = Field(8, ge=1, le=10_000_000)
-    step: int = Field(8, ge=1, le=10_000_000)
-    max: int = Field(1024, ge=1, le=10_000_000)
+    start: int = Field(8, ge=1, le=MAX_CLIENTS)
+    step: int = Field(8, ge=1, le=MAX_CLIENTS)
+    max: int = Field(1024, ge=1, le=MAX_CLIENTS)
     min_reply_ratio: float = Field(MIN_REPLY_RATIO, gt=0.0, le=1.0)
     max_response_ms: float | None = Field(
         None, gt=0.0, le=1e7, description="a met count's response-time quantile at most, ms"
@@ -109,6 +107,12 @@ class SweepRun:
     seed_index: int
     seed: int
     scenario: Scenario
+
+    @cached_property
+    def scenario_hash(self) -> str:
+        """The hash that identifies the run (its row's ``scenario_hash``,
+        :func:`simsrv.sweep.records.scenario_hash`), computed once."""
+        return scenario_hash(self.scenario)
 
     def label(self) -> str:
         """Short text for progress lines."""
@@ -218,7 +222,7 @@ def _check_distinct(
     (``run.seed`` varied in steps smaller than ``seeds``) are named by their seeds."""
     first: dict[str, SweepRun] = {}
     for run_ in runs:
-        other = first.setdefault(scenario_hash(run_.scenario), run_)
+        other = first.setdefault(run_.scenario_hash, run_)
         if other is run_:
             continue
         if other.seed_index != run_.seed_index:

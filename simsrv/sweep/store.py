@@ -105,7 +105,6 @@ from simsrv.sweep.parquet_files import (
     with_fingerprint,
     write_table,
 )
-from simsrv.sweep.records import scenario_hash
 from simsrv.sweep.spec import Sweep, SweepRun
 
 RUNS_DIR = "runs"
@@ -175,15 +174,11 @@ class SweepStore:
         self.warn = warn if warn is not None else _warn
         """Where the one-line report of a damaged file goes (default: stderr)."""
         self._index: _Index | None = None
-        self._hashes: dict[int, tuple[SweepRun, str]] = {}
 
     def run_hash(self, run: SweepRun) -> str:
-        """The hash that identifies ``run`` (its row's ``scenario_hash``); cached per run."""
-        cached = self._hashes.get(id(run))
-        if cached is None or cached[0] is not run:
-            cached = (run, scenario_hash(run.scenario))
-            self._hashes[id(run)] = cached
-        return cached[1]
+        """The hash that identifies ``run`` (its row's ``scenario_hash``; computed once per
+        run, :attr:`SweepRun.scenario_hash`)."""
+        return run.scenario_hash
 
     def path(self, run: SweepRun) -> Path:
         """The run file of ``run`` (its row lives there until a compaction merges it)."""

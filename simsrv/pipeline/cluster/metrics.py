@@ -39,7 +39,6 @@ import numpy as np
 from simsrv.pipeline.cluster.simulation import ClusterOutput
 from simsrv.pipeline.summary import summarize
 from simsrv.scenario.schema import Scenario
-from simsrv.workload.response_time import ResponseTimes
 
 SUMMED = ("frames", "messages_per_s", "replies_per_s", "choked_per_s")
 NODE_KEYS = (
@@ -59,7 +58,7 @@ def summarize_cluster(scenario: Scenario, out: ClusterOutput) -> dict[str, Any]:
     summaries = [summarize(scenario, node) for node in out.nodes]
     result = aggregate(summaries)
     if len(summaries) > 1:  # the whole cluster's packets: one sketch of every node's
-        result.update(ResponseTimes.merged([node.response for node in out.nodes]).summary())
+        result.update(out.response.summary())
     result["nodes"] = node_metrics(scenario, out, summaries)
     result["interconnect"] = interconnect_metrics(scenario, out)
     result["zoning"] = zoning_metrics(scenario, out)

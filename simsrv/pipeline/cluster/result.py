@@ -61,7 +61,7 @@ def run_cluster(
             if keep_trace is not None
             else None
         )
-    response = ResponseTimes.merged([node.response for node in out.nodes])
+    sizes_sorted = dict(sorted(sizes.items()))
     return ClusterRun(
-        summary, frames, trace, out.accounting, out.checks, dict(sorted(sizes.items())), response
+        summary, frames, trace, out.accounting, out.checks, sizes_sorted, out.response
     )

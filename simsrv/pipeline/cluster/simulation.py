@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from simsrv.pipeline.trace_stream import TraceStream
 from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.workload.clients import CHUNK_TICKS, ClientStream
+from simsrv.workload.response_time import ResponseTimes
 
 
 @dataclass
@@ -74,6 +76,11 @@ class ClusterOutput:
     rebalances: list[Rebalance]
     replied: dict[int, int]
     owner_history: list[np.ndarray] | None = None
+
+    @cached_property
+    def response(self) -> ResponseTimes:
+        """Every node's measured packets' response times: the nodes' sketches merged."""
+        return ResponseTimes.merged([node.response for node in self.nodes])
 
 
 def simulate_cluster(

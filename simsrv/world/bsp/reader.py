@@ -65,8 +65,6 @@ LUMP_NAMES = (
 """The 15 lumps in header order."""
 ENTITIES, PLANES, VISIBILITY, NODES, CLIPNODES, LEAVES, MODELS = 0, 1, 4, 5, 9, 10, 14
 FACES, MARKSURFACES = 7, 11
-RECORD_BYTES = {1: 20, 3: 12, 5: 24, 6: 40, 7: 20, 9: 8, 10: 28, 11: 2, 12: 4, 13: 4, 14: 64}
-"""Record size of every fixed-size lump, bytes (the others are text or raw bytes)."""
 MAX_RECORDS = {LEAVES: limits.MAX_LEAVES, NODES: limits.MAX_NODES, CLIPNODES: limits.MAX_CLIPNODES}
 """Lumps whose record count is capped (see :mod:`simsrv.world.bsp.limits`)."""
 GZIP_MAGIC = b"\x1f\x8b"
@@ -105,6 +103,22 @@ MODEL = np.dtype(
         ("numfaces", "<i4"),
     ]
 )
+
+RECORD_BYTES = {
+    PLANES: PLANE.itemsize,
+    3: 12,  # vertexes: 3 x f4
+    NODES: NODE.itemsize,
+    6: 40,  # texinfo: 2 x 4 f4 vectors, miptex i4, flags i4
+    FACES: 20,
+    CLIPNODES: CLIPNODE.itemsize,
+    LEAVES: LEAF.itemsize,
+    MARKSURFACES: 2,
+    12: 4,  # edges: 2 x u2
+    13: 4,  # surfedges: i4
+    MODELS: MODEL.itemsize,
+}
+"""Record size of every fixed-size lump, bytes (the others are text or raw bytes): the
+record types' sizes for the lumps read, Quake's ``bspfile.h`` for the others."""
 
 CONTENTS_EMPTY, CONTENTS_SOLID = -1, -2
 """Leaf contents (water -3, slime -4, lava -5 and sky -6 count as not solid to a walker)."""
