@@ -172,3 +172,22 @@ def test_a_scenario_with_background_load_gives_the_same_trace_on_both_engines():
     pd.testing.assert_frame_equal(fast.trace, slow.trace)
     on_loaded = fast.trace[(fast.trace.cpu == 3) & (fast.trace.activity == "request")]
     assert len(on_loaded) > 0
+
+
+@pytest.mark.parametrize("smt", SMT)
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    script=scripts_with_run_first(),
+    send=st.sampled_from([0.0, 0.5, 2.0]),
+    wakeup=st.sampled_from([0.0, 1.0, 3.5]),
+)
+def test_generated_plans_with_signal_wakeups_give_the_same_trace_on_both_engines(
+    script, smt, send, wakeup
+):
+    """A thread library that wakes sleepers with signals (LinuxThreads): barriers' and locks'
+    wake-ups cost the same on both engines, to the bit."""
+    cpus, frames, gaps = script
+    fast = Machine(cpus, *smt, signal_send_us=send, signal_wakeup_us=wakeup)
+    slow = SimpyMachine(cpus, *smt, signal_send_us=send, signal_wakeup_us=wakeup)
+    assert _execute(fast, frames, gaps) == _execute(slow, frames, gaps)
+    assert fast.charged_us == slow.charged_us

@@ -244,3 +244,90 @@ def test_no_migration_when_no_cpu_is_idle():
         _fork_plan(child_us=1000.0, migrate_after_us=300.0, busy_cpu1_us=5000.0), 0, 0.0
     )
     assert end * 1e6 == pytest.approx(1060.0)
+
+
+# -- a thread library that wakes sleepers with signals (LinuxThreads) ------------------------
+
+
+def _signal_engines():
+    from simsrv.machine.simpy_engine import SimpyMachine
+
+    return [Machine, SimpyMachine]
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_linuxthreads_barrier_costs_its_last_thread_one_send_per_sleeper_in_arrival_order(
+    engine,
+):
+    """Three threads on three CPUs reach a barrier at 4, 6 and 10 us.  The last (a) sends two
+    signals (2 us each, 10-14); b, first to sleep, is woken at 12 and t at 14; each pays its
+    wake-up (3 us) before its next computation."""
+    m = engine(3, signal_send_us=2.0, signal_wakeup_us=3.0)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("request", 10.0), BarrierWait("sync"), Compute("reply", 1.0))),
+            Thread("b", 1, (Compute("request", 4.0), BarrierWait("sync"), Compute("reply", 1.0))),
+            Thread("t", 2, (Compute("request", 6.0), BarrierWait("sync"), Compute("reply", 1.0))),
+        ),
+        barriers={"sync": 3},
+    )
+    m.execute(plan, 0, 0.0)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "request", 0.0, 10.0),
+        (0, "a", "signal_send", 10.0, 14.0),
+        (0, "a", "reply", 14.0, 15.0),
+        (1, "b", "request", 0.0, 4.0),
+        (1, "b", "barrier_wait", 4.0, 12.0),
+        (1, "b", "signal_wakeup", 12.0, 15.0),
+        (1, "b", "reply", 15.0, 16.0),
+        (2, "t", "request", 0.0, 6.0),
+        (2, "t", "barrier_wait", 6.0, 14.0),
+        (2, "t", "signal_wakeup", 14.0, 17.0),
+        (2, "t", "reply", 17.0, 18.0),
+    ]
+    assert m.charged_us == [23.0]  # the plan's own costs: the signals are the machine's
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_contended_linuxthreads_unlock_signals_the_waiter_who_holds_the_lock_meanwhile(engine):
+    """a holds L 0-5; b asks at 1.  At 5 the lock passes to b and a sends the signal (5-7); b
+    is woken at 7, pays its wake-up (7-10), then its critical section (10-12)."""
+    m = engine(2, signal_send_us=2.0, signal_wakeup_us=3.0)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Acquire("L"), Compute("request", 5.0), Release("L"), Join("b"))),
+            Thread(
+                "b", 1, (Compute("frame", 1.0), Acquire("L"), Compute("lock", 2.0), Release("L"))
+            ),
+        )
+    )
+    m.execute(plan, 0, 0.0)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "request", 0.0, 5.0),
+        (0, "a", "signal_send", 5.0, 7.0),
+        (0, "a", "join_wait", 7.0, 12.0),
+        (1, "b", "frame", 0.0, 1.0),
+        (1, "b", "lock_wait", 1.0, 7.0),
+        (1, "b", "signal_wakeup", 7.0, 10.0),
+        (1, "b", "lock", 10.0, 12.0),
+    ]
+    holds = sorted((h[2], h[3], h[4]) for h in m.lock_holds.rows)
+    assert holds == [("a", 0.0, 5.0), ("b", 5.0, 12.0)]
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_without_signal_costs_a_barrier_releases_everyone_at_once(engine):
+    m = engine(2)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("request", 10.0), BarrierWait("sync"), Compute("reply", 1.0))),
+            Thread("b", 1, (Compute("request", 4.0), BarrierWait("sync"), Compute("reply", 1.0))),
+        ),
+        barriers={"sync": 2},
+    )
+    m.execute(plan, 0, 0.0)
+    m.finish()
+    assert (1, "b", "reply", 10.0, 11.0) in rows(m)
+    assert not [r for r in rows(m) if r[2].startswith("signal")]

@@ -91,20 +91,20 @@ DONE = -2
     R_SEQ, R_HEAP, R_SLOTS, R_OPS, R_BARS, R_LIVE, R_POS_FRAME, R_POS_RANK, R_SKIP,
     R_REFUSALS, R_CPUS, R_PER_CORE, R_RUNS, R_SMT, R_SPEEDS, R_BACKGROUND, R_LOCK_WAIT,
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
-    R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS,
-) = range(28)  # fmt: skip
-INT_REGISTERS = 28
+    R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
+) = range(31)  # fmt: skip
+INT_REGISTERS = 31
 # -- float registers (rf) --------------------------------------------------------------------
-F_NOW, F_POS, F_THROUGHPUT = range(3)
-FLOAT_REGISTERS = 3
+F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP = range(5)
+FLOAT_REGISTERS = 5
 # -- thread slots: ints (ti) and floats (tf) -------------------------------------------------
 (
     T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
-    T_JHEAD, T_JTAIL, T_CODE, T_SPAWNED, T_LIVE, T_FIRST, T_TARGET, T_LOAD,
-) = range(19)  # fmt: skip
-THREAD_INTS = 19
-TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST = range(5)
-THREAD_FLOATS = 5
+    T_JHEAD, T_JTAIL, T_CODE, T_SPAWNED, T_LIVE, T_FIRST, T_TARGET, T_LOAD, T_SIGNAL_ACT,
+) = range(20)  # fmt: skip
+THREAD_INTS = 20
+TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST, TF_SIGNAL = range(6)
+THREAD_FLOATS = 6
 # -- heap entries (hi; ht holds the times) ---------------------------------------------------
 H_FRAME, H_RANK, H_SEQ, H_KIND, H_SLOT, H_TOKEN = range(6)
 # -- barriers (bi), CPUs (ci), locks (li, lf) ------------------------------------------------
@@ -165,9 +165,18 @@ class MachineState(NamedTuple):
     holds_size: np.ndarray
 
 
-def new_arrays(cpus: int, smt_per_core: int, smt_throughput: float, background, runs: bool):
+def new_arrays(
+    cpus: int,
+    smt_per_core: int,
+    smt_throughput: float,
+    background,
+    runs: bool,
+    signal_send_us: float = 0.0,
+    signal_wakeup_us: float = 0.0,
+):
     """The engine's own arrays and registers for a fresh machine (a dict of
-    :class:`MachineState` fields without the column stores)."""
+    :class:`MachineState` fields without the column stores); the activity codes of the wait
+    and signal rows are the facade's to set."""
     share = np.ones(cpus)
     share[: len(background)] = [1.0 - b for b in background[:cpus]]
     smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -179,6 +188,8 @@ def new_arrays(cpus: int, smt_per_core: int, smt_throughput: float, background, 
     ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = -1
     rf = np.zeros(FLOAT_REGISTERS)
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
+    rf[F_SEND], rf[F_WAKEUP] = signal_send_us, signal_wakeup_us
+    ri[R_SIGNALS] = signal_send_us > 0.0 or signal_wakeup_us > 0.0
     ci = np.full((cpus, 3), NONE, np.int64)
     return {
         "ri": ri,
@@ -251,7 +262,7 @@ def execute(
                 now = end
         out[0] = now
         return SERIAL
-    if ri[R_RUNS] and ri[R_LIVE] == 0 and ri[R_HEAP] == 0 and not ri[R_SPEEDS]:
+    if ri[R_RUNS] and ri[R_LIVE] == 0 and ri[R_HEAP] == 0 and not (ri[R_SPEEDS] or ri[R_SIGNALS]):
         tried = ri[R_SKIP] == 0
         begin = max(start_us, rf[F_NOW])
         done = (
@@ -366,7 +377,8 @@ def _room(m, threads, n, bars):
         or ri[R_BARS] + bars > len(m.bi)
     ):
         _compact(m)
-    rows = ri[R_OPS] + n + len(m.li) + 1  # each op records at most one row and one hold
+    # each op records at most one row and one hold (two rows with signals: a wait, a wake-up)
+    rows = (1 + ri[R_SIGNALS]) * (ri[R_OPS] + n) + len(m.li) + 1
     heap = ri[R_HEAP] + 8 * (ri[R_OPS] + n) + 8 * (ri[R_SLOTS] + threads) + 64
     ri[R_NEED_SLOTS], ri[R_NEED_OPS] = ri[R_SLOTS] + threads, ri[R_OPS] + n
     ri[R_NEED_BARS], ri[R_NEED_HEAP], ri[R_NEED_ROWS] = ri[R_BARS] + bars, heap, rows
@@ -504,7 +516,7 @@ def _load(
         ti[s, T_CODE], ti[s, T_SPAWNED] = thread_codes[t], spawned[t]
         ti[s, T_LOAD] = ri[R_LOADS]
         tf[s, TF_BEGAN] = start_us  # until it first computes or waits
-        tf[s, TF_RUN_START] = tf[s, TF_REMAINING] = tf[s, TF_LAST] = 0.0
+        tf[s, TF_RUN_START] = tf[s, TF_REMAINING] = tf[s, TF_LAST] = tf[s, TF_SIGNAL] = 0.0
         tf[s, TF_SPEED] = 1.0
     i = 0
     n = len(kind)
@@ -686,7 +698,11 @@ def _step(m):
             act = m.ov[pc]
         if time > m.tf[s, TF_BEGAN]:
             _row(m, ti[s, T_FRAME], ti[s, T_CPU], ti[s, T_CODE], act, m.tf[s, TF_BEGAN], time)
-        ti[s, T_PC] = pc + 1
+        if m.tf[s, TF_SIGNAL] > 0.0:  # woken by a signal: the wait's op becomes its cost
+            _become_compute(m, pc, m.tf[s, TF_SIGNAL], ti[s, T_SIGNAL_ACT])
+            m.tf[s, TF_SIGNAL] = 0.0
+        else:
+            ti[s, T_PC] = pc + 1
     elif kind == TIMER and not _maybe_migrate(m, s):
         return NONE
     return s
@@ -720,7 +736,10 @@ def _advance(m, s):
             if not _acquire(m, s, oa[pc]):
                 return
         elif k == RELEASE:
-            _release(m, s, oa[pc])
+            if _release(m, s, oa[pc]) and m.rf[F_SEND] > 0.0:
+                # the thread library signals the waiter: the release op becomes the send
+                _become_compute(m, pc, m.rf[F_SEND], ri[R_SEND_ACT])
+                continue
         elif k == SPAWN:
             _spawn(m, s, oa[pc])
         else:  # JOIN or RUN_FIRST
@@ -978,10 +997,38 @@ def _arrive(m, s, b):
     bi[b, B_TAIL] = s
     if bi[b, B_COUNT] == bi[b, B_PARTIES]:
         w = bi[b, B_HEAD]
+        if not m.ri[R_SIGNALS]:
+            while w >= 0:
+                following = ti[w, T_NEXT]
+                _push(m, now, w, WAKE)
+                w = following
+            return
+        # the thread library: the last to arrive (s) sends the sleepers their wake-up signals
+        # one after another, in arrival order; each then pays its wake-up on its CPU
+        send, k = m.rf[F_SEND], 0
         while w >= 0:
             following = ti[w, T_NEXT]
-            _push(m, now, w, WAKE)
+            if w != s:
+                k += 1
+                _signal(m, w, m.rf[F_WAKEUP], m.ri[R_WAKEUP_ACT])
+                _push(m, now + k * send, w, WAKE)
             w = following
+        _signal(m, s, k * send, m.ri[R_SEND_ACT])
+        _push(m, now, s, WAKE)
+
+
+@inlined
+def _signal(m, s, cost, activity):
+    """Slot ``s``, waking, first computes ``cost`` as ``activity`` (a signal's cost)."""
+    m.tf[s, TF_SIGNAL] = cost
+    m.ti[s, T_SIGNAL_ACT] = activity
+
+
+@inlined
+def _become_compute(m, pc, cost, activity):
+    """The synchronisation op at ``pc``, done, becomes a computation of its signal's cost (a
+    frame's operations run once: the store may be rewritten)."""
+    m.ok[pc], m.oc[pc], m.ov[pc], m.oa[pc] = COMPUTE, cost, activity, NONE
 
 
 @inlined
@@ -1048,10 +1095,12 @@ def _log_hold(m, lock, end):
 
 @inlined
 def _release(m, s, lock):
+    """Release ``lock``: its first waiter, if any, takes it now and is woken (with signals:
+    when the releaser's signal reaches it).  True when a waiter was woken."""
     ri, li, ti = m.ri, m.li, m.ti
     if not _holds(m, s, lock):
         ri[R_ERROR], ri[R_ERR_SLOT], ri[R_ERR_ARG] = E_NOT_HELD, s, lock
-        return
+        return False
     now = m.rf[F_NOW]
     ti[s, T_HELD] -= 1
     _log_hold(m, lock, now)
@@ -1062,9 +1111,14 @@ def _release(m, s, lock):
         if li[lock, L_HEAD] < 0:
             li[lock, L_TAIL] = NONE
         _take_lock(m, lock, waiter)
-        _push(m, now, waiter, WAKE)
-    else:
-        li[lock, L_HOLDER] = NONE
+        if ri[R_SIGNALS]:
+            _signal(m, waiter, m.rf[F_WAKEUP], ri[R_WAKEUP_ACT])
+            _push(m, now + m.rf[F_SEND], waiter, WAKE)
+        else:
+            _push(m, now, waiter, WAKE)
+        return True
+    li[lock, L_HOLDER] = NONE
+    return False
 
 
 @inlined

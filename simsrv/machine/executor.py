@@ -22,7 +22,7 @@ from simsrv.machine import engine
 from simsrv.machine.engine import MachineState
 from simsrv.machine.plan import US_PER_S, FramePlan, PlanError
 from simsrv.machine.plan_arrays import PlanArrays, from_plan
-from simsrv.machine.trace import LockHolds, Settled, Trace, wait_codes
+from simsrv.machine.trace import SIGNAL_SEND, SIGNAL_WAKEUP, LockHolds, Settled, Trace, wait_codes
 
 __all__ = ["Machine", "PlanError", "US_PER_S"]
 
@@ -46,6 +46,11 @@ class Machine:
         computation as its own event.  Both give the same trace (tests check).
     background:
         Busy share of each CPU taken by other programs (CPU 0 first; missing CPUs: 0).
+    signal_send_us, signal_wakeup_us:
+        A thread library that wakes sleepers with signals (LinuxThreads): each wake-up costs
+        the waker ``signal_send_us`` of CPU (one ``kill()``) and the sleeper
+        ``signal_wakeup_us`` once the signal reaches it (the return from ``sigsuspend``).
+        0 and 0 (the default): wake-ups are free and immediate.
     """
 
     runs_arrays_compiled = True
@@ -58,6 +63,8 @@ class Machine:
         smt_throughput: float = 1.0,
         runs: bool = True,
         background: tuple[float, ...] | list[float] = (),
+        signal_send_us: float = 0.0,
+        signal_wakeup_us: float = 0.0,
     ) -> None:
         self.cpus = cpus
         self.smt_per_core = smt_per_core
@@ -71,11 +78,17 @@ class Machine:
         """Every critical section: ``(lock, frame, thread, start_us, end_us)`` (the phased
         path logs its thread's whole phase, a superset).  :meth:`finish` closes the sections
         whose release happened inside a run of computations."""
-        self._arrays = engine.new_arrays(cpus, smt_per_core, smt_throughput, background, runs)
+        self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
+        self._arrays = engine.new_arrays(
+            cpus, smt_per_core, smt_throughput, background, runs, signal_send_us, signal_wakeup_us
+        )
         ri, activities = self._arrays["ri"], self.trace.activities
         ri[engine.R_LOCK_WAIT] = activities.code("lock_wait")
         ri[engine.R_JOIN_WAIT] = activities.code("join_wait")
         ri[engine.R_RUNQ_WAIT] = activities.code("runqueue_wait")
+        if ri[engine.R_SIGNALS]:
+            ri[engine.R_SEND_ACT] = activities.code(SIGNAL_SEND)
+            ri[engine.R_WAKEUP_ACT] = activities.code(SIGNAL_WAKEUP)
         self._state: MachineState | None = None
         self._tables: dict[tuple, tuple] = {}
         self._last: tuple = (None, None, None, None)
@@ -198,7 +211,8 @@ class Machine:
 
     def _reserve_for_live(self) -> None:
         """Room in the stores for every row the live threads may still record."""
-        rows = int(self._arrays["ri"][engine.R_OPS]) + len(self._arrays["li"]) + 1
+        ri = self._arrays["ri"]
+        rows = (1 + int(ri[engine.R_SIGNALS])) * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)
 

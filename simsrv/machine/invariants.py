@@ -270,15 +270,21 @@ class TraceChecks:
         holds_ints: np.ndarray,
         holds_us: np.ndarray,
         charged_us: list[float],
+        by_machine: np.ndarray | None = None,
     ) -> None:
         """A block: trace rows (``ints`` frame, cpu, thread code, activity code; ``times_us``;
         ``busy`` per row), lock-hold rows and the CPU time charged by the frames executed
-        since the last block (in execution order)."""
+        since the last block (in execution order).  ``by_machine`` (per row, optional): busy
+        rows the machine charges itself (a thread library's signals), which hold a CPU but
+        are not part of any plan's cost."""
         self._charged_us += charged_us
         if len(ints):
             self._last_frame = max(self._last_frame, int(ints[:, 0].max()))
             if not self._scan(ints, times_us, busy):
                 self._check_exactly(ints, times_us, busy)
+            if by_machine is not None and by_machine.any():
+                rows = by_machine & busy
+                self._add_traced(ints[rows, 0], times_us[rows, 0] - times_us[rows, 1])
         self._holds = np.concatenate([self._holds, holds_ints])
         self._holds_us = np.concatenate([self._holds_us, holds_us])
         check_lock_rows(self._holds, self._holds_us, self.locks, self.threads)

@@ -27,6 +27,15 @@ The model
   at ``smt_throughput`` while a sibling computes too; speeds change the instant a sibling starts
   or stops and the work done is kept (cost ``c`` ends when ``t_alone + throughput * t_shared =
   c``).  Blocked threads do not compute, so they do not slow their siblings.
+* Optional thread library that wakes sleepers with signals (LinuxThreads: ``kill()`` of the
+  restart signal, the sleeper suspended in ``sigsuspend``; ``signal_send_us``,
+  ``signal_wakeup_us`` > 0).  When a barrier opens, the last thread to arrive sends the
+  sleepers their signals one after another in arrival order: it computes ``k *
+  signal_send_us`` (activity ``signal_send``) and the ``i``-th sleeper is woken at ``now + i
+  * signal_send_us``, then computes ``signal_wakeup_us`` (``signal_wakeup``) before going on.
+  A release that hands a lock to a waiter computes ``signal_send_us`` right after the release;
+  the waiter holds the lock from the release, is woken at ``now + signal_send_us`` and
+  computes ``signal_wakeup_us``.  Neither is charged by the plan (the machine's own cost).
 * **Simultaneous events.**  When several threads act at the same simulated instant, they act in
   a fixed order: threads of earlier frames first, then by their index in the plan (the
   coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
@@ -80,7 +89,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import LockHolds, Settled, Trace, is_wait
+from simsrv.machine.trace import SIGNAL_SEND, SIGNAL_WAKEUP, LockHolds, Settled, Trace, is_wait
 
 RANKS = 1 << 20  # threads per frame that the priority encoding can tell apart
 FIRST_KEY = 2  # priorities below are simpy's own (URGENT = 0, NORMAL = 1)
@@ -142,8 +151,12 @@ class SimpyMachine:
         smt_per_core: int = 1,
         smt_throughput: float = 1.0,
         background: tuple[float, ...] | list[float] = (),
+        signal_send_us: float = 0.0,
+        signal_wakeup_us: float = 0.0,
     ) -> None:
         self.cpus = cpus
+        self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
+        self._signals = signal_send_us > 0.0 or signal_wakeup_us > 0.0
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -244,7 +257,9 @@ class SimpyMachine:
             elif kind is Acquire:
                 yield from self._acquire(state, op.lock)
             elif kind is Release:
-                self._release(state, op.lock)
+                if self._release(state, op.lock) and self.signal_send_us > 0.0:
+                    yield self._turn(state)
+                    yield from self._signal(state, SIGNAL_SEND, self.signal_send_us)
             elif kind is Spawn:
                 self._spawn(state, states, op.thread, barriers)
             elif kind is Join or kind is RunFirst:
@@ -332,9 +347,30 @@ class SimpyMachine:
         if len(arrived) == parties:
             opened.succeed()
         yield opened
-        yield self._turn(state)  # the fast engine wakes waiters in key order
+        if not self._signals:
+            yield self._turn(state)  # the fast engine wakes waiters in key order
+            if self.env.now > began:
+                self._record(state, op.activity, began, self.env.now)
+            return
+        # the last to arrive signals the others in arrival order
+        order = 0 if state is arrived[-1] else arrived.index(state) + 1
+        if order:  # the i-th sleeper's signal arrives i sends after the opening
+            yield _Timer(self.env, self._priority(state), order * self.signal_send_us)
+        else:
+            yield self._turn(state)
         if self.env.now > began:
             self._record(state, op.activity, began, self.env.now)
+        if order:
+            cost, activity = self.signal_wakeup_us, SIGNAL_WAKEUP
+        else:
+            cost, activity = (parties - 1) * self.signal_send_us, SIGNAL_SEND
+        if cost > 0.0:
+            yield self._turn(state)
+            yield from self._signal(state, activity, cost)
+
+    def _signal(self, state: _ThreadState, activity: str, cost: float) -> Generator:
+        """The thread library's cost of a signal, computed on the thread's CPU."""
+        yield from self._compute(state, Compute(activity, cost))
 
     def _acquire(self, state: _ThreadState, lock: Hashable) -> Generator:
         """Take the lock (a FIFO resource that outlives the frame), waiting while it is held."""
@@ -346,22 +382,36 @@ class SimpyMachine:
         state.requests[lock] = request
         if not request.triggered:
             yield request
-            yield self._turn(state)
+            if self._signals:  # handed over at the release; woken when the signal arrives
+                since = self.env.now
+                yield _Timer(self.env, self._priority(state), self.signal_send_us)
+            else:
+                yield self._turn(state)
             if self.env.now > began:
                 self._record(state, "lock_wait", began, self.env.now)
+            if self._signals:
+                self._lock_since[lock] = since
+                if self.signal_wakeup_us > 0.0:
+                    yield self._turn(state)
+                    yield from self._signal(state, SIGNAL_WAKEUP, self.signal_wakeup_us)
+                return
         self._lock_since[lock] = self.env.now
 
-    def _release(self, state: _ThreadState, lock: Hashable) -> None:
+    def _release(self, state: _ThreadState, lock: Hashable) -> bool:
+        """Release the lock; True when a waiter takes it."""
         request = state.requests.pop(lock, None)
         if request is None:
             raise PlanError(f"{state.name!r} releases {lock!r}, which it does not hold")
         self.lock_holds.pending.append(
             (lock, state.frame, state.name, self._lock_since.pop(lock), self.env.now)
         )
-        self._locks[lock].release(request)
+        resource = self._locks[lock]
+        handed = bool(resource.queue)  # a waiter takes it (simpy grants it at this instant)
+        resource.release(request)
         # the next waiter holds it from now on (it records its wait at its turn)
-        if self._locks[lock].users:
+        if resource.users:
             self._lock_since[lock] = self.env.now
+        return handed
 
     def _spawn(
         self, state: _ThreadState, states: dict[str, _ThreadState], name: str, barriers: dict

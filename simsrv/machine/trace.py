@@ -45,6 +45,14 @@ WAIT_ACTIVITIES = frozenset({"lock_wait", "barrier_wait", "join_wait", "runqueue
 """The executor's wait states; strategies may name barrier waits too (any ``*_wait``)."""
 WAIT_SUFFIX = "_wait"
 
+SIGNAL_SEND = "signal_send"
+"""The activity of a waker's signals (a thread library that wakes sleepers with ``kill()``:
+LinuxThreads): CPU time, not a wait."""
+SIGNAL_WAKEUP = "signal_wakeup"
+"""The activity of a sleeper's return from ``sigsuspend`` once its signal arrives: CPU time."""
+MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP)
+"""Activities the machine charges itself: they hold a CPU but no plan charged them."""
+
 
 def is_wait(activity: str) -> bool:
     """True for activities during which a thread is blocked (the CPU is not busy for it)."""

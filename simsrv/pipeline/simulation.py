@@ -122,6 +122,8 @@ def simulate(
         platform.smt_per_core,
         platform.smt_throughput,
         background=tuple(scenario.machine.background),
+        signal_send_us=platform.costs.signal_send,
+        signal_wakeup_us=platform.costs.signal_wakeup,
     )
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.machine.invariants import TraceChecks
-from simsrv.machine.trace import US, Settled, trace_frame, wait_codes
+from simsrv.machine.trace import MACHINE_CHARGED, US, Settled, trace_frame, wait_codes
 from simsrv.metrics.trace_digest import ALL_FRAMES, TraceDigest
 from simsrv.pipeline.keep_window import KeepWindow, WindowEnd
 from simsrv.workload.frame_table import FrameTable
@@ -110,7 +110,15 @@ class TraceStream:
         self.machine.finish()
         ints, times = self.machine.trace.take()
         holds_ints, holds_us = self.machine.lock_holds.take()
-        self.checks.add(ints, times, self._busy(ints), holds_ints, holds_us, self._charged())
+        self.checks.add(
+            ints,
+            times,
+            self._busy(ints),
+            holds_ints,
+            holds_us,
+            self._charged(),
+            self._signals(ints),
+        )
         self.checks.finish()
         return self.digest.summary()
 
@@ -140,7 +148,10 @@ class TraceStream:
             self._keep_end.see(frame_times[self._seen - base :])  # showing it
             self._seen = base + len(frame_times)
             self._kept.append(self._kept_rows(ints, times))
-        self.checks.add(ints, times, self._busy(ints), holds_ints, holds_times, self._charged())
+        self.checks.add(
+            ints, times, self._busy(ints), holds_ints, holds_times, self._charged(),
+            self._signals(ints),
+        )  # fmt: skip
         if settled is not None:
             self._horizon_us = settled.trace_us
             self.checks.advance(settled.trace_us, settled.holds_us, complete)
@@ -159,6 +170,13 @@ class TraceStream:
 
     def _busy(self, ints: np.ndarray) -> np.ndarray:
         return ~wait_codes(self.machine.trace.activities.names)[ints[:, 3]]
+
+    def _signals(self, ints: np.ndarray) -> np.ndarray | None:
+        """Per row: a signal the machine charges itself (None when the machine sends none)."""
+        if not (self.machine.signal_send_us or self.machine.signal_wakeup_us):
+            return None
+        names = self.machine.trace.activities.names
+        return np.isin(np.asarray(names, dtype=object), MACHINE_CHARGED)[ints[:, 3]]
 
     def _charged(self) -> list[float]:
         """The CPU time charged by the frames executed since the last block, taken from the

@@ -74,6 +74,15 @@ class Costs(StrictModel):
     lock_acquire: float = _us("acquire of an uncontended lock")
     lock_per_node: float = _us("areanode tree traversal per node")
     barrier: float = _us("passing a barrier (per thread)")
+    signal_send: float = _us(
+        "thread library waking a sleeper with a signal (LinuxThreads): the waker's kill() per "
+        "sleeper, charged by the machine at a barrier's opening and a contended lock's "
+        "hand-off; 0 = wake-ups cost nothing beyond barrier (a futex library)"
+    )
+    signal_wakeup: float = _us(
+        "thread library waking a sleeper with a signal (LinuxThreads): the sleeper's return "
+        "from sigsuspend once the signal arrives (signal delivery, switch in)"
+    )
 
 
 class Platform(StrictModel):

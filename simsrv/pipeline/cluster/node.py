@@ -77,7 +77,12 @@ def build_node(
     strategy = kind.create(scenario.server.options, context)
     engine = ENGINES.get(m.engine, "machine.engine")
     machine = engine(
-        m.cpus, platform.smt_per_core, platform.smt_throughput, background=tuple(m.background)
+        m.cpus,
+        platform.smt_per_core,
+        platform.smt_throughput,
+        background=tuple(m.background),
+        signal_send_us=platform.costs.signal_send,
+        signal_wakeup_us=platform.costs.signal_wakeup,
     )
     builder = FrameBuilder(scenario, world.entity_count)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
