@@ -56,6 +56,15 @@ HAND_SET = {
     # not part of the scaled server: a resumed thread's cold stack and state (MODEL.md §6 [M]):
     # ~200 cache lines and a few TLB entries from memory at ~100 ns each
     "thread_cache_refill": 20.0,
+    # the thread library: LinuxThreads on the Red Hat 2.4.18 kernel (docs/abdelkhalek-platform.md
+    # §2, §4): a wake-up is one kill() by the waker and a return from sigsuspend by the
+    # sleeper.  kill(): lmbench 2.0 on a 2.4 GHz Pentium 4, Linux 2.4.18 (P. Mau, LKML, Oct
+    # 2002): null call 0.67 us, sig inst 1.11 us -> 1.2 us (0.7-2.5 us).  Wake-up on another
+    # CPU: sig hndl 2.70 + ctxsw 2p/0K 0.73-0.86 + the sigsuspend return, same CPU 3.2-4.5 us,
+    # times the 2.4.18 SMP penalty (OSDL 1-way vs 2-way, C. White, LKML, Feb 2003) -> 8 us
+    # (2.5-12 us)
+    "signal_send": 1.2,
+    "signal_wakeup": 8.0,
 }
 GAME = tuple(n for n in Costs.model_fields if n not in NETWORK and n not in HAND_SET)
 
