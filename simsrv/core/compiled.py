@@ -15,6 +15,10 @@ objects (the machine's events, the Python engines' trace rows), so collections a
 and the numba objects made the thread strategies ~20 % slower.  The objects alive once numba is
 imported (modules and their tables, which live as long as the process) are moved out of the
 collector's reach with :func:`gc.freeze`, once.
+
+numba's ids of compiled functions are made unique across processes
+(:mod:`simsrv.core.symbol_ids`) before anything is compiled: with its own counter, code cached by
+two processes could share a symbol name, and one function then ran the other's code.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ import numba
 from numba.core.cpu import CPUTargetOptions
 from numba.core.errors import NumbaWarning
 
+from simsrv.core import symbol_ids
 from simsrv.core.compiled_loading import install
 
+symbol_ids.install()
 gc.freeze()
 
 

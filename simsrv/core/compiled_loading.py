@@ -44,6 +44,7 @@ from numba.core import caching, codegen, compiler, environment, event
 from numba.core.runtime import rtsys
 
 from simsrv.core.compile_lock import LOCKS
+from simsrv.core.symbol_ids import CACHE_KEY_SALT
 
 _OBJECT = "object"
 """numba's kind of a library cached as an object file plus the bitcode to link it."""
@@ -156,6 +157,12 @@ class FastLoadingCache(caching.FunctionCache):
             super().save_overload(sig, data)
         finally:
             LOCKS.release(self._lock_path())
+
+    def _index_key(self, sig: Any, codegen_: Any) -> Any:
+        """numba's key of the overload, with :data:`~simsrv.core.symbol_ids.CACHE_KEY_SALT`:
+        code cached before numba's function ids were unique across processes is not loaded
+        (it may call another function's code: :mod:`simsrv.core.symbol_ids`)."""
+        return (*super()._index_key(sig, codegen_), CACHE_KEY_SALT)
 
     def _lock_path(self) -> str:
         return self._cache_file._index_path + ".lock"
