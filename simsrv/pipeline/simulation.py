@@ -27,12 +27,12 @@ from simsrv.pipeline.frame_stream import FrameStream
 from simsrv.pipeline.keep_window import KeepWindow
 from simsrv.pipeline.seeding import run_streams
 from simsrv.pipeline.trace_stream import TraceStream
-from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.platforms.network_path import (
     offered_packets_per_s,
     thread_costs_platform,
     with_softirq,
 )
+from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
 from simsrv.workload.clients import ClientStream

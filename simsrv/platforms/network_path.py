@@ -21,8 +21,9 @@ it).  The model takes the softirq at its mean: CPU ``irq_cpu`` is busy a share
 
 with it, as background load (:class:`~simsrv.machine.executor.Machine`: the server's
 computations there run at ``1 - load`` of their speed, in both engines), added to the
-scenario's own background on that CPU and capped at :data:`MAX_LOAD`.  The offered packets are the clients' (``players x rate_hz x (1 -
-packet_loss)``), which the card receives whether or not the server keeps up.
+scenario's own background on that CPU and capped at :data:`MAX_LOAD`.  The offered packets
+are the clients' (``players x rate_hz x (1 - packet_loss)``), which the card receives whether
+or not the server keeps up.
 
 Assumptions (docs/abdelkhalek.md shows their effect): the softirq's work is spread evenly in
 time (a packet's own softirq does not delay its reading, two packets' softirqs do not queue on
