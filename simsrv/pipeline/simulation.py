@@ -27,6 +27,11 @@ from simsrv.pipeline.frame_stream import FrameStream
 from simsrv.pipeline.keep_window import KeepWindow
 from simsrv.pipeline.seeding import run_streams
 from simsrv.pipeline.trace_stream import TraceStream
+from simsrv.platforms.network_path import (
+    offered_packets_per_s,
+    thread_costs_platform,
+    with_softirq,
+)
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies import STRATEGIES, Strategy, StrategyContext
@@ -108,6 +113,10 @@ def simulate(
     wall_start = time.perf_counter()
     rng = run_streams(scenario.run)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
+    background = with_softirq(
+        platform, tuple(scenario.machine.background), scenario.machine.cpus, offered_rate(scenario)
+    )
+    platform = thread_costs_platform(platform)  # the receive's softirq share runs on irq_cpu
     world = build_world(scenario, rng)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     stream = ClientStream(scenario.clients, world, rng["clients"], window)
@@ -121,7 +130,7 @@ def simulate(
         scenario.machine.cpus,
         platform.smt_per_core,
         platform.smt_throughput,
-        background=tuple(scenario.machine.background),
+        background=background,
         signal_send_us=platform.costs.signal_send,
         signal_wakeup_us=platform.costs.signal_wakeup,
     )
@@ -181,6 +190,12 @@ def simulate(
         frame_digest=digest,
         response=loop.response,
     )
+
+
+def offered_rate(scenario: Scenario) -> float:
+    """Packets per second the scenario's clients bring to the server's network card."""
+    c = scenario.clients
+    return offered_packets_per_s(scenario.players.count, c.rate_hz, c.packet_loss)
 
 
 def slowest_speed(machine: Any) -> float:

@@ -121,6 +121,22 @@ class Platform(StrictModel):
         "virtual machine, its idle virtual CPU).  Packets arriving meanwhile join that frame.  "
         "A server with packets already queued does not sleep and pays none",
     )
+    irq_cpu: int | None = Field(
+        None,
+        ge=-1024,
+        le=1023,
+        description="logical CPU that takes the network card's interrupts and runs its receive "
+        "softirq (Linux before 2.6.35: one CPU per card); negative counts from the machine's "
+        "last CPU (-1: the last), an index past the last means the last; unset = the receive "
+        "path is all in the reading thread (simsrv.platforms.network_path)",
+    )
+    softirq_share: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of net_recv_per_message done in the receive softirq on irq_cpu (the "
+        "rest in the reading thread's recvfrom)",
+    )
     costs: Costs = Costs()
 
 

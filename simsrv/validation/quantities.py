@@ -12,6 +12,9 @@ from typing import Any
 
 from simsrv.core.registry import Registry
 from simsrv.machine.trace import is_wait
+from simsrv.pipeline.simulation import offered_rate
+from simsrv.platforms.network_path import softirq_load
+from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 
 Summary = dict[str, Any]
@@ -87,8 +90,15 @@ def world_share(summary: Summary, scenario: Scenario) -> float:
 
 @quantity("network_share")
 def network_share(summary: Summary, scenario: Scenario) -> float:
-    """Share of the busy CPU time in the network system calls (receive and send) [P §4.1]."""
-    return busy_share(summary, ("net_recv", "net_send"))
+    """Share of the busy CPU time in the network system calls (receive and send) [P §4.1],
+    the receive softirq on the interrupt CPU included (:mod:`simsrv.platforms.network_path`:
+    background load, not in the trace)."""
+    platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
+    softirq = softirq_load(platform, offered_rate(scenario)) / scenario.machine.cpus
+    breakdown = summary["time_breakdown"]
+    busy = sum(v for a, v in breakdown.items() if a != "idle" and not is_wait(a))
+    network = breakdown.get("net_recv", 0.0) + breakdown.get("net_send", 0.0)
+    return (network + softirq) / (busy + softirq) if busy + softirq else 0.0
 
 
 @quantity("groups_per_frame")

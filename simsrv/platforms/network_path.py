@@ -1,0 +1,92 @@
+"""The kernel's receive path on the CPU that takes the network card's interrupts.
+
+On Linux before receive packet steering (2.6.35, 2010) and multi-queue cards, a card's receive
+processing (its interrupt and the NET_RX softirq: IP, UDP demultiplexing, queueing onto the
+socket, waking the reader) runs on the CPU that took the card's interrupt; only the system call
+that reads the packet (``recvfrom``: the copy to user space, with the checksum on a card that
+does not offload it) runs on the reading thread (the Red Hat 2.4.18 kernel's
+``kernel/softirq.c``, ``net/core/dev.c``, ``net/ipv4/udp.c``; the RPS commit ``0a9627f2649a``;
+docs/abdelkhalek-platform.md §1).  Which CPU: a mainline 2.4 kernel has no interrupt
+balancer (a card's interrupts stay on one CPU); Red Hat's 2.4.18 moves a card's interrupt at
+most once per tick, to a CPU it finds idle (``balance_irq`` in ``io_apic.c``).  The model keeps
+one CPU for the run, ``irq_cpu``: the last logical CPU is the idle one for a server with fewer
+threads than CPUs, and one of the busy ones for a server with a thread on every CPU.
+
+A platform with ``irq_cpu`` set splits every received packet's kernel cost
+``net_recv_per_message`` in two: the share ``softirq_share`` runs on logical CPU ``irq_cpu``,
+the rest in the reading thread (its ``net_recv`` computations cost ``1 - softirq_share`` of
+it).  The model takes the softirq at its mean: CPU ``irq_cpu`` is busy a share
+
+    load = offered packets/s x softirq_share x net_recv_per_message x 1e-6
+
+with it, as background load (:class:`~simsrv.machine.executor.Machine`: the server's
+computations there run at ``1 - load`` of their speed, in both engines), added to the
+scenario's own background on that CPU and capped at :data:`MAX_LOAD`.  The offered packets
+are the clients' (``players x rate_hz x (1 - packet_loss)``), which the card receives whether
+or not the server keeps up.
+
+Assumptions (docs/abdelkhalek.md shows their effect): the softirq's work is spread evenly in
+time (a packet's own softirq does not delay its reading, two packets' softirqs do not queue on
+each other); it does not slow the SMT sibling of ``irq_cpu``; a cluster node's machine does not
+take it (single-server runs only).  Times are microseconds.
+"""
+
+from __future__ import annotations
+
+from simsrv.platforms.profile import Platform
+
+MAX_LOAD = 0.999
+"""The most of ``irq_cpu`` the softirq may take (the scenario's background cap: the server keeps
+0.1 % of that CPU, a receive livelock rather than a stopped machine)."""
+
+
+def offered_packets_per_s(players: int, rate_hz: float, packet_loss: float) -> float:
+    """Packets per second the clients' packets bring to the card."""
+    return players * rate_hz * (1.0 - packet_loss)
+
+
+def softirq_us(platform: Platform) -> float:
+    """Softirq work per received packet on ``irq_cpu``, us (0 without an interrupt CPU)."""
+    if platform.irq_cpu is None:
+        return 0.0
+    return platform.softirq_share * platform.costs.net_recv_per_message
+
+
+def softirq_load(platform: Platform, packets_per_s: float) -> float:
+    """Share of ``irq_cpu`` the softirq takes at ``packets_per_s`` (uncapped)."""
+    return packets_per_s * softirq_us(platform) * 1e-6
+
+
+def thread_costs_platform(platform: Platform) -> Platform:
+    """The platform whose ``net_recv_per_message`` is what the reading thread pays (the rest
+    runs in the softirq); the platform itself without an interrupt CPU."""
+    if platform.irq_cpu is None or platform.softirq_share == 0.0:
+        return platform
+    thread_part = platform.costs.net_recv_per_message * (1.0 - platform.softirq_share)
+    costs = platform.costs.model_copy(update={"net_recv_per_message": thread_part})
+    return platform.model_copy(update={"costs": costs})
+
+
+def interrupt_cpu(platform: Platform, cpus: int) -> int | None:
+    """The machine's CPU (of ``cpus``) that takes the interrupts: ``irq_cpu``, negative counted
+    from the last, past the last clamped to it; None without an interrupt CPU."""
+    cpu = platform.irq_cpu
+    if cpu is None:
+        return None
+    if cpu < 0:
+        cpu += cpus
+    return min(max(cpu, 0), cpus - 1)
+
+
+def with_softirq(
+    platform: Platform, background: tuple[float, ...], cpus: int, packets_per_s: float
+) -> tuple[float, ...]:
+    """The machine's background load per CPU (``cpus`` of them) with the softirq's mean load
+    added on the interrupt CPU (``background`` itself without one)."""
+    load = softirq_load(platform, packets_per_s)
+    cpu = interrupt_cpu(platform, cpus)
+    if cpu is None or load == 0.0:
+        return background
+    out = list(background) + [0.0] * (cpus - len(background))
+    out[cpu] = min(MAX_LOAD, out[cpu] + load)
+    return tuple(out)
