@@ -44,6 +44,7 @@ from numba.core import caching, codegen, compiler, environment, event
 from numba.core.runtime import rtsys
 
 from simsrv.core.compile_lock import LOCKS
+from simsrv.core.source_stamp import SOURCE_STAMP
 from simsrv.core.symbol_ids import CACHE_KEY_SALT
 
 _OBJECT = "object"
@@ -159,10 +160,12 @@ class FastLoadingCache(caching.FunctionCache):
             LOCKS.release(self._lock_path())
 
     def _index_key(self, sig: Any, codegen_: Any) -> Any:
-        """numba's key of the overload, with :data:`~simsrv.core.symbol_ids.CACHE_KEY_SALT`:
-        code cached before numba's function ids were unique across processes is not loaded
-        (it may call another function's code: :mod:`simsrv.core.symbol_ids`)."""
-        return (*super()._index_key(sig, codegen_), CACHE_KEY_SALT)
+        """numba's key of the overload, with :data:`~simsrv.core.symbol_ids.CACHE_KEY_SALT`
+        (code cached before numba's function ids were unique across processes is not loaded:
+        it may call another function's code, :mod:`simsrv.core.symbol_ids`) and the stamp of
+        the compiled source (code cached before a change to a function it calls, in another
+        file, is not loaded either: :mod:`simsrv.core.source_stamp`)."""
+        return (*super()._index_key(sig, codegen_), CACHE_KEY_SALT, SOURCE_STAMP)
 
     def _lock_path(self) -> str:
         return self._cache_file._index_path + ".lock"
