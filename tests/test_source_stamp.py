@@ -47,7 +47,7 @@ def test_every_cached_function_is_keyed_by_the_installed_source(monkeypatch):
     import simsrv
 
     root = Path(simsrv.__file__).resolve().parent
-    assert source_stamp.SOURCE_STAMP == source_stamp.source_stamp(root)
+    assert source_stamp.source_stamp(root) == source_stamp.SOURCE_STAMP
     monkeypatch.setattr(
         "numba.core.caching.Cache._index_key", lambda self, sig, codegen: ("numba's key",)
     )

@@ -27,8 +27,8 @@ Paths
 -----
 :func:`execute` takes one of three paths, each exact (the same trace as the op-by-op model):
 
-* **serial**: one thread of computations while no thread runs and no CPU has background load:
-  a straight sum;
+* **serial**: one thread of computations while no thread runs and its CPU has no background
+  load: a straight sum;
 * **phased**: every thread on its own CPU, all passing the same barriers, no lock wanted by two
   threads between two barriers, nothing else running, full speed: barrier by barrier in closed
   form (:func:`_phased`; tried again after refusals with a back-off, :func:`phased_backoff`);
@@ -253,7 +253,7 @@ def execute(
     out[1] = charged
     if not _room(m, threads, n, bars):
         return ROOM
-    if serial and ri[R_LIVE] == 0 and not ri[R_BACKGROUND]:
+    if serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0:
         now, code, cpu = start_us, thread_codes[0], thread_cpu[0]
         for i in range(n):
             if cost[i] > 0:

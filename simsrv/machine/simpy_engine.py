@@ -185,9 +185,11 @@ class SimpyMachine:
         self.charged_us.append(plan.charged_us())
         start_us = start_s * US_PER_S
         self._run_until(start_us)
-        if plan.is_serial() and self.env.peek() == float("inf"):
-            # as the fast engine: one serial thread on an idle machine starts at exactly
-            # start_us, even a rounding error before the previous frame's end
+        serial = plan.is_serial() and self.background[plan.threads[0].cpu] == 0.0
+        if serial and self.env.peek() == float("inf"):
+            # as the fast engine: one serial thread on an idle machine, on a CPU without
+            # background load, starts at exactly start_us, even a rounding error before the
+            # previous frame's end
             self.env.jump_to(start_us)
         states = {t.name: _ThreadState(t, frame, i) for i, t in enumerate(plan.threads)}
         barriers = {
