@@ -90,9 +90,16 @@ def world_share(summary: Summary, scenario: Scenario) -> float:
 
 @quantity("network_share")
 def network_share(summary: Summary, scenario: Scenario) -> float:
-    """Share of the busy CPU time in the network system calls (receive and send) [P §4.1],
-    the receive softirq on the interrupt CPU included (:mod:`simsrv.platforms.network_path`:
-    background load, not in the trace)."""
+    """Share of the busy CPU time in the network system calls (receive and send) [P §4.1]:
+    the threads' ``recvfrom`` and ``sendto``, as a system-call trace sees them."""
+    return busy_share(summary, ("net_recv", "net_send"))
+
+
+@quantity("network_processing_share")
+def network_processing_share(summary: Summary, scenario: Scenario) -> float:
+    """Share of the busy CPU time in network-related processing: the system calls and the
+    receive softirq on the interrupt CPU (:mod:`simsrv.platforms.network_path`: background
+    load, not in the trace, added at its mean)."""
     platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     softirq = softirq_load(platform, offered_rate(scenario)) / scenario.machine.cpus
     breakdown = summary["time_breakdown"]
