@@ -43,6 +43,8 @@ ACTIVITY_COLOURS = {
     "copy_back": "#7b4173",
     "wait": "#bcbd22",
     "context_switch": "#e377c2",
+    "signal_send": "#ad494a",  # the thread library's wake-up signals (LinuxThreads)
+    "signal_wakeup": "#e7969c",
     "barrier": "#6b6ecf",
     # wait states (reds and light purples; drawn thin in Gantt charts)
     "lock_wait": "#d62728",
