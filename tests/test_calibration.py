@@ -15,6 +15,7 @@ import pytest
 from simsrv.calibration.fitting import NoBracket, boundary_clients, solve_log
 from simsrv.cli.main import main
 from simsrv.platforms.profile import PLATFORM_DIR, load_platform
+from tests.cli_refusals import assert_refused_in_one_line
 
 
 @pytest.mark.parametrize("x0", [0.3, 5.0, 25.0, 400.0])
@@ -77,18 +78,7 @@ def test_ultrasparc_fit_from_twice_the_committed_factors_is_stable(tmp_path, cap
     ],
 )
 def test_bad_calibrate_input_is_a_one_line_error(capsys, argv, message):
-    try:
-        status = main(["calibrate", *argv])
-    except SystemExit as refused:  # a count out of range is refused by the parser
-        status = refused.code
-    assert status == 2
-    err = capsys.readouterr().err
-    one_line = err.count("\n") == 1
-    assert (
-        err.startswith(f"simsrv: error: {message}")
-        and one_line
-        or (err.startswith(f"simsrv calibrate: error: argument {message}") and one_line)
-    ), err
+    assert_refused_in_one_line(capsys, ["calibrate", *argv], message)
 
 
 @pytest.mark.slow

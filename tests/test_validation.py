@@ -24,6 +24,7 @@ from simsrv.validation.quantities import QUANTITIES, measure_all
 from simsrv.validation.reference import CAPACITY_QUANTITIES, ReferenceRow
 from simsrv.validation.report import BEGIN, END, update_doc
 from simsrv.validation.validate import RowResult, _collect
+from tests.cli_refusals import assert_refused_in_one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 JSON_KEYS = {
@@ -245,18 +246,7 @@ def test_only_selects_papers_and_rows(capsys):
     ],
 )
 def test_bad_flags_are_one_line_errors(capsys, argv, message):
-    try:
-        status = main(["validate", *argv])
-    except SystemExit as refused:  # a count out of range is refused by the parser
-        status = refused.code
-    assert status == 2
-    err = capsys.readouterr().err
-    one_line = err.count("\n") == 1
-    assert (
-        err.startswith(f"simsrv: error: {message}")
-        and one_line
-        or (err.startswith(f"simsrv validate: error: argument {message}") and one_line)
-    ), err
+    assert_refused_in_one_line(capsys, ["validate", *argv], message)
 
 
 def test_update_doc_replaces_the_marked_tables_and_keeps_the_prose(tmp_path):
