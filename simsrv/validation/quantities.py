@@ -49,11 +49,13 @@ _plain("any_waiting_fraction", "Share of the window with at least one thread blo
 _plain("parallel_fraction", "Share of the window with every CPU busy, from the trace.")
 
 
-def busy_share(summary: Summary, activities: tuple[str, ...]) -> float:
-    """Share of the busy CPU time spent in ``activities`` (waits and idle are not busy)."""
+def busy_share(summary: Summary, activities: tuple[str, ...], untraced: float = 0.0) -> float:
+    """Share of the busy CPU time spent in ``activities`` (waits and idle are not busy), with
+    ``untraced`` busy time (a share of the total CPU time, as the breakdown's) counted in both."""
     breakdown = summary["time_breakdown"]
-    busy = sum(v for a, v in breakdown.items() if a != "idle" and not is_wait(a))
-    return sum(breakdown.get(a, 0.0) for a in activities) / busy if busy else 0.0
+    busy = sum(v for a, v in breakdown.items() if a != "idle" and not is_wait(a)) + untraced
+    spent = sum(breakdown.get(a, 0.0) for a in activities) + untraced
+    return spent / busy if busy else 0.0
 
 
 @quantity("replies_per_frame")
@@ -102,10 +104,7 @@ def network_processing_share(summary: Summary, scenario: Scenario) -> float:
     load, not in the trace, added at its mean)."""
     platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     softirq = softirq_load(platform, offered_rate(scenario)) / scenario.machine.cpus
-    breakdown = summary["time_breakdown"]
-    busy = sum(v for a, v in breakdown.items() if a != "idle" and not is_wait(a))
-    network = breakdown.get("net_recv", 0.0) + breakdown.get("net_send", 0.0)
-    return (network + softirq) / (busy + softirq) if busy + softirq else 0.0
+    return busy_share(summary, ("net_recv", "net_send"), untraced=softirq)
 
 
 @quantity("groups_per_frame")
