@@ -996,15 +996,10 @@ def _arrive(m, s, b):
         bi[b, B_HEAD] = s
     bi[b, B_TAIL] = s
     if bi[b, B_COUNT] == bi[b, B_PARTIES]:
+        # the last to arrive (s) wakes the sleepers in arrival order; with a thread library
+        # that signals, one send after another, and each then pays its wake-up on its CPU
+        # (without: send and wake-up cost 0, everyone goes on now)
         w = bi[b, B_HEAD]
-        if not m.ri[R_SIGNALS]:
-            while w >= 0:
-                following = ti[w, T_NEXT]
-                _push(m, now, w, WAKE)
-                w = following
-            return
-        # the thread library: the last to arrive (s) sends the sleepers their wake-up signals
-        # one after another, in arrival order; each then pays its wake-up on its CPU
         send, k = m.rf[F_SEND], 0
         while w >= 0:
             following = ti[w, T_NEXT]
@@ -1111,11 +1106,8 @@ def _release(m, s, lock):
         if li[lock, L_HEAD] < 0:
             li[lock, L_TAIL] = NONE
         _take_lock(m, lock, waiter)
-        if ri[R_SIGNALS]:
-            _signal(m, waiter, m.rf[F_WAKEUP], ri[R_WAKEUP_ACT])
-            _push(m, now + m.rf[F_SEND], waiter, WAKE)
-        else:
-            _push(m, now, waiter, WAKE)
+        _signal(m, waiter, m.rf[F_WAKEUP], ri[R_WAKEUP_ACT])  # (0 without signals)
+        _push(m, now + m.rf[F_SEND], waiter, WAKE)
         return True
     li[lock, L_HOLDER] = NONE
     return False

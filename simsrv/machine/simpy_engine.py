@@ -156,7 +156,6 @@ class SimpyMachine:
     ) -> None:
         self.cpus = cpus
         self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
-        self._signals = signal_send_us > 0.0 or signal_wakeup_us > 0.0
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -349,17 +348,10 @@ class SimpyMachine:
         if len(arrived) == parties:
             opened.succeed()
         yield opened
-        if not self._signals:
-            yield self._turn(state)  # the fast engine wakes waiters in key order
-            if self.env.now > began:
-                self._record(state, op.activity, began, self.env.now)
-            return
-        # the last to arrive signals the others in arrival order
+        # the last to arrive wakes the others in arrival order, the i-th sleeper i signal sends
+        # after the opening (without signals: at once, in key order as the fast engine)
         order = 0 if state is arrived[-1] else arrived.index(state) + 1
-        if order:  # the i-th sleeper's signal arrives i sends after the opening
-            yield _Timer(self.env, self._priority(state), order * self.signal_send_us)
-        else:
-            yield self._turn(state)
+        yield _Timer(self.env, self._priority(state), order * self.signal_send_us)
         if self.env.now > began:
             self._record(state, op.activity, began, self.env.now)
         if order:
@@ -383,20 +375,16 @@ class SimpyMachine:
         request = resource.request()
         state.requests[lock] = request
         if not request.triggered:
-            yield request
-            if self._signals:  # handed over at the release; woken when the signal arrives
-                since = self.env.now
-                yield _Timer(self.env, self._priority(state), self.signal_send_us)
-            else:
-                yield self._turn(state)
+            yield request  # handed over at the release; woken when the signal arrives
+            since = self.env.now
+            yield _Timer(self.env, self._priority(state), self.signal_send_us)
             if self.env.now > began:
                 self._record(state, "lock_wait", began, self.env.now)
-            if self._signals:
-                self._lock_since[lock] = since
-                if self.signal_wakeup_us > 0.0:
-                    yield self._turn(state)
-                    yield from self._signal(state, SIGNAL_WAKEUP, self.signal_wakeup_us)
-                return
+            self._lock_since[lock] = since
+            if self.signal_wakeup_us > 0.0:
+                yield self._turn(state)
+                yield from self._signal(state, SIGNAL_WAKEUP, self.signal_wakeup_us)
+            return
         self._lock_since[lock] = self.env.now
 
     def _release(self, state: _ThreadState, lock: Hashable) -> bool:
