@@ -110,15 +110,7 @@ class TraceStream:
         self.machine.finish()
         ints, times = self.machine.trace.take()
         holds_ints, holds_us = self.machine.lock_holds.take()
-        self.checks.add(
-            ints,
-            times,
-            self._busy(ints),
-            holds_ints,
-            holds_us,
-            self._charged(),
-            self._signals(ints),
-        )
+        self._check(ints, times, holds_ints, holds_us)
         self.checks.finish()
         return self.digest.summary()
 
@@ -148,10 +140,7 @@ class TraceStream:
             self._keep_end.see(frame_times[self._seen - base :])  # showing it
             self._seen = base + len(frame_times)
             self._kept.append(self._kept_rows(ints, times))
-        self.checks.add(
-            ints, times, self._busy(ints), holds_ints, holds_times, self._charged(),
-            self._signals(ints),
-        )  # fmt: skip
+        self._check(ints, times, holds_ints, holds_times)
         if settled is not None:
             self._horizon_us = settled.trace_us
             self.checks.advance(settled.trace_us, settled.holds_us, complete)
@@ -167,6 +156,15 @@ class TraceStream:
         )
         self.digest.advance(horizon_s, closed, frames)
         self.closed_frames = max(first, closed)
+
+    def _check(
+        self, ints: np.ndarray, times: np.ndarray, holds_ints: np.ndarray, holds_us: np.ndarray
+    ) -> None:
+        """A block of trace and lock-hold rows to the checks, with the frames' charged time."""
+        self.checks.add(
+            ints, times, self._busy(ints), holds_ints, holds_us, self._charged(),
+            self._signals(ints),
+        )  # fmt: skip
 
     def _busy(self, ints: np.ndarray) -> np.ndarray:
         return ~wait_codes(self.machine.trace.activities.names)[ints[:, 3]]
