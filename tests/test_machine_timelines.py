@@ -331,3 +331,70 @@ def test_without_signal_costs_a_barrier_releases_everyone_at_once(engine):
     m.finish()
     assert (1, "b", "reply", 10.0, 11.0) in rows(m)
     assert not [r for r in rows(m) if r[2].startswith("signal")]
+
+
+# -- the network card's interrupts on one CPU (Linux before receive packet steering) ---------
+
+
+def _interrupt_machine(engine, cpus, arrivals_us, softirq_us=5.0, irq_cpu=0, smt=(1, 1.0)):
+    m = engine(cpus, *smt, irq_cpu=irq_cpu, softirq_us=softirq_us)
+    m.readable_us = list(m.add_interrupts(arrivals_us, float("inf")))
+    return m
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_two_threads_receives_queue_behind_each_other_on_the_interrupt_cpu(engine):
+    """Packets for thread a (at 1 us) and for thread b (at 2 us) reach the card, whose
+    interrupts CPU 0 takes: their softirqs (5 us each) run one after the other, 1-6 and 6-11
+    (b's waits 4 us behind a's): a's packet is on its socket at 6, b's at 11.  Thread a,
+    computing on CPU 0, stands still meanwhile: its 10 us take 0-1 and 11-20.  Thread b on
+    CPU 1 is not touched: 0-10."""
+    m = _interrupt_machine(engine, 2, [1.0, 2.0])
+    assert m.readable_us == [6.0, 11.0]
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Compute("net_recv", 10.0),)),
+            Thread("b", 1, (Compute("net_recv", 10.0),)),
+        )
+    )
+    assert m.execute(plan, 0, 0.0) == pytest.approx(20e-6)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "net_recv", 0.0, 1.0),
+        (0, "a", "net_recv", 11.0, 20.0),
+        (1, "b", "net_recv", 0.0, 10.0),
+    ]
+    assert m.charged_us == [20.0]  # the softirqs are the platform's, not the plan's
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_computation_that_starts_as_a_softirq_starts_waits_for_its_end(engine):
+    """A busy period's start comes before every other event of its instant: a thread that
+    starts computing on the interrupt CPU at 0, when a packet arrives, computes 5-15."""
+    m = _interrupt_machine(engine, 2, [0.0])
+    plan = FramePlan(threads=(Thread("a", 0, (Compute("request", 10.0),)),))
+    assert m.execute(plan, 0, 0.0) == pytest.approx(15e-6)
+    assert rows(m) == [(0, "a", "request", 5.0, 15.0)]
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_softirq_on_an_smt_sibling_slows_the_thread_on_its_core(engine):
+    """CPUs 0 and 1 share a core (throughput 0.5 each while both compute).  Softirqs on CPU 1
+    from 1 to 11 (two packets): thread a on CPU 0 does 1 us of work by 1, 5 more by 11 at
+    half speed, its last 4 by 15."""
+    m = _interrupt_machine(engine, 2, [1.0, 2.0], irq_cpu=1, smt=(2, 0.5))
+    plan = FramePlan(threads=(Thread("a", 0, (Compute("request", 10.0),)),))
+    assert m.execute(plan, 0, 0.0) == pytest.approx(15e-6)
+    assert rows(m) == [(0, "a", "request", 0.0, 15.0)]
+
+
+def test_the_machine_asks_for_the_packets_after_its_horizon():
+    """A frame on the interrupt CPU that may run past the horizon asks the machine's interrupt
+    source for more (here there is none); one on another CPU does not need them."""
+    m = Machine(2, irq_cpu=0, softirq_us=5.0)
+    m.add_interrupts([1.0], 50.0)
+    elsewhere = FramePlan(threads=(Thread("a", 1, (Compute("request", 100.0),)),))
+    assert m.execute(elsewhere, 0, 0.0) == pytest.approx(100e-6)
+    here = FramePlan(threads=(Thread("a", 0, (Compute("request", 100.0),)),))
+    with pytest.raises(RuntimeError, match="packets arriving after 50.0 us"):
+        m.execute(here, 1, 100e-6)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 import pytest
 
 from simsrv.core.errors import InputError
+from simsrv.machine.executor import Machine
 from simsrv.pipeline.keep_window import KEEP_ALL
 from simsrv.pipeline.load import load_scenario
-from simsrv.pipeline.simulation import offered_rate, simulate
+from simsrv.pipeline.simulation import simulate
 from simsrv.platforms import network_path
 from simsrv.platforms.profile import PLATFORM_DIR, load_platform
 
@@ -32,12 +33,6 @@ def test_the_reading_thread_pays_the_rest_of_a_receive():
     assert thread.costs.request_per_message == platform.costs.request_per_message
 
 
-def test_the_softirq_load_lands_on_the_interrupt_cpu_only():
-    platform = _platform(share=0.5, irq_cpu=1)
-    load = 1000.0 * 0.5 * platform.costs.net_recv_per_message * 1e-6
-    assert network_path.with_softirq(platform, (0.1,), 3, 1000.0) == (0.1, load, 0.0)
-
-
 @pytest.mark.parametrize(
     ("irq_cpu", "cpus", "expected"), [(-1, 8, 7), (-8, 8, 0), (-9, 4, 0), (9, 4, 3), (2, 4, 2)]
 )
@@ -47,15 +42,9 @@ def test_a_negative_interrupt_cpu_counts_from_the_last_and_a_large_one_is_clampe
     assert network_path.interrupt_cpu(_platform(irq_cpu=irq_cpu), cpus) == expected
 
 
-def test_an_overloaded_interrupt_cpu_keeps_a_thousandth_for_the_server():
-    platform = _platform(share=1.0, irq_cpu=0)
-    assert network_path.with_softirq(platform, (0.5,), 2, 1e9) == (network_path.MAX_LOAD, 0.0)
-
-
 def test_without_an_interrupt_cpu_nothing_changes():
     platform = _platform(irq_cpu=None)
     assert network_path.thread_costs_platform(platform) is platform
-    assert network_path.with_softirq(platform, (0.2,), 2, 5000.0) == (0.2,)
     assert network_path.softirq_us(platform) == 0.0
 
 
@@ -76,10 +65,19 @@ def _run(tmp_path: Path, platform_file: str, sets: list[str]):
     return scenario, simulate(scenario, KEEP_ALL, keep_frames=KEEP_ALL)
 
 
-def test_a_run_with_an_interrupt_cpu_is_the_run_with_its_softirq_as_background_load(tmp_path):
-    """The platform's interrupt CPU takes the softirq's mean load as background and the thread
-    pays the rest of each receive: the same trace, to the bit, as the plain platform with that
-    background and that receive cost set by hand."""
+def _fifo(arrivals: np.ndarray, cost: float) -> np.ndarray:
+    """Each packet's softirq end, first come first served (no backlog limit reached)."""
+    ends, last = np.empty(len(arrivals)), -np.inf
+    for i, a in enumerate(arrivals):
+        last = max(a, last) + cost
+        ends[i] = last
+    return ends
+
+
+def test_a_run_never_computes_on_the_interrupt_cpu_during_a_softirq(tmp_path, monkeypatch):
+    """A whole run with the interrupt CPU under a worker: every packet the stream brings gets
+    its softirq, first come first served, and no computation on that CPU overlaps one; every
+    packet is released once its softirq has ended."""
     text = (PLATFORM_DIR / "cordeiro2007-xeon.toml").read_text()
     irq = tmp_path / "irq.toml"
     irq.write_text(
@@ -87,17 +85,42 @@ def test_a_run_with_an_interrupt_cpu_is_the_run_with_its_softirq_as_background_l
             "migration_delay_us", "irq_cpu = 1\nsoftirq_share = 0.5\nmigration_delay_us", 1
         )
     )
-    scenario, with_irq = _run(tmp_path, str(irq), [])
-    platform = load_platform(str(irq))
-    load = network_path.softirq_load(platform, offered_rate(scenario))
-    assert 0.0 < load < 1.0
-    thread = network_path.thread_costs_platform(platform).costs.net_recv_per_message
-    _, by_hand = _run(
-        tmp_path,
-        "cordeiro2007-xeon",
-        [f"machine.background=[0.0, {load!r}]", f"machine.costs.net_recv_per_message={thread!r}"],
-    )
-    pd.testing.assert_frame_equal(with_irq.frames, by_hand.frames, check_exact=True)
-    pd.testing.assert_frame_equal(with_irq.trace, by_hand.trace, check_exact=True)
-    _, plain = _run(tmp_path, "cordeiro2007-xeon", [])
-    assert not plain.frames.equals(with_irq.frames)  # the mechanism does something
+    seen = []
+    add = Machine.add_interrupts
+
+    def recorded(machine, arrivals_us, horizon_us):
+        ends = add(machine, arrivals_us, horizon_us)
+        seen.append((np.array(arrivals_us), ends))
+        return ends
+
+    monkeypatch.setattr(Machine, "add_interrupts", recorded)
+    _, run = _run(tmp_path, str(irq), ["server.strategy=abdelkhalek"])
+    cost = network_path.softirq_us(load_platform(str(irq)))
+    arrivals = np.concatenate([a for a, _ in seen])
+    ends = np.concatenate([e for _, e in seen])
+    assert len(arrivals) > 100 and np.all(np.diff(arrivals) >= 0)
+    np.testing.assert_array_equal(ends, _fifo(arrivals, cost))
+    rows = run.trace[(run.trace.cpu == 1) & run.trace.busy]
+    assert len(rows) > 0
+    starts_us, ends_us = ends - cost, ends
+    for start, end in zip(rows.start_s * 1e6, rows.end_s * 1e6, strict=True):
+        # the first softirq ending after it starts (times in s round trip: 1e-6 us of slack)
+        k = np.searchsorted(ends_us, start + 1e-6, side="right")
+        assert k == len(ends_us) or starts_us[k] >= end - 1e-6
+    assert run.frames.messages.sum() > 0
+
+
+@pytest.mark.parametrize("engine", ["fast", "simpy"])
+def test_the_kernel_drops_packets_when_its_receive_backlog_is_full(engine):
+    """Packets faster than the interrupt CPU's softirqs: once more than the backlog wait, the
+    kernel drops them (throttled until the queue empties): the FIFO never holds more."""
+    from simsrv.machine.engines import ENGINES
+
+    machine = ENGINES.get(engine, "engine")(2, irq_cpu=0, softirq_us=10.0, max_backlog=3)
+    ends = machine.add_interrupts(np.arange(0.0, 100.0, 2.0), float("inf"))
+    kept = ~np.isnan(ends)
+    # 0 is served 0-10; at 8 three wait (2, 4, 6: accepted), at 10 three (4, 6, 8); at 12
+    # four would (dropped: throttled); at 50 none waits (10's softirq starts at 50): taken
+    assert list(np.arange(0.0, 100.0, 2.0)[kept][:7]) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 50.0]
+    assert list(ends[kept][:7]) == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0]
+    assert np.isnan(ends[6:25]).all()

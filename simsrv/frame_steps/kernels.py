@@ -48,6 +48,7 @@ from simsrv.frame_steps.state import (
     HEAD,
     HEADER_BYTES,
     HORIZON,
+    INTERRUPTS,
     LAST_PHYSICS,
     LATER,
     LIMIT,
@@ -226,8 +227,9 @@ def finish_plan(
     ``loop.machine``, which a compiled loop takes out of the loop once, not once per frame: each
     taking counts the references of its ~20 arrays) and commit
     the frame: the packets' ticks, physics, the replies' channels, the stream and socket
-    pointers, the frame's row.  False (nothing done) when a store lacks room (:data:`ROOM`)
-    or the plan is inconsistent (:data:`PLAN_ERROR`, the machine's code in ``out[0]``)."""
+    pointers, the frame's row.  False (nothing done) when a store lacks room (:data:`ROOM`),
+    the machine's interrupt schedule is short (:data:`INTERRUPTS`) or the plan is
+    inconsistent (:data:`PLAN_ERROR`, the machine's code in ``out[0]``)."""
     ints, floats = loop.ints, loop.floats
     row = ints[ROW]
     if row >= len(loop.charged_us) or row >= len(loop.frame_times):
@@ -239,6 +241,8 @@ def finish_plan(
     )  # fmt: skip
     if status == engine.ROOM:
         return stop(loop, ROOM)
+    if status == engine.IRQ_SHORT:
+        return stop(loop, INTERRUPTS)
     if status < 0:
         out[0] = status
         return stop(loop, PLAN_ERROR)

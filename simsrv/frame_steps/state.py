@@ -95,6 +95,9 @@ VIOLATION = 6
 """The strategy's invariant kernel found a violation: Python raises it."""
 PLAN_ERROR = 7
 """The machine found the plan inconsistent (its code in ``out[0]``): Python raises it."""
+INTERRUPTS = 8
+"""The machine's interrupt schedule does not reach far enough for the frame: the stream
+generates its next ticks (whose packets the network card will receive)."""
 REASONS = (
     "stopped",
     "new_chunk",
@@ -104,6 +107,7 @@ REASONS = (
     "room",
     "violation",
     "plan_error",
+    "interrupts",
 )
 
 # -- frame columns ----------------------------------------------------------------------------

@@ -67,6 +67,10 @@ SERIAL, PHASED, EVENTS = 0, 1, 2
 """Paths taken (the status of :func:`execute` when >= 0)."""
 ROOM = -1
 """A store lacks room: nothing was done; :func:`needs` says what to grow."""
+IRQ_SHORT = -12
+"""The interrupt schedule is not known far enough ahead for the frame (:func:`execute`) or
+the events asked for (:func:`run_until`): nothing was done; :func:`add_interrupts` then call
+again."""
 (
     E_COORDINATOR,
     E_CPU,
@@ -77,7 +81,8 @@ ROOM = -1
     E_PARTIES,
     E_SPAWN,
     E_HEAP,
-) = range(-2, -11, -1)
+    E_IRQ_HORIZON,
+) = range(-2, -12, -1)
 """Plan errors (a bug in a strategy): the facade raises
 :class:`~simsrv.machine.plan.PlanError` with ``ri[R_ERR_SLOT]``, ``ri[R_ERR_ARG]``."""
 
@@ -92,11 +97,12 @@ DONE = -2
     R_REFUSALS, R_CPUS, R_PER_CORE, R_RUNS, R_SMT, R_SPEEDS, R_BACKGROUND, R_LOCK_WAIT,
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
     R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
-) = range(31)  # fmt: skip
-INT_REGISTERS = 31
+    R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE,
+) = range(36)  # fmt: skip
+INT_REGISTERS = 36
 # -- float registers (rf) --------------------------------------------------------------------
-F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP = range(5)
-FLOAT_REGISTERS = 5
+F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON = range(8)
+FLOAT_REGISTERS = 8
 # -- thread slots: ints (ti) and floats (tf) -------------------------------------------------
 (
     T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
@@ -138,8 +144,10 @@ class MachineState(NamedTuple):
     ``ov``: the operation store (kind, cost us, argument as a slot, barrier or lock code,
     activity code); ``bi``: barriers (``B_*``); ``ci``: CPUs (``C_*``); ``core_busy``:
     computing siblings per core; ``share``: the server's share of each CPU (1 - background);
-    ``li``/``lf``: locks by lock code (``L_*``, ``LF_*``); ``trace_*``, ``holds_*``: the
-    column stores and their row counters."""
+    ``li``/``lf``: locks by lock code (``L_*``, ``LF_*``); ``irq``: the interrupt CPU's
+    busy periods ``[start, end)`` us, in time order (``R_IRQ_PERIODS`` of them;
+    :func:`add_interrupts`); ``trace_*``, ``holds_*``: the column stores and their row
+    counters."""
 
     ri: np.ndarray
     rf: np.ndarray
@@ -157,6 +165,7 @@ class MachineState(NamedTuple):
     share: np.ndarray
     li: np.ndarray
     lf: np.ndarray
+    irq: np.ndarray
     trace_ints: np.ndarray
     trace_times: np.ndarray
     trace_size: np.ndarray
@@ -173,10 +182,15 @@ def new_arrays(
     runs: bool,
     signal_send_us: float = 0.0,
     signal_wakeup_us: float = 0.0,
+    irq_cpu: int = -1,
+    softirq_us: float = 0.0,
+    max_backlog: int = 300,
 ):
     """The engine's own arrays and registers for a fresh machine (a dict of
     :class:`MachineState` fields without the column stores); the activity codes of the wait
-    and signal rows are the facade's to set."""
+    and signal rows are the facade's to set.  ``irq_cpu`` (-1: none) takes the network card's
+    interrupts, each received packet's softirq costing it ``softirq_us``, at most
+    ``max_backlog`` packets waiting for theirs (:func:`add_interrupts`)."""
     share = np.ones(cpus)
     share[: len(background)] = [1.0 - b for b in background[:cpus]]
     smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -184,12 +198,16 @@ def new_arrays(
     ri[R_POS_FRAME] = ri[R_POS_RANK] = -1
     ri[R_CPUS], ri[R_PER_CORE], ri[R_RUNS] = cpus, smt_per_core, runs
     ri[R_SMT], ri[R_BACKGROUND] = smt, bool((share < 1.0).any())
-    ri[R_SPEEDS] = smt or ri[R_BACKGROUND]
+    interrupts = irq_cpu >= 0 and softirq_us > 0.0
+    ri[R_IRQ_CPU] = irq_cpu if interrupts else NONE
+    ri[R_IRQ_BACKLOG] = max_backlog
+    ri[R_SPEEDS] = smt or ri[R_BACKGROUND] or interrupts
     ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = -1
     rf = np.zeros(FLOAT_REGISTERS)
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
     rf[F_SEND], rf[F_WAKEUP] = signal_send_us, signal_wakeup_us
     ri[R_SIGNALS] = signal_send_us > 0.0 or signal_wakeup_us > 0.0
+    rf[F_IRQ_COST], rf[F_IRQ_LAST], rf[F_IRQ_HORIZON] = softirq_us, -np.inf, 0.0
     ci = np.full((cpus, 3), NONE, np.int64)
     return {
         "ri": ri,
@@ -208,6 +226,7 @@ def new_arrays(
         "share": share,
         "li": np.empty((0, LOCK_INTS), np.int64),
         "lf": np.empty((0, 2)),
+        "irq": np.empty((64 if interrupts else 0, 2)),
     }
 
 
@@ -251,9 +270,16 @@ def execute(
             if k > RELEASE:
                 plain = False
     out[1] = charged
-    if not _room(m, threads, n, bars):
+    serial = serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0
+    serial = serial and not _irq_core(m, thread_cpu[0])
+    periods = 0
+    if ri[R_IRQ_CPU] >= 0 and not serial:
+        periods = _irq_reach(m, start_us, charged, n, threads)
+        if periods < 0:
+            return IRQ_SHORT
+    if not _room(m, threads, n, bars, periods):
         return ROOM
-    if serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0:
+    if serial:
         now, code, cpu = start_us, thread_codes[0], thread_cpu[0]
         for i in range(n):
             if cost[i] > 0:
@@ -289,17 +315,19 @@ def execute(
     _advance_position(m, start_us, frame, BEFORE_THREADS)
     for t in range(threads):
         if ri[R_ERROR]:
-            return ri[R_ERROR]
+            break
         if not spawned[t]:
             m.ti[base + t, T_LIVE] = 1
             ri[R_LIVE] += 1
             _run(m, base + t, -np.inf, UNTIL, NO_SLOT)  # its operations until it must wait
-    _run(m, NO_SLOT, np.inf, UNTIL, base)  # events until the coordinator ends
-    if ri[R_ERROR]:
-        return ri[R_ERROR]
-    if not m.ti[base, T_FIN]:
+    if not ri[R_ERROR]:
+        _run(m, NO_SLOT, np.inf, UNTIL, base)  # events until the coordinator ends
+    if not ri[R_ERROR] and not m.ti[base, T_FIN]:
         return E_DEADLOCK
-    _run_events(m, rf[F_NOW], False)
+    if not ri[R_ERROR]:
+        _run_events(m, rf[F_NOW], False)
+    if ri[R_ERROR] == IRQ_SHORT:  # the reach computed above was wrong: a bug
+        ri[R_ERROR] = E_IRQ_HORIZON
     if ri[R_ERROR]:
         return ri[R_ERROR]
     out[0] = rf[F_NOW]
@@ -365,9 +393,10 @@ def phased_backoff(status, tried, skip, refusals):
 
 
 @inlined_allocating
-def _room(m, threads, n, bars):
-    """True when every store has room for the frame; else the needs in ``R_NEED_*``.  The
-    thread store restarts when no thread is alive, else drops frames without one."""
+def _room(m, threads, n, bars, periods):
+    """True when every store has room for the frame, which may see ``periods`` busy periods
+    of the interrupt CPU; else the needs in ``R_NEED_*``.  The thread store restarts when no
+    thread is alive, else drops frames without one."""
     ri = m.ri
     if ri[R_SLOTS] and ri[R_LIVE] == 0:
         _restart(m)
@@ -378,8 +407,11 @@ def _room(m, threads, n, bars):
     ):
         _compact(m)
     # each op records at most one row and one hold (two rows with signals: a wait, a wake-up)
-    rows = (1 + ri[R_SIGNALS]) * (ri[R_OPS] + n) + len(m.li) + 1
+    # (and an interrupt splits the row of the computation it stops, and reschedules the
+    # computations of its core)
+    rows = (1 + ri[R_SIGNALS]) * (ri[R_OPS] + n) + len(m.li) + 1 + periods
     heap = ri[R_HEAP] + 8 * (ri[R_OPS] + n) + 8 * (ri[R_SLOTS] + threads) + 64
+    heap += 2 * ri[R_PER_CORE] * periods
     ri[R_NEED_SLOTS], ri[R_NEED_OPS] = ri[R_SLOTS] + threads, ri[R_OPS] + n
     ri[R_NEED_BARS], ri[R_NEED_HEAP], ri[R_NEED_ROWS] = ri[R_BARS] + bars, heap, rows
     return not (
@@ -634,7 +666,7 @@ def _pop_event(ri, ht, hi):
 def _run_events(m, time_us, forever):
     """:func:`run_until`'s events (inlined into the engine's callers)."""
     _run(m, NO_SLOT, time_us, np.bool_(forever), NO_SLOT)
-    if not forever and time_us > m.rf[F_NOW]:
+    if not forever and time_us > m.rf[F_NOW] and not m.ri[R_ERROR]:
         m.rf[F_NOW] = time_us
 
 
@@ -650,13 +682,42 @@ def _run(m, s, time_us, forever, coordinator):
         if s >= 0:
             _advance(m, s)
             s = NONE
-        if ri[R_ERROR] or ri[R_HEAP] == 0:
+        if ri[R_ERROR]:
             return
         if coordinator >= 0 and ti[coordinator, T_FIN]:
+            return
+        if ri[R_IRQ_CPU] >= 0 and _irq_due(m, time_us, forever):
+            continue  # an interrupt boundary came first (or the schedule ended: an error)
+        if ri[R_HEAP] == 0:
             return
         if not forever and m.ht[0] > time_us:
             return
         s = _step(m)
+
+
+@inlined
+def _irq_due(m, time_us, forever):
+    """Process the interrupt CPU's next boundary if it comes before the next event (at one
+    instant, first) and by ``time_us`` (or at all when ``forever``: with no event left, only
+    while a thread stands still in a softirq); True when one was processed or the schedule is
+    not known that far (``R_ERROR`` = :data:`IRQ_SHORT`).  The boundaries up to the clock are
+    always processed (:func:`_irq_stalls` reads the last one's parity)."""
+    ri, rf = m.ri, m.rf
+    if ri[R_HEAP]:
+        due = m.ht[0]
+        cap = due if forever or due <= time_us else time_us
+    elif m.ci[ri[R_IRQ_CPU], C_HOLDER] >= 0:  # no event: a thread stands still in a softirq
+        cap = np.inf if forever else time_us
+    else:  # nothing depends on the boundaries but the clock, set to ``time_us`` if finite
+        cap = -np.inf if forever or time_us == np.inf else time_us
+    b, horizon = _irq_next(m), rf[F_IRQ_HORIZON]
+    if b <= cap and b < horizon:
+        _irq_boundary(m, b)
+        return True
+    if cap >= horizon and horizon < np.inf:
+        ri[R_ERROR] = IRQ_SHORT
+        return True
+    return False
 
 
 @inlined
@@ -905,7 +966,7 @@ def _end_compute(m, s):
     ti = m.ti
     pc, cpu = ti[s, T_PC], ti[s, T_CPU]
     _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[pc], m.tf[s, TF_BEGAN], m.rf[F_NOW])
-    if m.ri[R_SMT]:
+    if m.ri[R_SMT] and not _irq_stalls(m, cpu):  # (in a softirq the logical CPU stays busy)
         _smt_change(m, cpu, STOPS)
     ti[s, T_PC] = pc + 1
     _free_cpu(m, cpu)
@@ -942,6 +1003,10 @@ def _begin_smt(m, s, cost):
     tf = m.tf
     tf[s, TF_REMAINING], tf[s, TF_LAST] = cost, m.rf[F_NOW]
     cpu = m.ti[s, T_CPU]
+    if _irq_stalls(m, cpu):  # a softirq holds the CPU: the computation starts at its end
+        tf[s, TF_SPEED] = 0.0
+        m.ti[s, T_TOKEN] += 1
+        return
     speed = _smt_change(m, cpu, STARTS) if m.ri[R_SMT] else 1.0
     tf[s, TF_SPEED] = speed * m.share[cpu]
     _reschedule(m, s)
@@ -959,7 +1024,7 @@ def _smt_change(m, cpu, delta):
     now = m.rf[F_NOW]
     for sibling in range(core * per_core, min(ri[R_CPUS], (core + 1) * per_core)):
         other = ci[sibling, C_HOLDER]
-        if sibling == cpu or other < 0:
+        if sibling == cpu or other < 0 or _irq_stalls(m, sibling):
             continue
         tf[other, TF_REMAINING] -= (now - tf[other, TF_LAST]) * tf[other, TF_SPEED]
         if tf[other, TF_REMAINING] < 0.0:  # rounding: the work is done now, not before now
@@ -975,6 +1040,145 @@ def _reschedule(m, s):
     tf = m.tf
     m.ti[s, T_TOKEN] += 1
     _push(m, tf[s, TF_LAST] + tf[s, TF_REMAINING] / tf[s, TF_SPEED], s, FINISH)
+
+
+# -- the interrupt CPU: each received packet's softirq preempts the thread computing there ----
+
+
+@inlined
+def _irq_core(m, cpu):
+    """Whether ``cpu`` is the interrupt CPU or, with SMT, a sibling on its core (a softirq
+    changes the speed of computations there)."""
+    irq = m.ri[R_IRQ_CPU]
+    if irq < 0:
+        return False
+    per_core = m.ri[R_PER_CORE]
+    return cpu == irq or (m.ri[R_SMT] != 0 and cpu // per_core == irq // per_core)
+
+
+@inlined
+def _irq_stalls(m, cpu):
+    """Whether ``cpu`` is the interrupt CPU inside a busy period (its thread stands still)."""
+    return cpu == m.ri[R_IRQ_CPU] and m.ri[R_IRQ_NEXT] % 2 == 1
+
+
+@inlined
+def _irq_next(m):
+    """When the interrupt CPU's next boundary is (a busy period's start or end; boundary
+    ``R_IRQ_NEXT`` of ``irq`` read row by row), inf when none is stored."""
+    b = m.ri[R_IRQ_NEXT]
+    if b >= 2 * m.ri[R_IRQ_PERIODS]:
+        return np.inf
+    return m.irq[b // 2, b % 2]
+
+
+@inlined
+def _irq_boundary(m, time):
+    """A busy period of the interrupt CPU starts or ends at ``time``.  Its start stops the
+    thread computing there (its row so far is recorded, the work done kept; a computation
+    whose work is already done ends now as planned) or, with none, makes the logical CPU busy
+    for its SMT siblings; its end lets the thread go on (its next row starts now) or frees
+    the logical CPU."""
+    ri, ti, tf = m.ri, m.ti, m.tf
+    m.rf[F_NOW] = time
+    starts = ri[R_IRQ_NEXT] % 2 == 0
+    ri[R_IRQ_NEXT] += 1
+    irq = ri[R_IRQ_CPU]
+    s = m.ci[irq, C_HOLDER]
+    if s < 0:
+        if ri[R_SMT]:
+            _smt_change(m, irq, STARTS if starts else STOPS)
+        return
+    if starts:
+        tf[s, TF_REMAINING] -= (time - tf[s, TF_LAST]) * tf[s, TF_SPEED]
+        if tf[s, TF_REMAINING] < 0.0:
+            tf[s, TF_REMAINING] = 0.0
+        tf[s, TF_LAST] = time
+        if tf[s, TF_REMAINING] > 0.0:
+            if time > tf[s, TF_BEGAN]:
+                _row(m, ti[s, T_FRAME], irq, ti[s, T_CODE], m.ov[ti[s, T_PC]], tf[s, TF_BEGAN],
+                     time)  # fmt: skip
+            tf[s, TF_SPEED] = 0.0
+            ti[s, T_TOKEN] += 1  # its finish is void until the period ends
+    elif tf[s, TF_SPEED] == 0.0:
+        per_core = ri[R_PER_CORE]
+        shared = ri[R_SMT] and m.core_busy[irq // per_core] > 1
+        tf[s, TF_BEGAN], tf[s, TF_LAST] = time, time
+        tf[s, TF_SPEED] = (m.rf[F_THROUGHPUT] if shared else 1.0) * m.share[irq]
+        _reschedule(m, s)
+
+
+@borrowing
+def add_interrupts(m, arrivals_us, horizon_us, ends_us):
+    """Packets reach the network card at ``arrivals_us`` (ascending, none before the last
+    call's): each costs the interrupt CPU ``F_IRQ_COST`` us of softirq, first come first
+    served (a packet's softirq starts at its arrival or when the one before ends; its end,
+    when the packet is queued on its socket, goes to ``ends_us``), appended to the busy
+    periods (a softirq that starts as the last period ends extends it).  The kernel queues
+    ``R_IRQ_BACKLOG`` packets for their softirq at most (Linux 2.4's ``netif_rx``): a packet
+    that finds more waiting is dropped (``ends_us`` NaN, no softirq), and so is every packet
+    after it that finds the queue not empty.  The packets waiting at ``a`` are those whose
+    softirq starts after ``a``: the busy period's last ones, back to back, ``ceil((last -
+    a) / cost) - 1`` of them.  Every packet arriving before ``horizon_us`` is now known.  The
+    caller has made room in ``irq`` (one row a packet)."""
+    ri, rf, irq = m.ri, m.rf, m.irq
+    cost, last, n = rf[F_IRQ_COST], rf[F_IRQ_LAST], ri[R_IRQ_PERIODS]
+    backlog, throttle = ri[R_IRQ_BACKLOG], ri[R_IRQ_THROTTLE]
+    for i in range(len(arrivals_us)):
+        a = arrivals_us[i]
+        waiting = np.ceil((last - a) / cost) - 1.0 if last > a else 0.0
+        if waiting > backlog or (throttle and waiting > 0.0):
+            throttle = 1
+            ends_us[i] = np.nan
+            continue
+        throttle = 0
+        start = a if a > last else last
+        last = start + cost
+        ends_us[i] = last
+        if n > 0 and start == irq[n - 1, 1]:
+            irq[n - 1, 1] = last
+        else:
+            irq[n, 0], irq[n, 1] = start, last
+            n += 1
+    rf[F_IRQ_LAST], rf[F_IRQ_HORIZON], ri[R_IRQ_PERIODS] = last, horizon_us, n
+    ri[R_IRQ_THROTTLE] = throttle
+
+
+@inlined
+def _irq_reach(m, start_us, charged, n, threads):
+    """The busy periods a frame from ``start_us`` may see (-1: the schedule is not known that
+    far).  A bound: until every computation left (the frame's ``charged`` us, the live
+    threads' remaining ones, a signal's send and wake-up per synchronisation op) is done at
+    the slowest speed a running computation can have, the interrupt CPU's busy periods
+    aside, no later than the horizon."""
+    ri, rf, ti, ok, oc = m.ri, m.rf, m.ti, m.ok, m.oc
+    work, ops = charged, n
+    for s in range(ri[R_SLOTS]):
+        if not ti[s, T_FIN]:
+            threads += 1
+            work += m.tf[s, TF_SIGNAL]
+            for pc in range(ti[s, T_PC], ti[s, T_END]):
+                ops += 1
+                if ok[pc] == COMPUTE and oc[pc] > 0:
+                    work += oc[pc]
+    work += ops * (threads * rf[F_SEND] + rf[F_WAKEUP])
+    slowest = m.share.min() * (rf[F_THROUGHPUT] if ri[R_SMT] else 1.0)
+    left = work / slowest * (1.0 + 1e-9) + 1.0  # us of time outside busy periods
+    first = ri[R_IRQ_NEXT] // 2  # the periods not over before the clock
+    k, t = first, max(start_us, rf[F_NOW])
+    while k < ri[R_IRQ_PERIODS] and m.irq[k, 1] <= t:
+        k += 1
+    while k < ri[R_IRQ_PERIODS]:
+        gap = m.irq[k, 0] - t
+        if gap >= left:
+            break
+        if gap > 0.0:
+            left -= gap
+        t = max(t, m.irq[k, 1])
+        k += 1
+    if t + left >= rf[F_IRQ_HORIZON]:
+        return -1
+    return k - first + 1
 
 
 # -- synchronisation -------------------------------------------------------------------------

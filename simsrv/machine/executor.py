@@ -16,6 +16,8 @@ and on random plans.  Simulated time runs in microseconds internally; the API sp
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from simsrv.machine import engine
@@ -51,6 +53,15 @@ class Machine:
         the waker ``signal_send_us`` of CPU (one ``kill()``) and the sleeper
         ``signal_wakeup_us`` once the signal reaches it (the return from ``sigsuspend``).
         0 and 0 (the default): wake-ups are free and immediate.
+    irq_cpu, softirq_us, max_backlog:
+        The CPU that takes the network card's interrupts (None: none), the softirq each
+        received packet costs it, us, and the packets waiting for theirs at most: the packets
+        given to :meth:`add_interrupts` preempt the thread computing there, one after
+        another.
+    interrupt_source:
+        Called without arguments when the machine needs the packets arriving after the
+        horizon of the last :meth:`add_interrupts` (it must call that method again, with a
+        later horizon).
     """
 
     runs_arrays_compiled = True
@@ -65,6 +76,10 @@ class Machine:
         background: tuple[float, ...] | list[float] = (),
         signal_send_us: float = 0.0,
         signal_wakeup_us: float = 0.0,
+        irq_cpu: int | None = None,
+        softirq_us: float = 0.0,
+        max_backlog: int = 300,
+        interrupt_source: Callable[[], None] | None = None,
     ) -> None:
         self.cpus = cpus
         self.smt_per_core = smt_per_core
@@ -79,9 +94,12 @@ class Machine:
         path logs its thread's whole phase, a superset).  :meth:`finish` closes the sections
         whose release happened inside a run of computations."""
         self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
+        self.irq_cpu, self.softirq_us = irq_cpu, softirq_us
+        self.interrupt_source = interrupt_source
         self._arrays = engine.new_arrays(
-            cpus, smt_per_core, smt_throughput, background, runs, signal_send_us, signal_wakeup_us
-        )
+            cpus, smt_per_core, smt_throughput, background, runs, signal_send_us,
+            signal_wakeup_us, -1 if irq_cpu is None else irq_cpu, softirq_us, max_backlog,
+        )  # fmt: skip
         ri, activities = self._arrays["ri"], self.trace.activities
         ri[engine.R_LOCK_WAIT] = activities.code("lock_wait")
         ri[engine.R_JOIN_WAIT] = activities.code("join_wait")
@@ -186,9 +204,12 @@ class Machine:
         out = self._out
         while True:
             status = engine.execute(self.state, *arguments, frame, start_s * US_PER_S, out)
-            if status != engine.ROOM:
+            if status == engine.ROOM:
+                self.make_room()
+            elif status == engine.IRQ_SHORT:
+                self.more_interrupts()
+            else:
                 break
-            self.make_room()
         if status < 0:
             raise self.plan_error(status, frame, arrays)
         self.path = PATHS[status]
@@ -197,24 +218,78 @@ class Machine:
 
     def run_until(self, time_us: float = float("inf")) -> None:
         """Process every event up to ``time_us`` (all of them by default), then set the clock."""
-        self._reserve_for_live()
         forever = time_us == float("inf")
-        engine.run_until(self.state, 0.0 if forever else time_us, forever, False)
-        self._raise_error()
+        self._run_until(0.0 if forever else time_us, forever, False)
 
     def finish(self) -> None:
         """Run every thread still alive to its end (threads that outlive the last frame) and
         close the critical sections released inside runs; the trace is then complete."""
-        self._reserve_for_live()
-        engine.run_until(self.state, 0.0, True, True)
+        self._run_until(0.0, True, True)
+
+    def _run_until(self, time_us: float, forever: bool, close: bool) -> None:
+        """:func:`engine.run_until <simsrv.machine.engine.run_until>`, the interrupts it needs
+        added as it goes."""
+        ri = self._arrays["ri"]
+        while True:
+            self._reserve_for_live()
+            engine.run_until(self.state, time_us, forever, close)
+            if ri[engine.R_ERROR] != engine.IRQ_SHORT:
+                break
+            ri[engine.R_ERROR] = 0
+            self.more_interrupts()
         self._raise_error()
 
     def _reserve_for_live(self) -> None:
-        """Room in the stores for every row the live threads may still record."""
+        """Room in the stores for every row the live threads may still record (an interrupt
+        CPU's busy period may split one)."""
         ri = self._arrays["ri"]
         rows = (1 + int(ri[engine.R_SIGNALS])) * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
+        rows += int(ri[engine.R_IRQ_PERIODS]) - int(ri[engine.R_IRQ_NEXT]) // 2
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)
+        heap = int(ri[engine.R_HEAP]) + 2 * self.smt_per_core * rows + 64
+        if heap > len(self._arrays["ht"]):
+            for name in ("ht", "hi"):
+                self._arrays[name] = _grown(self._arrays[name], heap)
+            self._state = None
+
+    # -- the network card's interrupts ---------------------------------------------------
+
+    def add_interrupts(self, arrivals_us: np.ndarray, horizon_us: float) -> np.ndarray:
+        """Packets reach the network card at ``arrivals_us`` (ascending, none before the last
+        call's horizon); every packet arriving before ``horizon_us`` is now known (inf: no
+        more will come).  Returns when each packet's softirq ends (it is then on its socket),
+        us, NaN for a packet the kernel dropped (its backlog full: :func:`engine.add_interrupts
+        <simsrv.machine.engine.add_interrupts>`); without an interrupt CPU, nothing happens
+        and that is its arrival."""
+        a = self._arrays
+        ri = a["ri"]
+        arrivals_us = np.ascontiguousarray(arrivals_us, dtype=np.float64)
+        if ri[engine.R_IRQ_CPU] < 0:
+            return arrivals_us.copy()
+        periods, first = int(ri[engine.R_IRQ_PERIODS]), int(ri[engine.R_IRQ_NEXT]) // 2
+        irq = a["irq"]
+        if first:  # the periods over are dropped
+            irq[: periods - first] = irq[first:periods]
+            periods -= first
+            ri[engine.R_IRQ_PERIODS] = periods
+            ri[engine.R_IRQ_NEXT] -= 2 * first
+        if periods + len(arrivals_us) > len(irq):
+            a["irq"] = _grown(irq, periods + len(arrivals_us))
+            self._state = None
+        ends = np.empty(len(arrivals_us))
+        engine.add_interrupts(self.state, arrivals_us, float(horizon_us), ends)
+        return ends
+
+    def more_interrupts(self) -> None:
+        """The packets after the horizon, from :attr:`interrupt_source`."""
+        rf = self._arrays["rf"]
+        horizon = float(rf[engine.F_IRQ_HORIZON])
+        if self.interrupt_source is None or horizon == float("inf"):
+            raise RuntimeError(f"the machine needs the packets arriving after {horizon} us")
+        self.interrupt_source()
+        if float(rf[engine.F_IRQ_HORIZON]) <= horizon:
+            raise RuntimeError("the interrupt source added no packet time past the horizon")
 
     def _raise_error(self) -> None:
         status = int(self._arrays["ri"][engine.R_ERROR])
@@ -287,6 +362,8 @@ class Machine:
         if status == engine.E_SPAWN:
             child = names[ti[arg, engine.T_CODE]]
             return PlanError(f"{thread!r} spawns {child!r}, not a spawned thread of the plan")
+        if status == engine.E_IRQ_HORIZON:
+            return PlanError("the engine ran past its interrupt schedule (a bug of its reach)")
         return PlanError(f"the machine's event heap overflowed (status {status})")
 
 

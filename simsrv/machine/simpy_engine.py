@@ -36,6 +36,20 @@ The model
   A release that hands a lock to a waiter computes ``signal_send_us`` right after the release;
   the waiter holds the lock from the release, is woken at ``now + signal_send_us`` and
   computes ``signal_wakeup_us``.  Neither is charged by the plan (the machine's own cost).
+* Optional interrupt CPU (``irq_cpu``, ``softirq_us`` > 0): the network card's interrupts
+  go to logical CPU ``irq_cpu``, and each received packet (:meth:`add_interrupts`) costs it
+  ``softirq_us`` of softirq, first come first served: a packet's softirq starts at its
+  arrival or when the previous packet's ends; the packet is on its socket when its softirq
+  ends.  A packet that finds more than ``max_backlog`` packets waiting for their softirq (its
+  start after the arrival) is dropped, and so is every later one that finds any waiting,
+  until one finds none (Linux 2.4's ``netif_rx`` and its throttle).  While a softirq runs,
+  the thread computing on that CPU stands still (its interval so far is recorded; it goes
+  on, with the work done kept, when the CPU's busy period ends, and a computation whose work
+  is done as the period starts ends then as planned); a thread that starts computing there
+  waits for the period's end; with SMT the softirq is a computing logical CPU for its
+  siblings.  A period's start or end comes before every other event of its instant.  Beyond
+  one packet per ``softirq_us`` the CPU is never free again: its thread starves (a receive
+  livelock: 2.4's deferral of softirqs to ``ksoftirqd`` is not modelled).
 * **Simultaneous events.**  When several threads act at the same simulated instant, they act in
   a fixed order: threads of earlier frames first, then by their index in the plan (the
   coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
@@ -69,9 +83,13 @@ speed``), so that the trace's numbers are the same floats.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Generator, Hashable
+from heapq import heappush
 from typing import Any
 
+import numpy as np
 import simpy
 
 from simsrv.machine.plan import (
@@ -109,6 +127,10 @@ class _Environment(simpy.Environment):
     """simpy's environment with a clock that can be set to the start of a frame (the fast
     engine starts a frame at exactly ``start_s * 1e6``; ``now + (start - now)`` may round)."""
 
+    def schedule_at(self, event: simpy.Event, priority: int, time: float) -> None:
+        """Schedule ``event`` at exactly ``time`` (us; ``now + (time - now)`` may round)."""
+        heappush(self._queue, (time, priority, next(self._eid), event))
+
     def jump_to(self, time: float) -> None:
         """Set the clock to ``time`` (us); no event may be pending before it."""
         if self.peek() < time or (time < self._now and self.peek() != float("inf")):
@@ -132,6 +154,8 @@ class _ThreadState:
         self.remaining = 0.0
         self.speed = 1.0
         self.last = 0.0
+        self.began = 0.0  # when its current computation's interval began
+        self.activity = ""  # its current computation's
         self.token = 0  # the current finish timer (a speed change makes a new one)
         self.done: simpy.Event | None = None  # succeeds when the current computation ends
         self.requests: dict[Hashable, simpy.Resource] = {}  # the locks it holds
@@ -153,6 +177,10 @@ class SimpyMachine:
         background: tuple[float, ...] | list[float] = (),
         signal_send_us: float = 0.0,
         signal_wakeup_us: float = 0.0,
+        irq_cpu: int | None = None,
+        softirq_us: float = 0.0,
+        max_backlog: int = 300,
+        interrupt_source: Callable[[], None] | None = None,
     ) -> None:
         self.cpus = cpus
         self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
@@ -161,7 +189,18 @@ class SimpyMachine:
         self._smt = smt_per_core > 1 and smt_throughput < 1.0
         self.background = tuple(background) + (0.0,) * (cpus - len(background))
         self._share = [1.0 - b for b in self.background]  # the server's share of each CPU
-        self._speeds = self._smt or any(b > 0.0 for b in self.background)
+        self.irq_cpu = irq_cpu if irq_cpu is not None and softirq_us > 0.0 else None
+        self.softirq_us, self.max_backlog = softirq_us, max_backlog
+        self._throttled = False  # the kernel drops packets until its backlog is empty
+        self.interrupt_source = interrupt_source
+        self._bounds: list[float] = []  # the interrupt CPU's busy periods: start, end, start...
+        self._irq_last = -float("inf")  # when the last packet's softirq ends
+        self._irq_horizon = 0.0  # every packet arriving before it is known
+        self._watching = False  # a timer waits for the next boundary
+        self._boundary_timer: simpy.Event | None = None  # that timer
+        self._speeds = (
+            self._smt or any(b > 0.0 for b in self.background) or self.irq_cpu is not None
+        )
         self.env = _Environment()
         self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
         self._computing: list[_ThreadState | None] = [None] * cpus
@@ -184,7 +223,8 @@ class SimpyMachine:
         self.charged_us.append(plan.charged_us())
         start_us = start_s * US_PER_S
         self._run_until(start_us)
-        serial = plan.is_serial() and self.background[plan.threads[0].cpu] == 0.0
+        cpu = plan.threads[0].cpu
+        serial = plan.is_serial() and self.background[cpu] == 0.0 and not self._irq_core(cpu)
         if serial and self.env.peek() == float("inf"):
             # as the fast engine: one serial thread on an idle machine, on a CPU without
             # background load, starts at exactly start_us, even a rounding error before the
@@ -211,7 +251,10 @@ class SimpyMachine:
         """As :meth:`simsrv.machine.executor.Machine.settled_us`, known only when no thread is
         alive and nothing is scheduled (else nothing is settled: ``-inf``, frame 0); this
         engine logs a critical section at its release."""
-        if self._alive or self.env.peek() != float("inf"):
+        # (a timer waiting for the interrupt CPU's next boundary changes nothing while no
+        # thread is alive)
+        pending = [event for *_, event in self.env._queue if event is not self._boundary_timer]
+        if self._alive or pending:
             return Settled(-float("inf"), -float("inf"), 0)
         return Settled(next_start_us, next_start_us, None)
 
@@ -282,19 +325,24 @@ class SimpyMachine:
         cpu = state.cpu
         request = self._cpu[cpu].request()
         yield request
-        began = self.env.now
+        state.began, state.activity = self.env.now, op.activity
         self._computing[cpu] = state
         state.done = self.env.event()
-        if self._speeds:
-            state.remaining, state.last = op.cost_us, began
+        if self._irq_core(cpu):
+            self._watch_interrupts()
+        if self._irq_stalls(cpu):  # a softirq holds the CPU: it starts at the period's end
+            state.remaining, state.last, state.speed = op.cost_us, state.began, 0.0
+            state.token += 1
+        elif self._speeds:
+            state.remaining, state.last = op.cost_us, state.began
             speed = self._smt_change(cpu, +1) if self._smt else 1.0
             state.speed = speed * self._share[cpu]
             self._finish_in(state, state.remaining / state.speed)
         else:
             self._finish_in(state, op.cost_us)
         yield state.done
-        self._record(state, op.activity, began, self.env.now)
-        if self._smt:
+        self._record(state, op.activity, state.began, self.env.now)
+        if self._smt and not self._irq_stalls(cpu):  # (in a softirq it stays busy)
             self._smt_change(cpu, -1)
         self._computing[cpu] = None
         self._cpu[cpu].release(request)
@@ -323,7 +371,7 @@ class SimpyMachine:
         now = self.env.now
         for sibling in range(core * per_core, min(self.cpus, (core + 1) * per_core)):
             other = self._computing[sibling]
-            if sibling == cpu or other is None:
+            if sibling == cpu or other is None or self._irq_stalls(sibling):
                 continue
             other.remaining -= (now - other.last) * other.speed
             if other.remaining < 0.0:  # rounding: the work is done now, not before now
@@ -332,6 +380,116 @@ class SimpyMachine:
             other.speed = speed * self._share[sibling]
             self._finish_in(other, other.remaining / other.speed)
         return speed
+
+    # -- the interrupt CPU ----------------------------------------------------------------
+
+    def add_interrupts(self, arrivals_us, horizon_us: float) -> np.ndarray:
+        """As :meth:`simsrv.machine.executor.Machine.add_interrupts`: packets reach the card at
+        ``arrivals_us`` (ascending); every one arriving before ``horizon_us`` is known; returns
+        when each one's softirq ends (its arrival without an interrupt CPU), us."""
+        if self.irq_cpu is None:
+            return np.array(arrivals_us, dtype=np.float64)
+        bounds, last, cost = self._bounds, self._irq_last, self.softirq_us
+        ends = np.empty(len(arrivals_us))
+        for i, a in enumerate(arrivals_us):
+            a = float(a)
+            waiting = math.ceil((last - a) / cost) - 1.0 if last > a else 0.0
+            if waiting > self.max_backlog or (self._throttled and waiting > 0.0):
+                self._throttled = True  # dropped (netif_rx: the backlog is full)
+                ends[i] = math.nan
+                continue
+            self._throttled = False
+            start = a if a > last else last
+            last = start + cost
+            ends[i] = last
+            if bounds and start == bounds[-1]:
+                bounds[-1] = last
+            else:
+                bounds += (start, last)
+        self._irq_last, self._irq_horizon = last, float(horizon_us)
+        return ends
+
+    def _known_until(self, time: float) -> None:
+        """Every boundary up to ``time`` is final (before the horizon): else ask for more."""
+        while time >= self._irq_horizon:
+            horizon = self._irq_horizon
+            if self.interrupt_source is None or horizon == float("inf"):
+                raise RuntimeError(f"the machine needs the packets arriving after {horizon} us")
+            self.interrupt_source()
+            if self._irq_horizon <= horizon:
+                raise RuntimeError("the interrupt source added no packet time past the horizon")
+
+    def _irq_core(self, cpu: int) -> bool:
+        """Whether ``cpu`` is the interrupt CPU or, with SMT, a sibling on its core."""
+        irq = self.irq_cpu
+        if irq is None:
+            return False
+        per_core = self.smt_per_core
+        return cpu == irq or (self._smt and cpu // per_core == irq // per_core)
+
+    def _irq_stalls(self, cpu: int) -> bool:
+        """Whether ``cpu`` is the interrupt CPU inside a busy period (a boundary at this very
+        instant has happened)."""
+        if cpu != self.irq_cpu:
+            return False
+        self._known_until(self.env.now)
+        return bisect_right(self._bounds, self.env.now) % 2 == 1
+
+    def _watch_interrupts(self) -> None:
+        """A thread computes on the interrupt CPU's core: the core's busy count takes the
+        softirq in (nothing computed there since the last boundary watched), and a timer
+        waits for the next boundary (unless one already does)."""
+        if self._watching:
+            return
+        self._watching = True
+        irq = self.irq_cpu
+        if self._smt:
+            self._core_busy[irq // self.smt_per_core] = int(self._irq_stalls(irq))
+        self._next_boundary()
+
+    def _next_boundary(self) -> None:
+        """Schedule the first boundary after now (before every other event of its instant)."""
+        now = self.env.now
+        index = bisect_right(self._bounds, now)
+        while index >= len(self._bounds) or self._bounds[index] >= self._irq_horizon:
+            if self._irq_horizon == float("inf"):  # no boundary will ever come: the
+                return  # core's busy count stays maintained by its threads alone
+            self._known_until(max(now, self._irq_horizon))
+            index = bisect_right(self._bounds, now)
+        timer = self._boundary_timer = simpy.Event(self.env)
+        timer._ok, timer._value = True, None
+        timer.callbacks.append(lambda _event: self._boundary(index % 2 == 0))
+        self.env.schedule_at(timer, 0, self._bounds[index])
+
+    def _boundary(self, starts: bool) -> None:
+        """A busy period of the interrupt CPU starts or ends now (the fast engine's
+        ``_irq_boundary``); the next one is watched while a thread computes on its core."""
+        irq, now = self.irq_cpu, self.env.now
+        state = self._computing[irq]
+        if state is None:
+            if self._smt:
+                self._smt_change(irq, +1 if starts else -1)
+        elif starts:
+            state.remaining -= (now - state.last) * state.speed
+            if state.remaining < 0.0:
+                state.remaining = 0.0
+            state.last = now
+            if state.remaining > 0.0:
+                if now > state.began:
+                    self._record(state, state.activity, state.began, now)
+                state.speed = 0.0
+                state.token += 1  # its finish is void until the period ends
+        elif state.speed == 0.0:
+            per_core = self.smt_per_core
+            shared = self._smt and self._core_busy[irq // per_core] > 1
+            state.began = state.last = now
+            state.speed = (self.smt_throughput if shared else 1.0) * self._share[irq]
+            self._finish_in(state, state.remaining / state.speed)
+        core = [c for c in range(self.cpus) if self._irq_core(c)]
+        if any(self._computing[c] is not None for c in core):
+            self._next_boundary()
+        else:
+            self._watching = False
 
     def _barrier(self, state: _ThreadState, op: BarrierWait, barriers: dict) -> Generator:
         """Wait until every party of the barrier has arrived."""

@@ -14,7 +14,8 @@ sources:
   strategy with a compiled loop (:class:`~simsrv.strategies.base.FrameKernel`) runs many
   frames per call; any other strategy plans each frame in Python between the compiled steps
   (:meth:`FrameLoop.run_stream`).  The loop returns to Python only for what the stream must do
-  (generate the next ticks, join the next backlog block, find the next arrival: the reasons of
+  (generate the next ticks, join the next backlog block, find the next arrival, hand the
+  machine the packets its interrupt CPU will receive: the reasons of
   :mod:`simsrv.frame_steps.state`), or for a frame the strategy's compiled loop cannot plan
   (a tick table not loaded), which its Python ``plan`` plans;
 * **a socket** (a bounded socket, which drops packets; a cluster node, whose packets the
@@ -198,7 +199,10 @@ class FrameLoop:
         while not finish_plan_compiled(loop, *arguments):
             if self.ints[s.REASON] == s.PLAN_ERROR:
                 raise machine.plan_error(int(self.out[0]), int(self.ints[s.FRAME]), arrays)
-            machine.make_room()
+            if self.ints[s.REASON] == s.INTERRUPTS:
+                machine.more_interrupts()
+            else:
+                machine.make_room()
             loop = loop._replace(machine=machine.state)
         self._committed(1)
         self._record_extra()
@@ -276,6 +280,8 @@ class FrameLoop:
                 ints[s.HEAD] = ints[s.READ] = stream.first_block()[2]
             elif reason == s.ROOM:
                 self.machine.make_room()
+            elif reason == s.INTERRUPTS:
+                self.machine.more_interrupts()
             elif reason == s.PLAN_ERROR:
                 raise self.machine.plan_error(int(self.out[0]), int(ints[s.FRAME]), None)
         socket.hold(self.queued(stream))

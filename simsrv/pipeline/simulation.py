@@ -21,6 +21,7 @@ import pandas as pd
 
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conservation
+from simsrv.machine.plan import US_PER_S
 from simsrv.metrics.frame_digest import FrameDigest
 from simsrv.pipeline.frame_loop import FrameLoop
 from simsrv.pipeline.frame_stream import FrameStream
@@ -28,9 +29,10 @@ from simsrv.pipeline.keep_window import KeepWindow
 from simsrv.pipeline.seeding import run_streams
 from simsrv.pipeline.trace_stream import TraceStream
 from simsrv.platforms.network_path import (
+    interrupt_cpu,
     offered_packets_per_s,
+    softirq_us,
     thread_costs_platform,
-    with_softirq,
 )
 from simsrv.platforms.profile import Platform, resolve_platform
 from simsrv.scenario.schema import Scenario
@@ -63,8 +65,10 @@ class SimulationOutput:
         The machine's interval trace (:mod:`simsrv.machine.trace`): the rows that overlap
         the window asked for (``keep_trace``), or None when none was.
     arrived, dropped:
-        Packets that reached the socket in the measured window ``[warmup_s, warmup_s +
-        duration_s)``, and of those the ones dropped there (counted as they come, not stored).
+        Packets that reached the server in the measured window ``[warmup_s, warmup_s +
+        duration_s)``, and of those the ones dropped there, by its kernel's receive backlog
+        (:mod:`simsrv.platforms.network_path`) or its socket (counted as they come, not
+        stored).
     accounting:
         End-of-run message balance: ``sent = lost + in_flight + dropped + processed + queued``,
         counted at :func:`accounting_time_s` (the end of the last frame, at most one measured
@@ -113,9 +117,8 @@ def simulate(
     wall_start = time.perf_counter()
     rng = run_streams(scenario.run)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
-    background = with_softirq(
-        platform, tuple(scenario.machine.background), scenario.machine.cpus, offered_rate(scenario)
-    )
+    irq_cpu = interrupt_cpu(platform, scenario.machine.cpus)
+    softirq = softirq_us(platform)
     platform = thread_costs_platform(platform)  # the receive's softirq share runs on irq_cpu
     world = build_world(scenario, rng)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
@@ -130,10 +133,19 @@ def simulate(
         scenario.machine.cpus,
         platform.smt_per_core,
         platform.smt_throughput,
-        background=background,
+        background=tuple(scenario.machine.background),
         signal_send_us=platform.costs.signal_send,
         signal_wakeup_us=platform.costs.signal_wakeup,
+        irq_cpu=irq_cpu,
+        softirq_us=softirq,
+        max_backlog=platform.netdev_max_backlog,
+        interrupt_source=stream.generate_next,
     )
+    if irq_cpu is not None:  # the card's interrupts: every packet the clients' stream brings,
+        # readable from the socket when its softirq ends
+        stream.on_arrivals = lambda arrivals_s, horizon_s: (
+            machine.add_interrupts(arrivals_s * US_PER_S, horizon_s * US_PER_S) / US_PER_S
+        )
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
@@ -165,7 +177,7 @@ def simulate(
             "sent": counts.sent,
             "lost": counts.lost,
             "in_flight": counts.in_flight,
-            "dropped": socket.dropped,
+            "dropped": socket.dropped + stream.kernel_dropped,
             "processed": processed,
             "queued": len(socket),
         }
@@ -180,8 +192,8 @@ def simulate(
     return SimulationOutput(
         frames=frame_records.kept_frames(),
         trace=records.kept_trace(),
-        arrived=stream.arrived_in_window(),
-        dropped=socket.dropped_in_window,
+        arrived=stream.arrived_in_window() + stream.kernel_dropped_in_window,
+        dropped=socket.dropped_in_window + stream.kernel_dropped_in_window,
         accounting=accounting,
         end_s=now,
         wall_time_s=time.perf_counter() - wall_start,

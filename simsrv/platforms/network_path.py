@@ -13,31 +13,27 @@ one CPU for the run, ``irq_cpu``: the last logical CPU is the idle one for a ser
 threads than CPUs, and one of the busy ones for a server with a thread on every CPU.
 
 A platform with ``irq_cpu`` set splits every received packet's kernel cost
-``net_recv_per_message`` in two: the share ``softirq_share`` runs on logical CPU ``irq_cpu``,
-the rest in the reading thread (its ``net_recv`` computations cost ``1 - softirq_share`` of
-it).  The model takes the softirq at its mean: CPU ``irq_cpu`` is busy a share
+``net_recv_per_message`` in two: the share ``softirq_share`` (:func:`softirq_us`) runs on
+logical CPU ``irq_cpu`` when the packet reaches the card, the rest in the reading thread (its
+``net_recv`` computations cost ``1 - softirq_share`` of it: :func:`thread_costs_platform`).
+The machine takes every packet's softirq (:meth:`Machine.add_interrupts
+<simsrv.machine.executor.Machine.add_interrupts>`, the rule in
+:mod:`simsrv.machine.simpy_engine`'s docstring): first come first served on ``irq_cpu``, a
+softirq preempts the thread computing there and makes the CPU busy for its SMT siblings, and
+the packet is on its socket, readable, when its softirq ends (the client stream releases it
+then: :attr:`ClientStream.on_arrivals <simsrv.workload.clients.ClientStream.on_arrivals>`).
+The packets are every packet the clients send that is not lost, which the card receives
+whether or not the server keeps up: above ``1 / softirq_us`` packets/s the interrupt CPU
+cannot keep up and the socket's packets are readable later and later (a receive livelock).
 
-    load = offered packets/s x softirq_share x net_recv_per_message x 1e-6
-
-with it, as background load (:class:`~simsrv.machine.executor.Machine`: the server's
-computations there run at ``1 - load`` of their speed, in both engines), added to the
-scenario's own background on that CPU and capped at :data:`MAX_LOAD`.  The offered packets
-are the clients' (``players x rate_hz x (1 - packet_loss)``), which the card receives whether
-or not the server keeps up.
-
-Assumptions (docs/abdelkhalek.md shows their effect): the softirq's work is spread evenly in
-time (a packet's own softirq does not delay its reading, two packets' softirqs do not queue on
-each other); it does not slow the SMT sibling of ``irq_cpu``; a cluster node's machine does not
+Assumptions (docs/abdelkhalek.md shows their effect): one softirq per packet (no interrupt
+coalescing, no NAPI polling: Linux 2.4's ``netif_rx`` path); a cluster node's machine does not
 take it (single-server runs only).  Times are microseconds.
 """
 
 from __future__ import annotations
 
 from simsrv.platforms.profile import Platform
-
-MAX_LOAD = 0.999
-"""The most of ``irq_cpu`` the softirq may take (the scenario's background cap: the server keeps
-0.1 % of that CPU, a receive livelock rather than a stopped machine)."""
 
 
 def offered_packets_per_s(players: int, rate_hz: float, packet_loss: float) -> float:
@@ -76,17 +72,3 @@ def interrupt_cpu(platform: Platform, cpus: int) -> int | None:
     if cpu < 0:
         cpu += cpus
     return min(max(cpu, 0), cpus - 1)
-
-
-def with_softirq(
-    platform: Platform, background: tuple[float, ...], cpus: int, packets_per_s: float
-) -> tuple[float, ...]:
-    """The machine's background load per CPU (``cpus`` of them) with the softirq's mean load
-    added on the interrupt CPU (``background`` itself without one)."""
-    load = softirq_load(platform, packets_per_s)
-    cpu = interrupt_cpu(platform, cpus)
-    if cpu is None or load == 0.0:
-        return background
-    out = list(background) + [0.0] * (cpus - len(background))
-    out[cpu] = min(MAX_LOAD, out[cpu] + load)
-    return tuple(out)

@@ -137,6 +137,14 @@ class Platform(StrictModel):
         description="share of net_recv_per_message done in the receive softirq on irq_cpu (the "
         "rest in the reading thread's recvfrom)",
     )
+    netdev_max_backlog: int = Field(
+        300,
+        ge=1,
+        le=1_000_000,
+        description="packets the kernel queues for the receive softirq at most (Linux 2.4's "
+        "net.core.netdev_max_backlog, default 300): one arriving when more wait is dropped, "
+        "and so is every one after it until the queue is empty",
+    )
     costs: Costs = Costs()
 
 

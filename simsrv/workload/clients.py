@@ -26,6 +26,7 @@ advanced: those packets are never processed, so they carry no world state (zero 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -92,6 +93,16 @@ class ClientStream:
         self.sent = 0
         self.lost_sent_s: list[np.ndarray] = []
         self._closed = False
+        self.kernel_dropped = 0
+        """Packets the server's kernel dropped before its socket (:attr:`on_arrivals` gave them
+        no readable time); ``kernel_dropped_in_window``: those arriving in ``window``."""
+        self.kernel_dropped_in_window = 0
+        self.on_arrivals: Callable[[np.ndarray, float], np.ndarray] | None = None
+        """Called after each chunk with the arrival times at the network card (s, ascending)
+        of the packets it made known, those arriving from the previous horizon to the new one,
+        and the new :attr:`horizon_s`; returns when each packet is readable from the socket
+        (the end of its softirq: :mod:`simsrv.platforms.network_path`; NaN: dropped by the
+        kernel), which then releases it.  None: a packet is readable as it arrives."""
 
     horizon_s: float = 0.0
     """Every packet arriving before this time has been generated (updated per chunk)."""
@@ -131,9 +142,12 @@ class ClientStream:
             arrivals = np.concatenate([self._arrivals[start:], arrivals])
         self._buffer, self._arrivals = block, arrivals
 
-    def _take(self, t_s: float) -> np.ndarray:
+    def _take(self, t_s: float, card: bool = False) -> np.ndarray:
+        """Release the packets readable by ``t_s`` (``t_s`` before the horizon), or with
+        ``card`` those arrived at the card by then (any ``t_s``)."""
         head = self._head
-        cut = head + int(np.searchsorted(self._arrivals[head:], t_s, side="right"))
+        times = self._buffer["arrival_s"] if card else self._arrivals
+        cut = head + int(np.searchsorted(times[head:], t_s, side="right"))
         if cut < len(self._arrivals) or not self._later:  # within the first block
             if cut == head:
                 return EMPTY
@@ -142,7 +156,8 @@ class ClientStream:
         taken = [self._buffer[head:cut]]
         while cut == len(self._arrivals) and self._later:
             self._next_block()
-            cut = int(np.searchsorted(self._arrivals, t_s, side="right"))
+            times = self._buffer["arrival_s"] if card else self._arrivals
+            cut = int(np.searchsorted(times, t_s, side="right"))
             taken.append(self._buffer[:cut])
         self._head = cut
         return np.concatenate(taken)
@@ -232,7 +247,7 @@ class ClientStream:
             if arrival_times:
                 times.append(arrival[here])
             tick += 1
-        self._take(t_s)  # the pending packets arrived by ``t_s`` are released
+        self._take(t_s, card=True)  # the pending packets arrived by ``t_s`` are released
         arrival_s = np.sort(np.concatenate(times), kind="stable") if arrival_times else None
         return Settlement(sent, lost_n, flying, arrived, arrival_s)
 
@@ -249,7 +264,54 @@ class ClientStream:
                 for state in (self.world.advance(self.dt_s) for _ in range(self.chunk_ticks))
             ]
         self._merge(sort_by_arrival(np.concatenate(parts)))
-        self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
+        before, self.horizon_s = self.horizon_s, self.next_tick * self.dt_s + self.cfg.latency_s
+        if self.on_arrivals is not None:
+            self._known(before, self.horizon_s)
+
+    def generate_next(self) -> None:
+        """Generate the next chunk of ticks (moves :attr:`horizon_s` on)."""
+        self._generate_chunk()
+
+    def _known(self, t0: float, t1: float) -> None:
+        """The packets arriving at the card in ``[t0, t1)`` are known (none arrives there
+        later): :attr:`on_arrivals` gets their arrival times, and their release times become
+        its readable times.  (Packets arriving from ``t1`` on keep their arrival as release
+        time until known: at least ``t1``, after any release before the horizon.)"""
+        blocks = [(self._buffer, self._arrivals, self._head), *((*b, 0) for b in self._later)]
+        slices = []
+        for block, arrivals, head in blocks:
+            card = block["arrival_s"]
+            lo = head + int(np.searchsorted(card[head:], t0, side="left"))
+            hi = head + int(np.searchsorted(card[head:], t1, side="left"))
+            if hi > lo:
+                slices.append((card, arrivals, lo, hi))
+        parts = [card[lo:hi] for card, _, lo, hi in slices]
+        readable = self.on_arrivals(np.concatenate(parts) if parts else np.zeros(0), t1)
+        at = 0
+        for _, arrivals, lo, hi in slices:
+            arrivals[lo:hi] = readable[at : at + hi - lo]
+            at += hi - lo
+        if np.isnan(readable).any():  # the kernel dropped some (its receive backlog full)
+            self._drop_unreadable()
+
+    def _drop_unreadable(self) -> None:
+        """Remove the packets not released whose readable time is NaN, counted as dropped
+        by the server's kernel (:attr:`kernel_dropped`)."""
+        t0, t1 = self.window
+        blocks = [(self._buffer, self._arrivals), *self._later]
+        kept = []
+        for index, (block, arrivals) in enumerate(blocks):
+            gone = np.isnan(arrivals)
+            if gone.any():
+                card = block["arrival_s"][gone]
+                self.kernel_dropped += len(card)
+                self.kernel_dropped_in_window += int(np.count_nonzero((card >= t0) & (card < t1)))
+                block, arrivals = block[~gone], arrivals[~gone]
+            if index:
+                kept.append((block, arrivals))
+            else:
+                self._buffer, self._arrivals = block, arrivals
+        self._later = deque(kept)
 
     def _merge(self, chunk: np.ndarray) -> None:
         """Merge ``chunk`` (sorted by arrival, client, tick) into the backlog (sorted the same
@@ -266,7 +328,8 @@ class ClientStream:
             later = bool(self._later)
             block, arrivals = self._later[-1] if later else (self._buffer, self._arrivals)
             lo = 0 if later else self._head
-            split = lo + int(np.searchsorted(arrivals[lo:], first, side="left"))
+            # (by the card's arrival: ``arrivals`` holds the readable times of packets known)
+            split = lo + int(np.searchsorted(block["arrival_s"][lo:], first, side="left"))
             if split == len(arrivals):
                 break
             tails.append(block[split:])
