@@ -105,3 +105,64 @@ def test_settling_counts_what_generating_every_packet_would(
     np.testing.assert_array_equal(got.arrival_s, np.sort(arrival[arrival <= at])[released:])
     inside = (arrival <= at) & (arrival >= WINDOW[0]) & (arrival < WINDOW[1])
     assert stream.arrived_in_window() == np.count_nonzero(inside)
+
+
+class _Card:
+    """The network card's side for a stream: each packet readable ``delay_s`` after the
+    previous one's readable time or its arrival (a FIFO softirq), every ``drop_every``-th
+    dropped by the kernel (NaN), as the machine answers :attr:`ClientStream.on_arrivals`."""
+
+    def __init__(self, delay_s: float, drop_every: int) -> None:
+        self.delay_s, self.drop_every, self.last, self.count = delay_s, drop_every, -np.inf, 0
+        self.horizons: list[float] = []
+
+    def __call__(self, arrivals_s: np.ndarray, horizon_s: float) -> np.ndarray:
+        assert np.all(np.diff(arrivals_s) >= 0)
+        assert not self.horizons or arrivals_s.size == 0 or arrivals_s[0] >= self.horizons[-1]
+        assert arrivals_s.size == 0 or arrivals_s[-1] < horizon_s
+        self.horizons.append(horizon_s)
+        out = np.empty(len(arrivals_s))
+        for i, a in enumerate(arrivals_s):
+            self.count += 1
+            if self.drop_every and self.count % self.drop_every == 0:
+                out[i] = np.nan
+                continue
+            self.last = max(a, self.last) + self.delay_s
+            out[i] = self.last
+        return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    players=st.integers(1, 40),
+    rate=st.sampled_from([10.0, 31.25]),
+    latency=st.sampled_from([0.0, 0.004]),
+    delay=st.sampled_from([1e-4, 2e-3, 0.05]),
+    drop_every=st.sampled_from([0, 3, 7]),
+    steps=st.lists(st.floats(0.0, 0.7), min_size=1, max_size=10),
+    seed=st.integers(0, 2**16),
+)
+def test_a_stream_with_a_card_releases_each_packet_once_readable(
+    players, rate, latency, delay, drop_every, steps, seed
+):
+    """Every packet is handed to the card once, in arrival order, chunk by chunk before any
+    could be released; the stream releases, in arrival order, exactly the packets whose
+    readable time has come, and drops the ones the card drops (counted)."""
+    stream = closed_stream(players, rate, 0.5 / rate, latency, 0.0, seed, False)
+    card = _Card(delay, drop_every)
+    stream.on_arrivals = card
+    released, now = [], 0.0
+    for step in steps:
+        now += step
+        got = stream.release_until(now)
+        released.append(got)
+    got = np.concatenate(released) if released else np.zeros(0)
+    # the same packets, each with its readable time, from a plain stream and the same card
+    plain = closed_stream(players, rate, 0.5 / rate, latency, 0.0, seed, False)
+    packets = plain.release_until(now + 10.0)
+    readable = _Card(delay, drop_every)(packets["arrival_s"], np.inf)
+    kept = ~np.isnan(readable)
+    expected = packets[kept][readable[kept] <= now]
+    np.testing.assert_array_equal(got, expected)
+    known = packets["arrival_s"] < card.horizons[-1]  # handed to the card so far
+    assert stream.kernel_dropped == np.count_nonzero(~kept[known])

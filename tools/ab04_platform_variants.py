@@ -85,8 +85,9 @@ def measure(name: str, work: Path) -> dict[str, float]:
     text = (PLATFORM_DIR / f"{PLATFORM}.toml").read_text()
     path = work / (re.sub(r"\W+", "-", name).strip("-") + ".toml")
     path.write_text(variant_text(text, changes))
-    if refit:
+    if refit:  # (the fit writes the hand-set costs back: the variant's are applied again)
         path = fitted(path, work)
+        path.write_text(variant_text(path.read_text(), changes))
     reference = load_reference()
     rows = [row for row in reference.select(["abdelkhalek2004"]) if row.id in ROWS.values()]
     results = validate(rows, quick=True, seeds=3, workers=2, platform_files={PLATFORM: str(path)})

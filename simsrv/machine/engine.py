@@ -68,9 +68,9 @@ SERIAL, PHASED, EVENTS = 0, 1, 2
 ROOM = -1
 """A store lacks room: nothing was done; :func:`needs` says what to grow."""
 IRQ_SHORT = -12
-"""The interrupt schedule is not known far enough ahead for the frame (:func:`execute`) or
-the events asked for (:func:`run_until`): nothing was done; :func:`add_interrupts` then call
-again."""
+"""The interrupt CPU's packets are not known far enough ahead: for :func:`execute`, nothing
+was done; :func:`run_until` stopped before the first event it cannot process yet.  Call
+:func:`add_interrupts` with the next packets, then again."""
 (
     E_COORDINATOR,
     E_CPU,

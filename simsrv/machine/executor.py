@@ -82,6 +82,8 @@ class Machine:
         interrupt_source: Callable[[], None] | None = None,
     ) -> None:
         self.cpus = cpus
+        if irq_cpu is not None and not 0 <= irq_cpu < cpus:
+            raise ValueError(f"irq_cpu: {irq_cpu} is not a CPU of 0..{cpus - 1}")
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self.background = tuple(background) + (0.0,) * (cpus - len(background))

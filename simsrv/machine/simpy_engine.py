@@ -183,6 +183,8 @@ class SimpyMachine:
         interrupt_source: Callable[[], None] | None = None,
     ) -> None:
         self.cpus = cpus
+        if irq_cpu is not None and not 0 <= irq_cpu < cpus:
+            raise ValueError(f"irq_cpu: {irq_cpu} is not a CPU of 0..{cpus - 1}")
         self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
