@@ -1,8 +1,9 @@
 """Response time: how long a player waits for the server's answer to each packet.
 
-Definitions (``docs/model.md``, "Response time").  A packet that arrives at the server's
-socket at ``a`` and is read by the frame that starts at ``s`` and ends at ``e`` (the
-coordinator's end, s) waits ``s - a`` in the socket, and its *response time* is ``e - a``:
+Definitions (``docs/model.md``, "Response time").  A packet that arrives at the server (its
+network card: ``arrival_s``; with an interrupt CPU it is readable from the socket only when its
+softirq has ended) at ``a`` and is read by the frame that starts at ``s`` and ends at ``e``
+(the coordinator's end, s) waits ``s - a``, and its *response time* is ``e - a``:
 QuakeWorld sends every reply of a frame in its last stage (``SV_SendClientMessages``), so the
 answer to the packet leaves the server by the end of the frame that read it.  A client whose
 packets a frame reads gets one reply, which answers all of them (each packet is counted, with
