@@ -48,12 +48,15 @@ def test_without_an_interrupt_cpu_nothing_changes():
     assert network_path.softirq_us(platform) == 0.0
 
 
-def test_the_platform_file_checks_the_share():
+@pytest.mark.parametrize(
+    ("field", "value"), [("softirq_share", "1.5"), ("netdev_max_backlog", "0"), ("irq_cpu", "1.5")]
+)
+def test_the_platform_file_checks_the_interrupt_fields(tmp_path, field, value):
     text = (PLATFORM_DIR / "cordeiro2007-xeon.toml").read_text()
-    text = text.replace('name = "cordeiro2007-xeon"', 'name = "x"\nsoftirq_share = 1.5')
-    path = Path(__import__("tempfile").mkdtemp()) / "x.toml"
+    text = text.replace('name = "cordeiro2007-xeon"', f'name = "x"\n{field} = {value}')
+    path = tmp_path / "x.toml"
     path.write_text(text)
-    with pytest.raises(InputError, match="softirq_share"):
+    with pytest.raises(InputError, match=field):
         load_platform(str(path))
 
 
