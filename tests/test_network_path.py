@@ -111,6 +111,11 @@ def test_a_run_never_computes_on_the_interrupt_cpu_during_a_softirq(tmp_path, mo
         k = np.searchsorted(ends_us, start + 1e-6, side="right")
         assert k == len(ends_us) or starts_us[k] >= end - 1e-6
     assert run.frames.messages.sum() > 0
+    # the softirq time in the measured window [0.1, 0.4) s: the intervals clipped to it
+    t0, t1 = 0.1e6, 0.4e6
+    inside = np.clip(ends_us, t0, t1) - np.clip(starts_us, t0, t1)
+    assert run.softirq_s == pytest.approx(inside.sum() * 1e-6, rel=1e-9)
+    assert 0.0 < run.softirq_s < 0.3
 
 
 @pytest.mark.parametrize("engine", ["fast", "simpy"])

@@ -155,6 +155,11 @@ def format_summary(result: RunResult) -> str:
             "  OS time (share of CPU time)          "
             + "  ".join(f"{k} {v:.4f}" for k, v in os_share.items())
         )
+    if s["softirq_fraction"]:
+        lines.append(
+            "  interrupt CPU in the receive softirq  "
+            f"{s['softirq_fraction']:.4f} of its time (not in the breakdown above)"
+        )
     if "groups" in s:
         g = s["groups"]
         lines.append(

@@ -30,7 +30,6 @@ from simsrv.pipeline.seeding import run_streams
 from simsrv.pipeline.trace_stream import TraceStream
 from simsrv.platforms.network_path import (
     interrupt_cpu,
-    offered_packets_per_s,
     softirq_us,
     thread_costs_platform,
 )
@@ -87,6 +86,9 @@ class SimulationOutput:
     response:
         The measured packets' response times and socket waits
         (:class:`simsrv.workload.response_time.ResponseTimes`).
+    softirq_s:
+        Time the interrupt CPU spent in the receive softirq within the measured window, s
+        (:mod:`simsrv.platforms.network_path`; 0 without an interrupt CPU).
     """
 
     frames: pd.DataFrame | None
@@ -100,6 +102,7 @@ class SimulationOutput:
     trace_metrics: dict[str, Any]
     frame_digest: FrameDigest
     response: ResponseTimes
+    softirq_s: float = 0.0
 
 
 def simulate(
@@ -141,11 +144,15 @@ def simulate(
         max_backlog=platform.netdev_max_backlog,
         interrupt_source=stream.generate_next,
     )
+    softirq = SoftirqTime(softirq * 1e-6, window)
     if irq_cpu is not None:  # the card's interrupts: every packet the clients' stream brings,
         # readable from the socket when its softirq ends
-        stream.on_arrivals = lambda arrivals_s, horizon_s: (
-            machine.add_interrupts(arrivals_s * US_PER_S, horizon_s * US_PER_S) / US_PER_S
-        )
+
+        def interrupts(arrivals_s: np.ndarray, horizon_s: float) -> np.ndarray:
+            readable_s = machine.add_interrupts(arrivals_s * US_PER_S, horizon_s * US_PER_S)
+            return softirq.add(readable_s / US_PER_S)
+
+        stream.on_arrivals = interrupts
 
     reports_extra = type(strategy).frame_record is not Strategy.frame_record
     stop_s = scenario.run.warmup_s + scenario.run.duration_s
@@ -201,13 +208,27 @@ def simulate(
         trace_metrics=trace_metrics,
         frame_digest=digest,
         response=loop.response,
+        softirq_s=softirq.in_window_s,
     )
 
 
-def offered_rate(scenario: Scenario) -> float:
-    """Packets per second the scenario's clients bring to the server's network card."""
-    c = scenario.clients
-    return offered_packets_per_s(scenario.players.count, c.rate_hz, c.packet_loss)
+class SoftirqTime:
+    """The interrupt CPU's softirq time within ``window`` (s): each packet's softirq runs the
+    ``cost_s`` before it is readable, and the softirqs never overlap (first come first
+    served), so their time in the window is the sum of their intervals clipped to it."""
+
+    def __init__(self, cost_s: float, window: tuple[float, float]) -> None:
+        self.cost_s, self.window = cost_s, window
+        self.in_window_s = 0.0
+
+    def add(self, readable_s: np.ndarray) -> np.ndarray:
+        """Count the softirqs of packets readable at ``readable_s`` (NaN: dropped, none);
+        returns ``readable_s``."""
+        t0, t1 = self.window
+        done = readable_s[~np.isnan(readable_s)]
+        inside = np.clip(done, t0, t1) - np.clip(done - self.cost_s, t0, t1)
+        self.in_window_s += float(inside.sum())
+        return readable_s
 
 
 def slowest_speed(machine: Any) -> float:

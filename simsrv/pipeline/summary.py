@@ -51,6 +51,8 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
     ``stage_time_fraction`` and ``per_thread`` (:mod:`simsrv.metrics.stages`), ``groups``
     for strategies that group entities, and ``memory_bytes`` / ``memory_reserved_bytes``
     (resident and reserved thread-stack memory, bytes) for strategies that record them;
+    ``softirq_fraction`` (share of the interrupt CPU's time in the receive softirq, which the
+    trace does not show: :mod:`simsrv.platforms.network_path`; 0 without an interrupt CPU);
     ``response_time_ms``, ``socket_wait_ms``, ``answered_packets`` and ``unanswered_packets``
     (:meth:`simsrv.workload.response_time.ResponseTimes.summary`).
     """
@@ -72,6 +74,7 @@ def summarize(scenario: Scenario, out: SimulationOutput) -> dict[str, Any]:
         **{key: traced[key] for key in WAITING_FRACTIONS},
         "stage_time_fraction": stage_time_fraction(traced["per_thread"]),
         "per_thread": traced["per_thread"],
+        "softirq_fraction": out.softirq_s / span if span else 0.0,
     }
     for key in ("groups", *MEMORY_COLUMNS):  # strategies that group; with static threads
         if key in framed:

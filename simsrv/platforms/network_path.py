@@ -36,21 +36,11 @@ from __future__ import annotations
 from simsrv.platforms.profile import Platform
 
 
-def offered_packets_per_s(players: int, rate_hz: float, packet_loss: float) -> float:
-    """Packets per second the clients' packets bring to the card."""
-    return players * rate_hz * (1.0 - packet_loss)
-
-
 def softirq_us(platform: Platform) -> float:
     """Softirq work per received packet on ``irq_cpu``, us (0 without an interrupt CPU)."""
     if platform.irq_cpu is None:
         return 0.0
     return platform.softirq_share * platform.costs.net_recv_per_message
-
-
-def softirq_load(platform: Platform, packets_per_s: float) -> float:
-    """Share of ``irq_cpu`` the softirq takes at ``packets_per_s`` (uncapped)."""
-    return packets_per_s * softirq_us(platform) * 1e-6
 
 
 def thread_costs_platform(platform: Platform) -> Platform:

@@ -12,9 +12,6 @@ from typing import Any
 
 from simsrv.core.registry import Registry
 from simsrv.machine.trace import is_wait
-from simsrv.pipeline.simulation import offered_rate
-from simsrv.platforms.network_path import softirq_load
-from simsrv.platforms.profile import resolve_platform
 from simsrv.scenario.schema import Scenario
 
 Summary = dict[str, Any]
@@ -100,10 +97,9 @@ def network_share(summary: Summary, scenario: Scenario) -> float:
 @quantity("network_processing_share")
 def network_processing_share(summary: Summary, scenario: Scenario) -> float:
     """Share of the busy CPU time in network-related processing: the system calls and the
-    receive softirq on the interrupt CPU (:mod:`simsrv.platforms.network_path`: background
-    load, not in the trace, added at its mean)."""
-    platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
-    softirq = softirq_load(platform, offered_rate(scenario)) / scenario.machine.cpus
+    receive softirq on the interrupt CPU (:mod:`simsrv.platforms.network_path`; not in the
+    trace: the summary's ``softirq_fraction``, of one CPU's time)."""
+    softirq = summary["softirq_fraction"] / scenario.machine.cpus  # of the total CPU time
     return busy_share(summary, ("net_recv", "net_send"), untraced=softirq)
 
 
