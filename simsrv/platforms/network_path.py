@@ -24,7 +24,9 @@ the packet is on its socket, readable, when its softirq ends (the client stream 
 then: :attr:`ClientStream.on_arrivals <simsrv.workload.clients.ClientStream.on_arrivals>`).
 The packets are every packet the clients send that is not lost, which the card receives
 whether or not the server keeps up: above ``1 / softirq_us`` packets/s the interrupt CPU
-cannot keep up and the socket's packets are readable later and later (a receive livelock).
+cannot keep up, the kernel drops what its receive backlog (``netdev_max_backlog``) cannot
+hold, and the thread on that CPU starves (a receive livelock: 2.4's ``ksoftirqd`` is not
+modelled).
 
 Assumptions (docs/abdelkhalek.md shows their effect): one softirq per packet (no interrupt
 coalescing, no NAPI polling: Linux 2.4's ``netif_rx`` path); a cluster node's machine does not
