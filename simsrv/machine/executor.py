@@ -250,7 +250,7 @@ class Machine:
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)
         heap = int(ri[engine.R_HEAP]) + 2 * self.smt_per_core * rows + 64
-        if heap > len(self._arrays["ht"]):
+        if ri[engine.R_IRQ_CPU] >= 0 and heap > len(self._arrays["ht"]):  # boundaries' events
             for name in ("ht", "hi"):
                 self._arrays[name] = _grown(self._arrays[name], heap)
             self._state = None
