@@ -1020,19 +1020,33 @@ def _smt_change(m, cpu, delta):
     per_core = ri[R_PER_CORE]
     core = cpu // per_core
     m.core_busy[core] += delta
-    speed = 1.0 if m.core_busy[core] <= 1 else m.rf[F_THROUGHPUT]
+    speed = _core_speed(m, core)
     now = m.rf[F_NOW]
     for sibling in range(core * per_core, min(ri[R_CPUS], (core + 1) * per_core)):
         other = ci[sibling, C_HOLDER]
         if sibling == cpu or other < 0 or _irq_stalls(m, sibling):
             continue
-        tf[other, TF_REMAINING] -= (now - tf[other, TF_LAST]) * tf[other, TF_SPEED]
-        if tf[other, TF_REMAINING] < 0.0:  # rounding: the work is done now, not before now
-            tf[other, TF_REMAINING] = 0.0
-        tf[other, TF_LAST] = now
+        _progress(m, other, now)
         tf[other, TF_SPEED] = speed * m.share[sibling]
         _reschedule(m, other)
     return speed
+
+
+@inlined
+def _core_speed(m, core):
+    """The speed of a computation on ``core`` (1, or the SMT throughput while another of
+    its logical CPUs computes too)."""
+    return m.rf[F_THROUGHPUT] if m.ri[R_SMT] and m.core_busy[core] > 1 else 1.0
+
+
+@inlined
+def _progress(m, s, now):
+    """Slot ``s``'s computation has run at its speed until ``now``: its work left so far."""
+    tf = m.tf
+    tf[s, TF_REMAINING] -= (now - tf[s, TF_LAST]) * tf[s, TF_SPEED]
+    if tf[s, TF_REMAINING] < 0.0:  # rounding: the work is done now, not before now
+        tf[s, TF_REMAINING] = 0.0
+    tf[s, TF_LAST] = now
 
 
 @inlined
@@ -1090,10 +1104,7 @@ def _irq_boundary(m, time):
             _smt_change(m, irq, STARTS if starts else STOPS)
         return
     if starts:
-        tf[s, TF_REMAINING] -= (time - tf[s, TF_LAST]) * tf[s, TF_SPEED]
-        if tf[s, TF_REMAINING] < 0.0:
-            tf[s, TF_REMAINING] = 0.0
-        tf[s, TF_LAST] = time
+        _progress(m, s, time)
         if tf[s, TF_REMAINING] > 0.0:
             if time > tf[s, TF_BEGAN]:
                 _row(m, ti[s, T_FRAME], irq, ti[s, T_CODE], m.ov[ti[s, T_PC]], tf[s, TF_BEGAN],
@@ -1101,10 +1112,8 @@ def _irq_boundary(m, time):
             tf[s, TF_SPEED] = 0.0
             ti[s, T_TOKEN] += 1  # its finish is void until the period ends
     elif tf[s, TF_SPEED] == 0.0:
-        per_core = ri[R_PER_CORE]
-        shared = ri[R_SMT] and m.core_busy[irq // per_core] > 1
         tf[s, TF_BEGAN], tf[s, TF_LAST] = time, time
-        tf[s, TF_SPEED] = (m.rf[F_THROUGHPUT] if shared else 1.0) * m.share[irq]
+        tf[s, TF_SPEED] = _core_speed(m, irq // ri[R_PER_CORE]) * m.share[irq]
         _reschedule(m, s)
 
 

@@ -200,6 +200,7 @@ class SimpyMachine:
         self._irq_horizon = 0.0  # every packet arriving before it is known
         self._watching = False  # a timer waits for the next boundary
         self._boundary_timer: simpy.Event | None = None  # that timer
+        self._irq_core_cpus = [c for c in range(cpus) if self._irq_core(c)]  # softirqs' speeds
         self._speeds = (
             self._smt or any(b > 0.0 for b in self.background) or self.irq_cpu is not None
         )
@@ -369,16 +370,12 @@ class SimpyMachine:
         per_core = self.smt_per_core
         core = cpu // per_core
         self._core_busy[core] += delta
-        speed = 1.0 if self._core_busy[core] <= 1 else self.smt_throughput
-        now = self.env.now
+        speed = self._core_speed(core)
         for sibling in range(core * per_core, min(self.cpus, (core + 1) * per_core)):
             other = self._computing[sibling]
             if sibling == cpu or other is None or self._irq_stalls(sibling):
                 continue
-            other.remaining -= (now - other.last) * other.speed
-            if other.remaining < 0.0:  # rounding: the work is done now, not before now
-                other.remaining = 0.0
-            other.last = now
+            self._progress(other)
             other.speed = speed * self._share[sibling]
             self._finish_in(other, other.remaining / other.speed)
         return speed
@@ -472,26 +469,33 @@ class SimpyMachine:
             if self._smt:
                 self._smt_change(irq, +1 if starts else -1)
         elif starts:
-            state.remaining -= (now - state.last) * state.speed
-            if state.remaining < 0.0:
-                state.remaining = 0.0
-            state.last = now
+            self._progress(state)
             if state.remaining > 0.0:
                 if now > state.began:
                     self._record(state, state.activity, state.began, now)
                 state.speed = 0.0
                 state.token += 1  # its finish is void until the period ends
         elif state.speed == 0.0:
-            per_core = self.smt_per_core
-            shared = self._smt and self._core_busy[irq // per_core] > 1
             state.began = state.last = now
-            state.speed = (self.smt_throughput if shared else 1.0) * self._share[irq]
+            state.speed = self._core_speed(irq // self.smt_per_core) * self._share[irq]
             self._finish_in(state, state.remaining / state.speed)
-        core = [c for c in range(self.cpus) if self._irq_core(c)]
-        if any(self._computing[c] is not None for c in core):
+        if any(self._computing[c] is not None for c in self._irq_core_cpus):
             self._next_boundary()
         else:
             self._watching = False
+
+    def _core_speed(self, core: int) -> float:
+        """The speed of a computation on ``core`` (1, or the SMT throughput while another of
+        its logical CPUs computes too)."""
+        return self.smt_throughput if self._smt and self._core_busy[core] > 1 else 1.0
+
+    def _progress(self, state: _ThreadState) -> None:
+        """``state``'s computation has run at its speed until now: its work left so far."""
+        now = self.env.now
+        state.remaining -= (now - state.last) * state.speed
+        if state.remaining < 0.0:  # rounding: the work is done now, not before now
+            state.remaining = 0.0
+        state.last = now
 
     def _barrier(self, state: _ThreadState, op: BarrierWait, barriers: dict) -> Generator:
         """Wait until every party of the barrier has arrived."""
