@@ -121,7 +121,7 @@ def simulate(
     rng = run_streams(scenario.run)
     platform: Platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
     irq_cpu = interrupt_cpu(platform, scenario.machine.cpus)
-    softirq = softirq_us(platform)
+    softirq_cost_us = softirq_us(platform)  # a packet's, on irq_cpu
     platform = thread_costs_platform(platform)  # the receive's softirq share runs on irq_cpu
     world = build_world(scenario, rng)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
@@ -140,17 +140,17 @@ def simulate(
         signal_send_us=platform.costs.signal_send,
         signal_wakeup_us=platform.costs.signal_wakeup,
         irq_cpu=irq_cpu,
-        softirq_us=softirq,
+        softirq_us=softirq_cost_us,
         max_backlog=platform.netdev_max_backlog,
         interrupt_source=stream.generate_next,
     )
-    softirq = SoftirqTime(softirq * 1e-6, window)
+    softirq_time = SoftirqTime(softirq_cost_us * 1e-6, window)
     if irq_cpu is not None:  # the card's interrupts: every packet the clients' stream brings,
         # readable from the socket when its softirq ends
 
         def interrupts(arrivals_s: np.ndarray, horizon_s: float) -> np.ndarray:
             readable_s = machine.add_interrupts(arrivals_s * US_PER_S, horizon_s * US_PER_S)
-            return softirq.add(readable_s / US_PER_S)
+            return softirq_time.add(readable_s / US_PER_S)
 
         stream.on_arrivals = interrupts
 
@@ -208,7 +208,7 @@ def simulate(
         trace_metrics=trace_metrics,
         frame_digest=digest,
         response=loop.response,
-        softirq_s=softirq.in_window_s,
+        softirq_s=softirq_time.in_window_s,
     )
 
 
