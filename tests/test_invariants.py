@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from simsrv.cli.main import main
 from simsrv.frame_steps import state as STATE
-from simsrv.machine import Acquire, Machine
+from simsrv.machine import Acquire, Machine, SpinSection
 from simsrv.machine.invariants import (
     CHECKS,
     InvariantViolation,
@@ -216,6 +216,7 @@ def test_random_plans_keep_every_machine_invariant_and_log_every_critical_sectio
     columns = list(zip(*rows, strict=True)) if rows else [()] * 6
     frame, cpu, thread, activity, start, end = (np.array(c) for c in columns)
     busy = np.array([not a.endswith("_wait") for a in activity], dtype=bool)
+    spin = np.array([a == "lock_spin" for a in activity], dtype=bool)
     check_trace(
         frame.astype(int),
         cpu.astype(int),
@@ -225,6 +226,7 @@ def test_random_plans_keep_every_machine_invariant_and_log_every_critical_sectio
         busy,
         np.array(machine.charged_us),
         1.0,
+        by_machine=spin,
     )
     # every thread that takes a lock has a logged critical section of it (the phased shortcut
     # logs one superset per lock and phase, the engine one per acquisition)
@@ -233,10 +235,12 @@ def test_random_plans_keep_every_machine_invariant_and_log_every_critical_sectio
         for index, plan in enumerate(frames)
         for t in plan.threads
         for op in t.ops
-        if type(op) is Acquire
+        if type(op) in (Acquire, SpinSection)
     }
     assert {hold[:3] for hold in machine.lock_holds} == taken
-    acquires = sum(type(op) is Acquire for plan in frames for t in plan.threads for op in t.ops)
+    acquires = sum(
+        type(op) in (Acquire, SpinSection) for plan in frames for t in plan.threads for op in t.ops
+    )
     assert len(machine.lock_holds) <= acquires
 
 

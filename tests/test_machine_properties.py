@@ -1,6 +1,6 @@
 """Properties of the machine on random plans: the run and phased shortcuts change nothing,
-CPUs never run two things at once, every computation is charged in full, locks exclude each
-other."""
+CPUs never run two things at once, every computation is charged in full, locks (sleeping and
+spin) exclude each other."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from simsrv.machine import (
     Machine,
     Release,
     Spawn,
+    SpinSection,
     Thread,
 )
 
@@ -28,10 +29,13 @@ COSTS = st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 2.5])  # small values: many ex
 
 @st.composite
 def segment(draw) -> list:
-    """Computations and critical sections (locks taken in a fixed order: no deadlock)."""
+    """Computations, critical sections (locks taken in a fixed order: no deadlock) and spin
+    sections (lock ``S``, maybe inside the others)."""
     ops: list = []
     for _ in range(draw(st.integers(0, 4))):
         ops.append(Compute(draw(st.sampled_from(["a", "b"])), draw(COSTS)))
+        if draw(st.integers(0, 3)) == 0:
+            ops.append(SpinSection("S", "xmit", draw(COSTS.filter(lambda c: c > 0))))
         if draw(st.booleans()):
             locks = draw(st.sampled_from([["L0"], ["L1"], ["L0", "L1"]]))
             ops += [Acquire(k) for k in locks]
@@ -99,18 +103,22 @@ def test_the_run_shortcut_gives_the_op_by_op_timeline(script):
 def test_cpus_run_one_thing_at_a_time_and_charge_every_computation(script):
     cpus, frames, gaps = script
     _, rows = execute(cpus, frames, gaps, runs=True)
-    busy = sorted(
+    busy = sorted(  # (a spin busy-waits on its CPU: it holds it)
         (cpu, start, end) for _, cpu, _, activity, start, end in rows if "wait" not in activity
     )
     for (cpu_a, _, end_a), (cpu_b, start_b, _) in zip(busy, busy[1:], strict=False):
         assert cpu_a != cpu_b or end_a <= start_b + 1e-9
     charged = defaultdict(float)
     for frame, _, thread, activity, start, end in rows:
-        if "wait" not in activity:
+        if "wait" not in activity and activity != "lock_spin":
             charged[frame, thread] += end - start
     for frame, plan in enumerate(frames):
         for thread in plan.threads:
-            planned = sum(op.cost_us for op in thread.ops if type(op) is Compute and op.cost_us > 0)
+            planned = sum(
+                op.cost_us
+                for op in thread.ops
+                if type(op) in (Compute, SpinSection) and op.cost_us > 0
+            )
             assert abs(charged[frame, thread.name] - planned) < 1e-9
 
 
@@ -127,7 +135,7 @@ def test_critical_sections_of_one_lock_never_overlap(script):
         for plan in frames
     ]
     _, rows = execute(cpus, labelled, gaps, runs=True)
-    for lock in ("L0", "L1"):
+    for lock in ("L0", "L1", "S"):
         spans = sorted((s, e) for *_, activity, s, e in rows if lock in activity.split("+"))
         for (_, end_a), (start_b, _) in zip(spans, spans[1:], strict=False):
             assert end_a <= start_b + 1e-9
@@ -143,6 +151,8 @@ def _label_critical(ops: tuple) -> tuple:
             held.remove(op.lock)
         elif type(op) is Compute and held:
             op = Compute("+".join(held), op.cost_us)
+        elif type(op) is SpinSection:
+            op = op._replace(activity="+".join([*held, op.lock]))
         out.append(op)
     return tuple(out)
 

@@ -14,6 +14,7 @@ from simsrv.machine import (
     Release,
     RunFirst,
     Spawn,
+    SpinSection,
     Thread,
 )
 from simsrv.machine.executor import PlanError
@@ -398,3 +399,78 @@ def test_the_machine_asks_for_the_packets_after_its_horizon():
     here = FramePlan(threads=(Thread("a", 0, (Compute("request", 100.0),)),))
     with pytest.raises(RuntimeError, match="packets arriving after 50.0 us"):
         m.execute(here, 1, 100e-6)
+
+
+# -- kernel spinlocks (the device's transmit lock): the waiter spins on its CPU -------------
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_spinning_sender_holds_its_cpu_until_it_has_the_lock_and_has_sent(engine):
+    """a (CPU 0) and b (CPU 1) send at 0 through one transmit lock (5 and 3 us under it): a,
+    first in plan order, holds it 0-5; b spins on CPU 1 0-5, busy (the machine's charge, no
+    signal even with a signalling thread library), then sends 5-8.  c on CPU 1 wants 2 us
+    at 0: the spinner keeps the CPU, so c computes 8-10."""
+    m = engine(2, signal_send_us=2.0, signal_wakeup_us=3.0)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (SpinSection("dev", "net_send", 5.0), Join("c"))),
+            Thread("b", 1, (SpinSection("dev", "net_send", 3.0),)),
+            Thread("c", 1, (Compute("reply", 2.0),)),
+        )
+    )
+    assert m.execute(plan, 0, 0.0) == pytest.approx(10e-6)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "net_send", 0.0, 5.0),
+        (0, "a", "join_wait", 5.0, 10.0),
+        (1, "b", "lock_spin", 0.0, 5.0),
+        (1, "b", "net_send", 5.0, 8.0),
+        (1, "c", "reply", 8.0, 10.0),
+    ]
+    assert m.charged_us == [10.0]  # the spin is the machine's, not the plan's
+    holds = sorted((h[2], h[3], h[4]) for h in m.lock_holds.rows)
+    assert holds == [("a", 0.0, 5.0), ("b", 5.0, 8.0)]
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_spinning_smt_sibling_does_not_slow_the_holder(engine):
+    """CPUs 0 and 1 share a core (throughput 0.5 while both compute).  b spins on CPU 1
+    while a sends on CPU 0: a's 4 us take 0-4 (a spin loop's pause does not compete), then
+    b's 4 us take 4-8."""
+    m = engine(2, 2, 0.5)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (SpinSection("dev", "net_send", 4.0),)),
+            Thread("b", 1, (SpinSection("dev", "net_send", 4.0),)),
+        )
+    )
+    m.execute(plan, 0, 0.0)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "net_send", 0.0, 4.0),
+        (1, "b", "lock_spin", 0.0, 4.0),
+        (1, "b", "net_send", 4.0, 8.0),
+    ]
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_softirq_interrupts_a_spinner_and_its_section(engine):
+    """CPU 0 takes the interrupts; packets at 1 and 9 us cost 2 us of softirq each (1-3,
+    9-11).  a on CPU 1 holds the transmit lock 0-6; b on CPU 0 spins 0-1 and 3-6 (the
+    softirq is not spin), then sends 6-9 and 11-13 (its 5 us, the second softirq aside)."""
+    m = _interrupt_machine(engine, 2, [1.0, 9.0], softirq_us=2.0)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 1, (SpinSection("dev", "net_send", 6.0), Join("b"))),
+            Thread("b", 0, (SpinSection("dev", "net_send", 5.0),)),
+        )
+    )
+    assert m.execute(plan, 0, 0.0) == pytest.approx(13e-6)
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (1, "a", "net_send", 0.0, 6.0),
+        (1, "a", "join_wait", 6.0, 13.0),
+        (0, "b", "lock_spin", 0.0, 1.0),
+        (0, "b", "lock_spin", 3.0, 6.0),
+        (0, "b", "net_send", 6.0, 9.0),
+        (0, "b", "net_send", 11.0, 13.0),
+    ]

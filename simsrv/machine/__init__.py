@@ -16,6 +16,7 @@ from simsrv.machine.plan import (
     Release,
     RunFirst,
     Spawn,
+    SpinSection,
     Thread,
 )
 from simsrv.machine.trace import WAIT_ACTIVITIES, Trace, is_wait
@@ -31,6 +32,7 @@ __all__ = [
     "SPAWNER_CPU",
     "RunFirst",
     "Spawn",
+    "SpinSection",
     "Thread",
     "Trace",
     "WAIT_ACTIVITIES",

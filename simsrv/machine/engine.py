@@ -61,6 +61,7 @@ from simsrv.machine.plan_arrays import (
     RELEASE,
     RUN_FIRST,
     SPAWN,
+    SPIN,
 )
 
 SERIAL, PHASED, EVENTS = 0, 1, 2
@@ -97,9 +98,9 @@ DONE = -2
     R_REFUSALS, R_CPUS, R_PER_CORE, R_RUNS, R_SMT, R_SPEEDS, R_BACKGROUND, R_LOCK_WAIT,
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
     R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
-    R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE,
-) = range(36)  # fmt: skip
-INT_REGISTERS = 36
+    R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE, R_SPIN_ACT, R_SECTIONS,
+) = range(38)  # fmt: skip
+INT_REGISTERS = 38
 # -- float registers (rf) --------------------------------------------------------------------
 F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON = range(8)
 FLOAT_REGISTERS = 8
@@ -107,8 +108,9 @@ FLOAT_REGISTERS = 8
 (
     T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
     T_JHEAD, T_JTAIL, T_CODE, T_SPAWNED, T_LIVE, T_FIRST, T_TARGET, T_LOAD, T_SIGNAL_ACT,
-) = range(20)  # fmt: skip
-THREAD_INTS = 20
+    T_SPIN,
+) = range(21)  # fmt: skip
+THREAD_INTS = 21
 TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST, TF_SIGNAL = range(6)
 THREAD_FLOATS = 6
 # -- heap entries (hi; ht holds the times) ---------------------------------------------------
@@ -202,7 +204,7 @@ def new_arrays(
     ri[R_IRQ_CPU] = irq_cpu if interrupts else NONE
     ri[R_IRQ_BACKLOG] = max_backlog
     ri[R_SPEEDS] = smt or ri[R_BACKGROUND] or interrupts
-    ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = -1
+    ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = ri[R_SPIN_ACT] = -1
     rf = np.zeros(FLOAT_REGISTERS)
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
     rf[F_SEND], rf[F_WAKEUP] = signal_send_us, signal_wakeup_us
@@ -259,11 +261,12 @@ def execute(
     plain = True  # only computations, barriers and locks: the phased path may take it
     for i in range(n):
         k = kind[i]
-        if k == COMPUTE:
-            if cost[i] > 0:
-                charged += cost[i]
-        else:
+        if k in (COMPUTE, SPIN) and cost[i] > 0:
+            charged += cost[i]
+        if k != COMPUTE:
             serial = False
+            if k == SPIN:
+                ri[R_SECTIONS] = 1  # (from now on a row more per operation is reserved)
             if k == BARRIER and not is_wait[activity[i]]:
                 ri[R_ERR_SLOT], ri[R_ERR_ARG] = thread[i], activity[i]
                 return E_NOT_WAIT
@@ -406,10 +409,10 @@ def _room(m, threads, n, bars, periods):
         or ri[R_BARS] + bars > len(m.bi)
     ):
         _compact(m)
-    # each op records at most one row and one hold (two rows with signals: a wait, a wake-up)
-    # (and an interrupt splits the row of the computation it stops, and reschedules the
-    # computations of its core)
-    rows = (1 + ri[R_SIGNALS]) * (ri[R_OPS] + n) + len(m.li) + 1 + periods
+    # each op records at most one row and one hold (two rows with signals: a wait, a wake-up;
+    # a spin section two: its spin and its computation) (and an interrupt splits the row of
+    # the computation or spin it stops, and reschedules the computations of its core)
+    rows = (1 + ri[R_SIGNALS] + ri[R_SECTIONS]) * (ri[R_OPS] + n) + len(m.li) + 1 + periods
     heap = ri[R_HEAP] + 8 * (ri[R_OPS] + n) + 8 * (ri[R_SLOTS] + threads) + 64
     heap += 2 * ri[R_PER_CORE] * periods
     ri[R_NEED_SLOTS], ri[R_NEED_OPS] = ri[R_SLOTS] + threads, ri[R_OPS] + n
@@ -484,7 +487,7 @@ def _compact(m):
             a = m.oa[i]
             if k == BARRIER:
                 a = keep_bar[a]
-            elif k >= SPAWN:
+            elif SPAWN <= k <= RUN_FIRST:
                 a = keep_slot[a]
             m.ok[j], m.oc[j], m.oa[j], m.ov[j] = k, m.oc[i], a, m.ov[i]
         for c in range(THREAD_INTS):
@@ -562,6 +565,8 @@ def _load(
             if k in (COMPUTE, BARRIER):
                 m.ov[j] = activity_codes[activity[i]]
                 m.oa[j] = bar + arg[i] if k == BARRIER else NONE
+            elif k == SPIN:
+                m.ov[j], m.oa[j] = activity_codes[activity[i]], lock_codes[arg[i]]
             elif k in (ACQUIRE, RELEASE):
                 m.ov[j], m.oa[j] = NONE, lock_codes[arg[i]]
             else:
@@ -749,6 +754,14 @@ def _step(m):
     elif kind == WAKE:
         pc = ti[s, T_PC]
         k = m.ok[pc]
+        if k == SPIN:  # a spinner has the lock handed over: it computes on at once
+            cpu = ti[s, T_CPU]
+            if time > m.tf[s, TF_BEGAN] and not _irq_stalls(m, cpu):
+                _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ri[R_SPIN_ACT], m.tf[s, TF_BEGAN],
+                     time)  # fmt: skip
+            ti[s, T_SPIN] = 0
+            _begin_compute(m, s)
+            return NONE
         if k == ACQUIRE:
             act = m.ri[R_LOCK_WAIT]
         elif k == JOIN:
@@ -787,7 +800,7 @@ def _advance(m, s):
         if ri[R_HEAP] and _before(m.ht[0], m.hi[0, H_FRAME], m.hi[0, H_RANK], now, frame, rank):
             _push(m, now, s, RESUME)  # an earlier thread acts first
             return
-        if k == COMPUTE:
+        if k in (COMPUTE, SPIN):
             _request_cpu(m, s)
             return
         if k == BARRIER:
@@ -874,16 +887,21 @@ def _request_cpu(m, s):
 
 @borrowing
 def _begin_compute(m, s):
-    """Slot ``s`` takes its (free) CPU for the computation at its pc and the ones after."""
+    """Slot ``s`` takes its (free) CPU for the computation at its pc and the ones after (a
+    spin section: for its spin while the lock is held, then its computation alone)."""
     ri, ti, ok, oc = m.ri, m.ti, m.ok, m.oc
     now, cpu = m.rf[F_NOW], ti[s, T_CPU]
     m.ci[cpu, C_HOLDER] = s
-    m.tf[s, TF_BEGAN] = now
     pc = ti[s, T_PC]
+    section = ok[pc] == SPIN
+    if section and not _holds(m, s, m.oa[pc]) and not _acquire(m, s, m.oa[pc]):
+        ti[s, T_SPIN] = 1  # it spins, holding the CPU, until the holder hands it over
+        return
+    m.tf[s, TF_BEGAN] = now
     if ri[R_SPEEDS]:
         _begin_smt(m, s, oc[pc])
         return
-    if not ri[R_RUNS] or m.ci[cpu, C_HEAD] >= 0:  # others wait: it gives the CPU up after one
+    if section or not ri[R_RUNS] or m.ci[cpu, C_HEAD] >= 0:  # it gives the CPU up after one
         ti[s, T_TOKEN] += 1
         _push(m, now + oc[pc], s, FINISH)
         return
@@ -969,6 +987,8 @@ def _end_compute(m, s):
     if m.ri[R_SMT] and not _irq_stalls(m, cpu):  # (in a softirq the logical CPU stays busy)
         _smt_change(m, cpu, STOPS)
     ti[s, T_PC] = pc + 1
+    if m.ok[pc] == SPIN:  # the section's lock goes to the first spinner (no signal)
+        _release(m, s, m.oa[pc])
     _free_cpu(m, cpu)
 
 
@@ -1024,8 +1044,8 @@ def _smt_change(m, cpu, delta):
     now = m.rf[F_NOW]
     for sibling in range(core * per_core, min(ri[R_CPUS], (core + 1) * per_core)):
         other = ci[sibling, C_HOLDER]
-        if sibling == cpu or other < 0 or _irq_stalls(m, sibling):
-            continue
+        if sibling == cpu or other < 0 or _irq_stalls(m, sibling) or m.ti[other, T_SPIN]:
+            continue  # (a spinner does not compute)
         _progress(m, other, now)
         tf[other, TF_SPEED] = speed * m.share[sibling]
         _reschedule(m, other)
@@ -1099,7 +1119,12 @@ def _irq_boundary(m, time):
     ri[R_IRQ_NEXT] += 1
     irq = ri[R_IRQ_CPU]
     s = m.ci[irq, C_HOLDER]
-    if s < 0:
+    if s < 0 or ti[s, T_SPIN]:
+        if s >= 0:  # a spinner's spin stops for the period (its row so far recorded)
+            if not starts:
+                tf[s, TF_BEGAN] = time
+            elif time > tf[s, TF_BEGAN]:
+                _row(m, ti[s, T_FRAME], irq, ti[s, T_CODE], ri[R_SPIN_ACT], tf[s, TF_BEGAN], time)
         if ri[R_SMT]:
             _smt_change(m, irq, STARTS if starts else STOPS)
         return
@@ -1168,7 +1193,7 @@ def _irq_reach(m, start_us, charged, n, threads):
             work += m.tf[s, TF_SIGNAL]
             for pc in range(ti[s, T_PC], ti[s, T_END]):
                 ops += 1
-                if ok[pc] == COMPUTE and oc[pc] > 0:
+                if (ok[pc] == COMPUTE or ok[pc] == SPIN) and oc[pc] > 0:
                     work += oc[pc]
     work += ops * (threads * rf[F_SEND] + rf[F_WAKEUP])
     slowest = m.share.min() * (rf[F_THROUGHPUT] if ri[R_SMT] else 1.0)
@@ -1304,7 +1329,8 @@ def _log_hold(m, lock, end):
 @inlined
 def _release(m, s, lock):
     """Release ``lock``: its first waiter, if any, takes it now and is woken (with signals:
-    when the releaser's signal reaches it).  True when a waiter was woken."""
+    when the releaser's signal reaches it; a spinner at once, without).  True when a
+    sleeping waiter was woken."""
     ri, li, ti = m.ri, m.li, m.ti
     if not _holds(m, s, lock):
         ri[R_ERROR], ri[R_ERR_SLOT], ri[R_ERR_ARG] = E_NOT_HELD, s, lock
@@ -1319,6 +1345,9 @@ def _release(m, s, lock):
         if li[lock, L_HEAD] < 0:
             li[lock, L_TAIL] = NONE
         _take_lock(m, lock, waiter)
+        if ti[waiter, T_SPIN]:  # a spinner sees the lock free: no signal
+            _push(m, now, waiter, WAKE)
+            return False
         _signal(m, waiter, m.rf[F_WAKEUP], ri[R_WAKEUP_ACT])  # (0 without signals)
         _push(m, now + m.rf[F_SEND], waiter, WAKE)
         return True

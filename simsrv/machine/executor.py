@@ -24,7 +24,15 @@ from simsrv.machine import engine
 from simsrv.machine.engine import MachineState
 from simsrv.machine.plan import US_PER_S, FramePlan, PlanError
 from simsrv.machine.plan_arrays import PlanArrays, from_plan
-from simsrv.machine.trace import SIGNAL_SEND, SIGNAL_WAKEUP, LockHolds, Settled, Trace, wait_codes
+from simsrv.machine.trace import (
+    LOCK_SPIN,
+    SIGNAL_SEND,
+    SIGNAL_WAKEUP,
+    LockHolds,
+    Settled,
+    Trace,
+    wait_codes,
+)
 
 __all__ = ["Machine", "PlanError", "US_PER_S"]
 
@@ -106,6 +114,7 @@ class Machine:
         ri[engine.R_LOCK_WAIT] = activities.code("lock_wait")
         ri[engine.R_JOIN_WAIT] = activities.code("join_wait")
         ri[engine.R_RUNQ_WAIT] = activities.code("runqueue_wait")
+        ri[engine.R_SPIN_ACT] = activities.code(LOCK_SPIN)
         if ri[engine.R_SIGNALS]:
             ri[engine.R_SEND_ACT] = activities.code(SIGNAL_SEND)
             ri[engine.R_WAKEUP_ACT] = activities.code(SIGNAL_WAKEUP)

@@ -133,10 +133,12 @@ def check_trace(
     busy: np.ndarray,
     charged_s: np.ndarray,
     slowest_speed: float,
+    by_machine: np.ndarray | None = None,
 ) -> None:
     """``cpu_exclusive`` and ``costs_accounted`` on the complete trace (one array entry per
     row, times in s; ``thread_of(row)`` names a row's thread; ``charged_s[f]`` is frame
-    ``f``'s charged CPU time; ``slowest_speed`` the SMT throughput, 1 without SMT)."""
+    ``f``'s charged CPU time; ``slowest_speed`` the SMT throughput, 1 without SMT;
+    ``by_machine``: per row, CPU time the machine charges itself, in no plan's cost)."""
     b = np.flatnonzero(busy)
     check_cpus(frame, cpu, start_s, end_s, b, thread_of)
     frames = len(charged_s)
@@ -144,6 +146,8 @@ def check_trace(
         raise InvariantViolation(
             "costs_accounted", int(frame.max()), "trace rows of a frame that was never planned"
         )
+    if by_machine is not None:
+        b = np.flatnonzero(busy & ~by_machine)
     traced = np.bincount(frame[b], weights=end_s[b] - start_s[b], minlength=frames)
     check_costs(traced, charged_s, slowest_speed)
 
@@ -275,8 +279,8 @@ class TraceChecks:
         """A block: trace rows (``ints`` frame, cpu, thread code, activity code; ``times_us``;
         ``busy`` per row), lock-hold rows and the CPU time charged by the frames executed
         since the last block (in execution order).  ``by_machine`` (per row, optional): busy
-        rows the machine charges itself (a thread library's signals), which hold a CPU but
-        are not part of any plan's cost."""
+        rows the machine charges itself (a thread library's signals, a spinlock's spin), which
+        hold a CPU but are not part of any plan's cost."""
         self._charged_us += charged_us
         if len(ints):
             self._last_frame = max(self._last_frame, int(ints[:, 0].max()))

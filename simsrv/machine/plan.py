@@ -11,6 +11,7 @@ Operations
 :class:`Compute` runs for ``cost_us`` on the thread's CPU, labelled with an activity.
 :class:`BarrierWait` blocks until every party of the named barrier has arrived.
 :class:`Acquire` / :class:`Release` take and give back a named mutual-exclusion lock.
+:class:`SpinSection` computes holding a kernel spinlock, busy-waiting on its CPU for it.
 :class:`Spawn` starts a thread whose ``spawned`` flag is set; :class:`Join` waits for it to end.
 :class:`RunFirst` models a child that runs first on its parent's CPU: the parent waits for it
 as in :class:`Join`, unless the OS migrates the waiting parent to an idle CPU first.
@@ -55,6 +56,23 @@ class Release(NamedTuple):
     lock: Hashable
 
 
+class SpinSection(NamedTuple):
+    """Compute ``cost_us`` as ``activity`` holding the kernel spinlock ``lock``.
+
+    The thread takes its CPU first (as a :class:`Compute`) and keeps it throughout: while
+    another thread holds the lock it busy-waits on that CPU (the machine records the time as
+    ``lock_spin``: CPU time no plan charges), the lock going to the spinners in arrival order;
+    with the lock it computes, then releases the lock and gives the CPU up.  A spinlock is a
+    kernel's, so no thread-library signal is involved; a spinning CPU does not slow its SMT
+    siblings (the ``pause`` in the spin loop).  A lock is taken either by sections or by
+    :class:`Acquire`, not both.
+    """
+
+    lock: Hashable
+    activity: str
+    cost_us: float
+
+
 class Spawn(NamedTuple):
     """Start thread ``thread`` (a thread of the same plan with ``spawned=True``)."""
 
@@ -81,7 +99,7 @@ class RunFirst(NamedTuple):
     migrate_after_us: float
 
 
-Op = Compute | BarrierWait | Acquire | Release | Spawn | Join | RunFirst
+Op = Compute | BarrierWait | Acquire | Release | SpinSection | Spawn | Join | RunFirst
 
 
 US_PER_S = 1e6
@@ -128,11 +146,13 @@ class FramePlan(NamedTuple):
     barriers: Mapping[str, int] = {}  # noqa: RUF012 (never mutated)
 
     def charged_us(self) -> float:
-        """The CPU time the plan charges: the sum of its computations' costs, us."""
+        """The CPU time the plan charges: the sum of its computations' costs (spin sections
+        included), us."""
         total = 0.0
         for thread in self.threads:
             for op in thread.ops:  # the invariants' per-frame cost: one attribute read an op
-                if type(op) is Compute:
+                kind = type(op)
+                if kind is Compute or kind is SpinSection:
                     cost = op.cost_us
                     if cost > 0:
                         total += cost

@@ -14,14 +14,17 @@ Schema (one row per operation; ``n`` rows)
 ``thread``         int64     the thread (index into ``thread_names``); rows are grouped by
                              thread in ascending order, each thread's rows in execution order
 ``kind``           int8      :data:`COMPUTE`, :data:`BARRIER`, :data:`ACQUIRE`, :data:`RELEASE`,
-                             :data:`SPAWN`, :data:`JOIN`, :data:`RUN_FIRST`
-``cost``           float64   a computation's cost, us of CPU time; ``RUN_FIRST``: the parent's
-                             ``migrate_after_us``; 0 for the other kinds
-``arg``            int64     the lock id (``ACQUIRE``/``RELEASE``: index into ``locks``), the
+                             :data:`SPAWN`, :data:`JOIN`, :data:`RUN_FIRST`, :data:`SPIN`
+``cost``           float64   a computation's cost (``COMPUTE``, ``SPIN``: the section's), us of
+                             CPU time; ``RUN_FIRST``: the parent's ``migrate_after_us``; 0 for
+                             the other kinds
+``arg``            int64     the lock id (``ACQUIRE``/``RELEASE``/``SPIN``: index into
+                             ``locks``), the
                              barrier id (``BARRIER``: index into ``barrier_names``) or the
                              thread spawned, joined or let run first (``SPAWN``, ``JOIN``,
                              ``RUN_FIRST``: index into ``thread_names``); -1 else
-``activity``       int64     the activity (index into ``activities``) of a computation, or the
+``activity``       int64     the activity (index into ``activities``) of a computation or a
+                             spin section, or the
                              wait activity recorded for a barrier (a name ending in ``_wait``);
                              -1 for the other kinds (their waits are ``lock_wait``,
                              ``join_wait`` and ``runqueue_wait``)
@@ -30,7 +33,8 @@ Schema (one row per operation; ``n`` rows)
 The kinds are the operations of :mod:`simsrv.machine.plan`: ``SPAWN`` is
 :class:`~simsrv.machine.plan.Spawn`, ``JOIN`` :class:`~simsrv.machine.plan.Join`,
 ``RUN_FIRST`` :class:`~simsrv.machine.plan.RunFirst` (a forked child runs first on its parent's
-CPU; the waiting parent migrates to an idle CPU after ``cost`` us).
+CPU; the waiting parent migrates to an idle CPU after ``cost`` us), ``SPIN``
+:class:`~simsrv.machine.plan.SpinSection` (``cost`` us computed holding a kernel spinlock).
 
 Per plan: ``thread_cpu`` (int64, one per thread: its CPU, 0-based, or
 :data:`~simsrv.machine.plan.SPAWNER_CPU` (-1) for a spawned thread that starts on its
@@ -61,10 +65,11 @@ from simsrv.machine.plan import (
     Release,
     RunFirst,
     Spawn,
+    SpinSection,
     Thread,
 )
 
-COMPUTE, BARRIER, ACQUIRE, RELEASE, SPAWN, JOIN, RUN_FIRST = 0, 1, 2, 3, 4, 5, 6
+COMPUTE, BARRIER, ACQUIRE, RELEASE, SPAWN, JOIN, RUN_FIRST, SPIN = 0, 1, 2, 3, 4, 5, 6, 7
 """Operation kinds (the ``kind`` column)."""
 
 COUNT, FILL = np.bool_(False), np.bool_(True)
@@ -143,6 +148,8 @@ class PlanArrays(NamedTuple):
             return Acquire(self.locks[arg])
         if kind == RELEASE:
             return Release(self.locks[arg])
+        if kind == SPIN:
+            return SpinSection(self.locks[arg], self.activities[activity], cost)
         if kind == SPAWN:
             return Spawn(self.thread_names[arg])
         if kind == JOIN:
@@ -198,6 +205,10 @@ def from_plan(plan: FramePlan) -> PlanArrays:
             elif kind is Acquire or kind is Release:
                 lock = locks.setdefault(op.lock, len(locks))
                 rows.append((t, ACQUIRE if kind is Acquire else RELEASE, 0.0, lock, -1))
+            elif kind is SpinSection:
+                lock = locks.setdefault(op.lock, len(locks))
+                code = activities.setdefault(op.activity, len(activities))
+                rows.append((t, SPIN, op.cost_us, lock, code))
             elif kind is Spawn or kind is Join or kind is RunFirst:
                 if op.thread not in index:
                     raise PlanError(f"{thread.name!r} joins unknown thread {op.thread!r}")

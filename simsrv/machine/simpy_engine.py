@@ -12,6 +12,12 @@ The model
   a wait interval (``barrier_wait`` or a named barrier's ``*_wait``, ``lock_wait``,
   ``join_wait``, ``runqueue_wait``) that does not count as busy.
 * Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
+* A :class:`SpinSection` (a kernel spinlock around a computation) takes the thread's CPU
+  first, as a computation does, and keeps it: while another thread holds the lock the thread
+  busy-waits there (a ``lock_spin`` interval, busy CPU time the machine charges itself; it
+  does not slow SMT siblings, the spin loop's ``pause``), the lock going to the spinners in
+  arrival order at the holder's release, with no signal (a kernel lock); with the lock it
+  computes the section's cost, releases the lock, and gives the CPU up.
 * A spawned thread starts when its spawner's :class:`Spawn` runs, on its own CPU or (``cpu =
   SPAWNER_CPU``) on its spawner's; :class:`Join` waits for a thread's end.  A :class:`RunFirst`
   parent waits for its child like a join, unless after ``migrate_after_us`` another CPU is idle
@@ -104,10 +110,19 @@ from simsrv.machine.plan import (
     Release,
     RunFirst,
     Spawn,
+    SpinSection,
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
-from simsrv.machine.trace import SIGNAL_SEND, SIGNAL_WAKEUP, LockHolds, Settled, Trace, is_wait
+from simsrv.machine.trace import (
+    LOCK_SPIN,
+    SIGNAL_SEND,
+    SIGNAL_WAKEUP,
+    LockHolds,
+    Settled,
+    Trace,
+    is_wait,
+)
 
 RANKS = 1 << 20  # threads per frame that the priority encoding can tell apart
 FIRST_KEY = 2  # priorities below are simpy's own (URGENT = 0, NORMAL = 1)
@@ -207,6 +222,7 @@ class SimpyMachine:
         self.env = _Environment()
         self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
         self._computing: list[_ThreadState | None] = [None] * cpus
+        self._spinning: list[_ThreadState | None] = [None] * cpus  # busy-waiting for a lock
         self._core_busy = [0] * (-(-cpus // smt_per_core))
         self._locks: dict[Hashable, simpy.Resource] = {}
         self._lock_since: dict[Hashable, float] = {}
@@ -303,6 +319,8 @@ class SimpyMachine:
                 yield from self._barrier(state, op, barriers)
             elif kind is Acquire:
                 yield from self._acquire(state, op.lock)
+            elif kind is SpinSection:
+                yield from self._section(state, op)
             elif kind is Release:
                 if self._release(state, op.lock) and self.signal_send_us > 0.0:
                     yield self._turn(state)
@@ -325,30 +343,64 @@ class SimpyMachine:
         """Take the thread's CPU (FIFO), hold it for the cost (slower while an SMT sibling
         computes, and by the CPU's background load), record the interval, give the CPU
         back."""
+        request = self._cpu[state.cpu].request()
+        yield request
+        yield from self._computation(state, op.activity, op.cost_us)
+        self._cpu[state.cpu].release(request)
+
+    def _section(self, state: _ThreadState, op: SpinSection) -> Generator:
+        """Take the thread's CPU (FIFO), busy-wait there while another thread holds the
+        spinlock (``lock_spin``; the lock is handed to the spinners in arrival order), compute
+        holding it, release it, give the CPU back."""
         cpu = state.cpu
         request = self._cpu[cpu].request()
         yield request
-        state.began, state.activity = self.env.now, op.activity
+        resource = self._lock(op.lock)
+        taken = resource.request()
+        state.requests[op.lock] = taken
+        if not taken.triggered:
+            taken.spins = True  # (its release hands it over without a signal)
+            state.began = self.env.now
+            self._spinning[cpu] = state
+            if cpu == self.irq_cpu:
+                self._watch_interrupts()
+            yield taken  # handed over at the holder's release
+            since = self.env.now
+            yield _Timer(self.env, self._priority(state), 0.0)  # (the fast engine's wake-up)
+            self._spinning[cpu] = None
+            if self.env.now > state.began and not self._irq_stalls(cpu):
+                self._record(state, LOCK_SPIN, state.began, self.env.now)
+            self._lock_since[op.lock] = since
+        else:
+            self._lock_since[op.lock] = self.env.now
+        yield from self._computation(state, op.activity, op.cost_us)
+        self._release(state, op.lock)
+        self._cpu[cpu].release(request)
+
+    def _computation(self, state: _ThreadState, activity: str, cost_us: float) -> Generator:
+        """Compute ``cost_us`` as ``activity`` on the CPU the thread holds (slower while an
+        SMT sibling computes, and by the CPU's background load); record the interval."""
+        cpu = state.cpu
+        state.began, state.activity = self.env.now, activity
         self._computing[cpu] = state
         state.done = self.env.event()
         if self._irq_core(cpu):
             self._watch_interrupts()
         if self._irq_stalls(cpu):  # a softirq holds the CPU: it starts at the period's end
-            state.remaining, state.last, state.speed = op.cost_us, state.began, 0.0
+            state.remaining, state.last, state.speed = cost_us, state.began, 0.0
             state.token += 1
         elif self._speeds:
-            state.remaining, state.last = op.cost_us, state.began
+            state.remaining, state.last = cost_us, state.began
             speed = self._smt_change(cpu, +1) if self._smt else 1.0
             state.speed = speed * self._share[cpu]
             self._finish_in(state, state.remaining / state.speed)
         else:
-            self._finish_in(state, op.cost_us)
+            self._finish_in(state, cost_us)
         yield state.done
-        self._record(state, op.activity, state.began, self.env.now)
+        self._record(state, activity, state.began, self.env.now)
         if self._smt and not self._irq_stalls(cpu):  # (in a softirq it stays busy)
             self._smt_change(cpu, -1)
         self._computing[cpu] = None
-        self._cpu[cpu].release(request)
 
     def _finish_in(self, state: _ThreadState, delay: float) -> None:
         """The current computation ends ``delay`` us from now unless a speed change moves it
@@ -466,6 +518,12 @@ class SimpyMachine:
         irq, now = self.irq_cpu, self.env.now
         state = self._computing[irq]
         if state is None:
+            spinner = self._spinning[irq]
+            if spinner is not None:  # its spin stops for the period (its row so far recorded)
+                if not starts:
+                    spinner.began = now
+                elif now > spinner.began:
+                    self._record(spinner, LOCK_SPIN, spinner.began, now)
             if self._smt:
                 self._smt_change(irq, +1 if starts else -1)
         elif starts:
@@ -479,7 +537,8 @@ class SimpyMachine:
             state.began = state.last = now
             state.speed = self._core_speed(irq // self.smt_per_core) * self._share[irq]
             self._finish_in(state, state.remaining / state.speed)
-        if any(self._computing[c] is not None for c in self._irq_core_cpus):
+        watched = self._spinning[irq] is not None
+        if watched or any(self._computing[c] is not None for c in self._irq_core_cpus):
             self._next_boundary()
         else:
             self._watching = False
@@ -532,9 +591,7 @@ class SimpyMachine:
 
     def _acquire(self, state: _ThreadState, lock: Hashable) -> Generator:
         """Take the lock (a FIFO resource that outlives the frame), waiting while it is held."""
-        resource = self._locks.get(lock)
-        if resource is None:
-            resource = self._locks[lock] = simpy.Resource(self.env, capacity=1)
+        resource = self._lock(lock)
         began = self.env.now
         request = resource.request()
         state.requests[lock] = request
@@ -551,8 +608,16 @@ class SimpyMachine:
             return
         self._lock_since[lock] = self.env.now
 
+    def _lock(self, lock: Hashable) -> simpy.Resource:
+        """The lock's FIFO resource (made at its first use; it outlives the frame)."""
+        resource = self._locks.get(lock)
+        if resource is None:
+            resource = self._locks[lock] = simpy.Resource(self.env, capacity=1)
+        return resource
+
     def _release(self, state: _ThreadState, lock: Hashable) -> bool:
-        """Release the lock; True when a waiter takes it."""
+        """Release the lock; True when a sleeping waiter takes it (a spinner needs no
+        signal)."""
         request = state.requests.pop(lock, None)
         if request is None:
             raise PlanError(f"{state.name!r} releases {lock!r}, which it does not hold")
@@ -560,7 +625,8 @@ class SimpyMachine:
             (lock, state.frame, state.name, self._lock_since.pop(lock), self.env.now)
         )
         resource = self._locks[lock]
-        handed = bool(resource.queue)  # a waiter takes it (simpy grants it at this instant)
+        # a waiter takes it (simpy grants it at this instant)
+        handed = bool(resource.queue) and not getattr(resource.queue[0], "spins", False)
         resource.release(request)
         # the next waiter holds it from now on (it records its wait at its turn)
         if resource.users:

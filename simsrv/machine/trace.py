@@ -50,7 +50,10 @@ SIGNAL_SEND = "signal_send"
 LinuxThreads): CPU time, not a wait."""
 SIGNAL_WAKEUP = "signal_wakeup"
 """The activity of a sleeper's return from ``sigsuspend`` once its signal arrives: CPU time."""
-MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP)
+LOCK_SPIN = "lock_spin"
+"""The activity of a thread busy-waiting on its CPU for a kernel spinlock (a
+:class:`~simsrv.machine.plan.SpinSection`'s lock held by another): CPU time, not a wait."""
+MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP, LOCK_SPIN)
 """Activities the machine charges itself: they hold a CPU but no plan charged them."""
 
 

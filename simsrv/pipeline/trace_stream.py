@@ -163,18 +163,21 @@ class TraceStream:
         """A block of trace and lock-hold rows to the checks, with the frames' charged time."""
         self.checks.add(
             ints, times, self._busy(ints), holds_ints, holds_us, self._charged(),
-            self._signals(ints),
+            self._by_machine(ints),
         )  # fmt: skip
 
     def _busy(self, ints: np.ndarray) -> np.ndarray:
         return ~wait_codes(self.machine.trace.activities.names)[ints[:, 3]]
 
-    def _signals(self, ints: np.ndarray) -> np.ndarray | None:
-        """Per row: a signal the machine charges itself (None when the machine sends none)."""
-        if not (self.machine.signal_send_us or self.machine.signal_wakeup_us):
-            return None
+    def _by_machine(self, ints: np.ndarray) -> np.ndarray | None:
+        """Per row: CPU time the machine charges itself (a signal, a spin), None when no
+        activity of the block is one."""
         names = self.machine.trace.activities.names
-        return np.isin(np.asarray(names, dtype=object), MACHINE_CHARGED)[ints[:, 3]]
+        charged = np.isin(np.asarray(names, dtype=object), MACHINE_CHARGED)
+        if not charged.any():
+            return None
+        rows = charged[ints[:, 3]]
+        return rows if rows.any() else None
 
     def _charged(self) -> list[float]:
         """The CPU time charged by the frames executed since the last block, taken from the
