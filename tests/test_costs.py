@@ -351,7 +351,7 @@ def test_bsp_group_charges_the_coordinator_and_each_process_the_shared_costs(
     delay = float(rng.uniform(0, 50))
     thread, kind, cost, arg, activity = bsp_group._plan(
         flags, k, physics, entities, messages, commands, ranges, connected, edges, groups,
-        action_list_share, delay, *shares, pages,
+        action_list_share, delay, 0.0, *shares, pages,
     )  # fmt: skip
     plan = PlanArrays(
         thread, kind, cost, arg, activity, np.zeros(0, np.int64), (), bsp_group.ACTIVITIES, (),

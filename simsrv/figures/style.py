@@ -45,6 +45,7 @@ ACTIVITY_COLOURS = {
     "context_switch": "#e377c2",
     "signal_send": "#ad494a",  # the thread library's wake-up signals (LinuxThreads)
     "signal_wakeup": "#e7969c",
+    "lock_spin": "#843c39",  # busy-waiting for a kernel spinlock (the device's transmit lock)
     "barrier": "#6b6ecf",
     # wait states (reds and light purples; drawn thin in Gantt charts)
     "lock_wait": "#d62728",

@@ -8,7 +8,9 @@ activity of the trace falls in one *category*:
 ``stage1``                 ``frame``, ``world``
 ``stage2``                 ``net_recv``, ``sort``, ``grouping``, ``schedule``, ``lock``,
                            ``request``
-``stage3``                 ``reply_info``, ``reply``, ``net_send``
+``stage3``                 ``reply_info``, ``reply``, ``net_send``, ``lock_spin`` (spinning
+                           for the network device's transmit lock, inside a send: the one
+                           kernel spinlock the strategies take)
 ``os``                     process and thread management (``spawn``, ``copy_on_write``,
                            ``teardown``, ``context_switch``, ...): any other computation
 ``lock_wait``              blocked on a lock
@@ -52,6 +54,7 @@ STAGE_OF_ACTIVITY = {
     "reply_info": "stage3",
     "reply": "stage3",
     "net_send": "stage3",
+    "lock_spin": "stage3",
     "barrier": "barrier",
 }
 

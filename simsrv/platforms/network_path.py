@@ -28,6 +28,15 @@ cannot keep up, the kernel drops what its receive backlog (``netdev_max_backlog`
 hold, and the thread on that CPU starves (a receive livelock: 2.4's ``ksoftirqd`` is not
 modelled).
 
+The send path goes the other way through the card's single transmit queue: the part of a
+reply's ``sendto`` from ``dev_queue_xmit`` down to the driver's transmit call runs holding the
+device's queue and transmit locks (``queue_lock``, ``xmit_lock``: spinlocks, Linux 2.4.18's
+``net/core/dev.c``, ``net/sched/sch_generic.c qdisc_restart``), one sender at a time on the
+sender's own CPU.  A platform with ``xmit_lock_share`` > 0 charges that share of
+``net_send_per_reply`` (:func:`xmit_us`) per reply as a spin section of the device lock
+(:class:`~simsrv.machine.plan.SpinSection`: a sender that finds it held busy-waits on its CPU),
+the rest as the send's own computation (:mod:`simsrv.strategies.sends`).
+
 Assumptions (docs/abdelkhalek.md shows their effect): one softirq per packet (no interrupt
 coalescing, no NAPI polling: Linux 2.4's ``netif_rx`` path); a cluster node's machine does not
 take it (single-server runs only).  Times are microseconds.
@@ -43,6 +52,11 @@ def softirq_us(platform: Platform) -> float:
     if platform.irq_cpu is None:
         return 0.0
     return platform.softirq_share * platform.costs.net_recv_per_message
+
+
+def xmit_us(platform: Platform) -> float:
+    """A reply's time holding the device's transmit lock, us (0 without the lock)."""
+    return platform.xmit_lock_share * platform.costs.net_send_per_reply
 
 
 def thread_costs_platform(platform: Platform) -> Platform:

@@ -145,6 +145,15 @@ class Platform(StrictModel):
         "net.core.netdev_max_backlog, default 300): one arriving when more wait is dropped, "
         "and so is every one after it until the queue is empty",
     )
+    xmit_lock_share: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of net_send_per_reply done holding the network device's transmit "
+        "lock (Linux's dev->queue_lock and xmit_lock in dev_queue_xmit: the queueing "
+        "discipline and the driver call), a spinlock senders take one at a time, busy-waiting; "
+        "0 = sends wholly in parallel (simsrv.platforms.network_path)",
+    )
     costs: Costs = Costs()
 
 

@@ -83,6 +83,7 @@ from simsrv.machine.plan_arrays import (
     PlanArrays,
 )
 from simsrv.machine.plan_arrays import emit as _emit
+from simsrv.platforms.network_path import xmit_us
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import (
     STRATEGIES,
@@ -98,6 +99,7 @@ from simsrv.strategies.positions import (
     slot_of,
 )
 from simsrv.strategies.region_locks import LockScope, lock_tables
+from simsrv.strategies.sends import DEVICE_LOCK, emit_sends
 from simsrv.strategies.threads import place_threads, resume_costs, thread_memory_bytes
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AreanodeTree
@@ -188,8 +190,10 @@ class Abdelkhalek(Strategy):
             *(("areanode", n) for n in range(self.tree.nodes)),
             *(("client", client) for client in self.client_ids),
             GAMESTATE,
+            DEVICE_LOCK,
         )
-        """Lock id -> name: the areanodes, then the client records, then the game state."""
+        """Lock id -> name: the areanodes, then the client records, then the game state, then
+        the network device's transmit lock."""
         self.plan_names = (
             self.cpu_of,
             self.thread_names,
@@ -215,9 +219,12 @@ class Abdelkhalek(Strategy):
                 self.tree.nodes,
                 self.tree.nodes + len(self.client_ids),
                 options.locking == "region-optimized",
+                self.tree.nodes + len(self.client_ids) + 1,
             ],
             dtype=np.int64,
         )
+        self.xmit_us = xmit_us(context.platform)
+        """A reply's time under the device's transmit lock, us (0: no such lock)."""
 
     def plan(self, frame: FrameWorkload) -> PlanArrays:
         messages, ring = frame.messages, self.player_locks
@@ -226,7 +233,8 @@ class Abdelkhalek(Strategy):
         while True:
             ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
             *columns, master, complete = _plan(
-                self.flags, self.cost_vector, self.share, self.resume_us, bool(frame.physics),
+                self.flags, self.cost_vector, self.share, self.xmit_us, self.resume_us,
+                bool(frame.physics),
                 frame.entities, self.connected_clients, ticks, *tables, messages,
                 frame.reply_clients, frame.reply_visible, frame.reply_pvs_rooms,
             )  # fmt: skip
@@ -252,8 +260,8 @@ class Abdelkhalek(Strategy):
             np.int64,
         )
         args = (
-            self.flags, self.cost_vector, self.share, self.resume_us, constants, ring_ticks,
-            *tables,
+            self.flags, self.cost_vector, self.share, self.xmit_us, self.resume_us, constants,
+            ring_ticks, *tables,
         )  # fmt: skip
         names = PlanArrays.names_only(*self.plan_names)
         return FrameKernel(_frames, args, names)
@@ -283,22 +291,24 @@ the connected clients, then the frame record's constant columns."""
 
 @compiled
 def _plan(
-    flags, k, share, resume, physics, entities, connected, ring_ticks, ring_start, ring_scope,
+    flags, k, share, xmit, resume, physics, entities, connected, ring_ticks, ring_start, ring_scope,
     ring_walked, ring_own_start, ring_own, ring_own_walked, messages, reply_clients,
     reply_visible, reply_pvs,
 ):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity), its master thread and
     True; or empty columns and False when a packet's tick is not in the ring (load it and
     call again).  ``flags``: threads, locking, leaf-to-root, client locks, game-state lock,
-    first client lock id, game-state lock id, region-optimized; ``k``: the platform's cost
-    vector (:func:`~simsrv.strategies.costs.cost_vector`); ``share``: the share of a packet's
-    execution under the game-state lock; ``resume``: each thread's cost of resuming after a
-    barrier, us; whether world physics runs, the entities it simulates, the connected
-    clients; the ring (:class:`PerTick` of :meth:`Abdelkhalek._player_locks`); the packets
-    (read order); the replied clients with their visible entities and PVS rooms.  Every cost
-    is a function of :mod:`costs <simsrv.strategies.costs>` (``request_us`` and ``lock_us``
-    per packet; ``net_recv_us``, ``reply_us``, ``net_send_us`` of each thread's counts, summed
-    in the same order as ``np.bincount``)."""
+    first client lock id, game-state lock id, region-optimized, device lock id; ``k``: the
+    platform's cost vector (:func:`~simsrv.strategies.costs.cost_vector`); ``share``: the
+    share of a packet's execution under the game-state lock; ``xmit``: a reply's time under
+    the device's transmit lock, us (0: none; :mod:`~simsrv.strategies.sends`); ``resume``:
+    each thread's cost of resuming after a barrier, us; whether world physics runs, the
+    entities it simulates, the connected clients; the ring (:class:`PerTick` of
+    :meth:`Abdelkhalek._player_locks`); the packets (read order); the replied clients with
+    their visible entities and PVS rooms.  Every cost is a function of :mod:`costs
+    <simsrv.strategies.costs>` (``request_us`` and ``lock_us`` per packet; ``net_recv_us``,
+    ``reply_us``, ``net_send_us`` of each thread's counts, summed in the same order as
+    ``np.bincount``)."""
     threads, locking, optimized = flags[0], flags[1], flags[7]
     m = len(messages)
     clients, ticks = messages["client"], messages["tick"]
@@ -348,23 +358,23 @@ def _plan(
     reply_info = c.reply_info_us(k, connected)
     count, none = np.zeros(threads, np.int64), np.empty(0, np.int64)
     _ops(COUNT, count, none, none.astype(np.int8), np.empty(0), none, none, flags, master,
-         k, world, reply_info, resume, received, net_recv, reply, net_send, replies, thread_of,
-         walked, before, under, start, top, clients)  # fmt: skip
+         k, xmit, world, reply_info, resume, received, net_recv, reply, net_send, replies,
+         thread_of, walked, before, under, start, top, clients)  # fmt: skip
     total = count.sum()
     at = np.zeros(threads, np.int64)
     for t in range(1, threads):
         at[t] = at[t - 1] + count[t - 1]
     thread, kind = np.empty(total, np.int64), np.empty(total, np.int8)
     cost, arg, activity = np.zeros(total), np.full(total, -1, np.int64), np.empty(total, np.int64)
-    _ops(FILL, at, thread, kind, cost, arg, activity, flags, master, k, world, reply_info,
-         resume, received, net_recv, reply, net_send, replies, thread_of, walked, before, under,
-         start, top, clients)  # fmt: skip
+    _ops(FILL, at, thread, kind, cost, arg, activity, flags, master, k, xmit, world,
+         reply_info, resume, received, net_recv, reply, net_send, replies, thread_of, walked,
+         before, under, start, top, clients)  # fmt: skip
     return thread, kind, cost, arg, activity, master, True
 
 
 @compiled
 def _frames(
-    loop, flags, k, share, resume, constants, ring_ticks, ring_start, ring_scope, ring_walked,
+    loop, flags, k, share, xmit, resume, constants, ring_ticks, ring_start, ring_scope, ring_walked,
     ring_own_start, ring_own, ring_own_walked, records,
 ):  # fmt: skip
     """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
@@ -374,7 +384,7 @@ def _frames(
     while next_frame(loop):
         replies = ints[REPLIES]
         thread, kind, cost, arg, activity, master, complete = _plan(
-            flags, k, share, resume, ints[PHYSICS] != 0, constants[ENTITIES],
+            flags, k, share, xmit, resume, ints[PHYSICS] != 0, constants[ENTITIES],
             constants[CONNECTED], ring_ticks, ring_start, ring_scope, ring_walked,
             ring_own_start, ring_own, ring_own_walked, frame_messages(loop),
             loop.reply_clients[:replies], loop.reply_visible[:replies],
@@ -392,7 +402,8 @@ def _frames(
 
 @borrowing
 def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, master, k, world, reply_info, resume,
+    fill, at, thread, kind, cost, arg, activity, flags, master, k, xmit, world, reply_info,
+    resume,
     received, net_recv, reply, net_send, replies, thread_of, walked, before, under, start, top,
     client,
 ):  # fmt: skip
@@ -401,8 +412,9 @@ def _ops(
     receiving, each of its packets (lock walk cost, areanode path bottom-up, client record,
     the request with the game-state lock around its last share, releases in reverse),
     barrier ``requests``, the replies, barrier ``replies``.  ``k``: the cost vector
-    (:func:`~simsrv.strategies.costs.cost_vector`); ``world``, ``reply_info``: the frame's
-    world physics and scores and broadcasts, us."""
+    (:func:`~simsrv.strategies.costs.cost_vector`); ``xmit``: a reply's time under the
+    device's transmit lock (:func:`~simsrv.strategies.sends.emit_sends`); ``world``,
+    ``reply_info``: the frame's world physics and scores and broadcasts, us."""
     threads = flags[0]
     locking, leaf_to_root, client_locks, gamestate = flags[1], flags[2], flags[3], flags[4]
     client_base, gamestate_id = flags[5], flags[6]
@@ -454,7 +466,8 @@ def _ops(
             for t in range(threads):
                 if replies[t]:
                     _emit(*out, t, COMPUTE, reply[t], -1, REPLY)
-                    _emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
+                    emit_sends(*out, t, replies[t], net_send[t], k[0].net_send_per_reply, xmit,
+                               flags[8], NET_SEND)  # fmt: skip
         for t in range(threads):
             _emit(*out, t, COMPUTE, k[0].barrier, -1, BARRIER_COST)
             _emit(*out, t, BARRIER, 0.0, barrier, BARRIER_WAIT)

@@ -94,6 +94,7 @@ from simsrv.machine.plan_arrays import (
     emit,
     filling_columns,
 )
+from simsrv.platforms.network_path import xmit_us
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import (
     STRATEGIES,
@@ -109,6 +110,7 @@ from simsrv.strategies.positions import (
     slot_of,
 )
 from simsrv.strategies.quadrant_tables import STAGE2_CODES, area_tables
+from simsrv.strategies.sends import DEVICE_LOCK, emit_sends
 from simsrv.strategies.threads import place_threads, resume_costs
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.areanode import AREA_DEPTH, AreanodeTree
@@ -202,8 +204,11 @@ class AreaQuadrant(Strategy):
         self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
         self.barrier_names = _barrier_names(self.stage2, self.stage3, self.steps)
         self.barrier_parties = np.full(len(self.barrier_names), self.threads, np.int64)
-        self.lock_names = tuple(("area", int(a)) for a in self.areas)
-        """Lock id -> name: lock ``j`` is area ``areas[j]`` (ids in node order)."""
+        self.lock_names = (*(("area", int(a)) for a in self.areas), DEVICE_LOCK)
+        """Lock id -> name: lock ``j`` is area ``areas[j]`` (ids in node order), then the
+        network device's transmit lock."""
+        self.xmit_us = xmit_us(context.platform)
+        """A reply's time under the device's transmit lock, us (0: no such lock)."""
         self.plan_names = (
             self.cpu_of,
             self.thread_names,
@@ -238,7 +243,7 @@ class AreaQuadrant(Strategy):
         while True:
             ticks, tables = (ring.ticks, ring.tables) if ring and ring.tables else _NO_RING
             *columns, boundary, spread, complete, code, a, b, d = _plan(
-                self.flags, self.cost_vector, self.resume_us, bool(frame.physics),
+                self.flags, self.cost_vector, self.xmit_us, self.resume_us, bool(frame.physics),
                 frame.entities, self.connected_clients, frame.commands, frame.range_entities,
                 frame.visible_entities, frame.pvs_rooms, ticks, *tables, messages,
                 frame.reply_clients, frame.reply_visible, frame.reply_pvs_rooms,
@@ -256,8 +261,8 @@ class AreaQuadrant(Strategy):
         ring_ticks, tables = ring_arguments(self.player_areas, ticks, _NO_RING)
         entities, connected = self.context.world.entity_count, self.connected_clients
         args = (
-            self.flags, self.cost_vector, self.resume_us, entities, connected, ring_ticks,
-            *tables,
+            self.flags, self.cost_vector, self.xmit_us, self.resume_us, entities, connected,
+            ring_ticks, *tables,
         )  # fmt: skip
         names = PlanArrays.names_only(*self.plan_names)
         return FrameKernel(_frames, args, names)
@@ -312,16 +317,18 @@ _NO_RING = (
 
 @compiled
 def _plan(
-    flags, k, resume, physics, entities, connected, commands, range_entities, visible, pvs,
+    flags, k, xmit, resume, physics, entities, connected, commands, range_entities, visible, pvs,
     ring_ticks, ring_step, ring_thread, ring_packed, ring_held, messages, clients,
     reply_visible, reply_pvs,
 ):  # fmt: skip
     """The frame's plan (:func:`_build_plan`'s results), True and the result of the
     ``entity_partition`` kernel on the packets' threads; or empty results and False when a
     packet's tick is not in the ring (load it and call again).  ``k``: the platform's cost
-    vector (:func:`~simsrv.strategies.costs.cost_vector`); then the frame's counts: whether
-    world physics runs, the entities it simulates, the connected clients, the user commands and
-    action-range entities of its packets, the visible entities and PVS rooms of its replies.
+    vector (:func:`~simsrv.strategies.costs.cost_vector`); ``xmit``: a reply's time under the
+    device's transmit lock, us (0: none; :mod:`~simsrv.strategies.sends`); then the frame's
+    counts: whether world physics runs, the entities it simulates, the connected clients, the
+    user commands and action-range entities of its packets, the visible entities and PVS rooms
+    of its replies.
     With a parallel stage 2 each packet's step, thread, areas and their count come from the
     ring (:class:`PerTick` of :meth:`AreaQuadrant._player_areas`) at its tick, for its
     sender."""
@@ -348,7 +355,7 @@ def _plan(
         visible, pvs,
     )  # fmt: skip
     thread, kind, cost, arg, activity, boundary, spread = _build_plan(
-        flags, k, frame, resume, step, thread_of, held, packed, messages["commands"],
+        flags, k, xmit, frame, resume, step, thread_of, held, packed, messages["commands"],
         messages["range_count"], clients, reply_visible, reply_pvs,
     )  # fmt: skip
     return thread, kind, cost, arg, activity, boundary, spread, True, code, a, b, d
@@ -356,7 +363,7 @@ def _plan(
 
 @compiled
 def _frames(
-    loop, flags, k, resume, entities, connected, ring_ticks, ring_step, ring_thread,
+    loop, flags, k, xmit, resume, entities, connected, ring_ticks, ring_step, ring_thread,
     ring_packed, ring_held, records,
 ):  # fmt: skip
     """The compiled frame loop (:class:`~simsrv.strategies.base.FrameKernel`): frames as
@@ -367,7 +374,7 @@ def _frames(
     while next_frame(loop):
         replies = ints[REPLIES]
         thread, kind, cost, arg, activity, boundary, spread, complete, code, a, b, d = _plan(
-            flags, k, resume, ints[PHYSICS] != 0, entities, connected, ints[COMMANDS],
+            flags, k, xmit, resume, ints[PHYSICS] != 0, entities, connected, ints[COMMANDS],
             ints[RANGE], ints[VISIBLE], ints[PVS], ring_ticks, ring_step, ring_thread,
             ring_packed, ring_held, frame_messages(loop), loop.reply_clients[:replies],
             loop.reply_visible[:replies], loop.reply_pvs[:replies],
@@ -397,14 +404,15 @@ def _barrier_names(stage2: str, stage3: str, steps: int) -> tuple[str, ...]:
 
 @compiled
 def _build_plan(
-    flags, k, frame, resume, step, thread_of, held, packed, commands, range_count, clients,
+    flags, k, xmit, frame, resume, step, thread_of, held, packed, commands, range_count, clients,
     reply_visible, reply_pvs,
 ):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity) in the order of the module
     docstring, then the packets executed above the area level and the spread of replies per
     thread.  ``flags``: threads, parallel stage 2, parallel stage 3, locking, request steps,
     areas, active-client replies, the area depth; ``k``: the cost vector
-    (:func:`~simsrv.strategies.costs.cost_vector`); ``frame``: the frame's
+    (:func:`~simsrv.strategies.costs.cost_vector`); ``xmit``: a reply's time under the
+    device's transmit lock, us (the lock's id is the number of areas); ``frame``: the frame's
     :class:`~simsrv.strategies.costs.FrameCosts` (what thread 0 charges when a stage is
     serial).  Per packet (arrival order): its step, thread, areas (count and packed bits),
     commands and range entities; per replied client: its slot, visible entities and PVS
@@ -454,10 +462,10 @@ def _build_plan(
         spread = replies.max() - replies.min()
     sort = c.sort_us(k, len(commands), depth)  # every packet, when stage 2 is parallel
     count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(COUNT, count, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
+    _ops(COUNT, count, thread, kind, cost, arg, activity, flags, k, xmit, frame, sort, resume,
          order, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(FILL, at, thread, kind, cost, arg, activity, flags, k[0].barrier, frame, sort, resume,
+    _ops(FILL, at, thread, kind, cost, arg, activity, flags, k, xmit, frame, sort, resume,
          order, step, thread_of, request, price, packed, replies, reply, net_send)  # fmt: skip
     return thread, kind, cost, arg, activity, boundary, spread
 
@@ -476,15 +484,18 @@ def _passage(out, threads, barrier_us, resume, barrier, wait):
 
 @borrowing
 def _ops(
-    fill, at, thread, kind, cost, arg, activity, flags, barrier_us, frame, sort, resume, order,
+    fill, at, thread, kind, cost, arg, activity, flags, k, xmit, frame, sort, resume, order,
     step, thread_of, request, price, packed, replies, reply, net_send,
 ):  # fmt: skip
     """Emit the frame's operations (:func:`~simsrv.machine.plan_arrays.emit`) in the order of
-    the module docstring (see :func:`_build_plan`); ``barrier_us``: passing a barrier, us;
-    ``frame``: the frame's :class:`~simsrv.strategies.costs.FrameCosts`; ``sort``: sorting
-    its packets into the queues, us."""
+    the module docstring (see :func:`_build_plan`); ``k``: the cost vector; ``xmit``: a
+    reply's time under the device's transmit lock (:func:`~simsrv.strategies.sends.emit_sends`,
+    lock id ``areas``), us; ``frame``: the frame's :class:`~simsrv.strategies.costs.FrameCosts`;
+    ``sort``: sorting its packets into the queues, us.  A serial stage 3 sends from thread 0
+    alone (one computation: no other sender)."""
     threads, parallel2, parallel3, locking = flags[0], flags[1], flags[2], flags[3]
     steps, areas = flags[4], flags[5]
+    barrier_us = k[0].barrier
     out = (fill, at, thread, kind, cost, arg, activity)
     emit(*out, 0, COMPUTE, frame.frame, -1, FRAME)
     emit(*out, 0, COMPUTE, frame.world, -1, WORLD)
@@ -529,7 +540,8 @@ def _ops(
     for t in range(threads):
         if replies[t]:
             emit(*out, t, COMPUTE, reply[t], -1, REPLY)
-            emit(*out, t, COMPUTE, net_send[t], -1, NET_SEND)
+            emit_sends(*out, t, replies[t], net_send[t], k[0].net_send_per_reply, xmit,
+                       flags[5], NET_SEND)  # fmt: skip
     _passage(out, threads, barrier_us, resume, barrier, END_WAIT)
 
 

@@ -84,10 +84,12 @@ from simsrv.machine.plan_arrays import (
     emit,
     filling_columns,
 )
+from simsrv.platforms.network_path import xmit_us
 from simsrv.strategies import costs as c
 from simsrv.strategies.base import STRATEGIES, Strategy, StrategyContext, StrategyKind
 from simsrv.strategies.grouping.balancers import BALANCERS, makespan
 from simsrv.strategies.grouping.groups import FrameGroups, frame_groups
+from simsrv.strategies.sends import DEVICE_LOCK, emit_sends
 from simsrv.workload.frame import FrameWorkload
 
 NEIGHBOUR_HISTORY_TICKS = 2048
@@ -223,7 +225,7 @@ class BspGroup(Strategy):
         columns = _plan(
             flags, self.cost_vector, frame.physics, frame.entities, len(messages), frame.commands,
             frame.range_entities, self.connected_clients, groups.edges, groups.count,
-            o.action_list_share, platform.migration_delay_us, *share,
+            o.action_list_share, platform.migration_delay_us, xmit_us(platform), *share,
         )  # fmt: skip
         names, cpus, spawned = self._threads(workers)
         return PlanArrays(
@@ -233,7 +235,7 @@ class BspGroup(Strategy):
             activities=ACTIVITIES,
             barrier_names=(),
             barrier_parties=NO_BARRIERS,
-            locks=(),
+            locks=(DEVICE_LOCK,),
             thread_spawned=spawned,
         )
 
@@ -402,7 +404,7 @@ WORK_FIRST, WORK_REQUEST, WORK_REPLY, WORK_NET_SEND, WORK_COPY_OUT = range(5)
 @compiled
 def _plan(
     flags, k, physics, entities, messages, commands, range_entities, connected, edges, groups,
-    action_list_share, migration_delay_us, p_messages, p_commands, p_ranges, p_replies,
+    action_list_share, migration_delay_us, xmit, p_messages, p_commands, p_ranges, p_replies,
     p_visible, p_pvs_rooms, p_entities, p_pages,
 ):  # fmt: skip
     """The frame's plan columns (thread, kind, cost, arg, activity), charged from the cost
@@ -410,7 +412,8 @@ def _plan(
     pinned, reap waits for the teardown, action lists charged, fork (else clone); then the
     frame's counts: whether physics runs, its entities, packets, user commands, action-range
     entities, connected clients, the group graph's edges and groups;
-    ``action_list_share``; the platform's migration delay, us; then per process (0 =
+    ``action_list_share``; the platform's migration delay, us; a reply's time under the
+    device's transmit lock, us (0: none; :mod:`~simsrv.strategies.sends`); then per process (0 =
     coordinator) the :class:`ProcessShares` arrays.  The processes run the rest of their
     packets' request work (``1 - action_list_share``)."""
     pool, fork = flags[1], flags[5]
@@ -443,27 +446,31 @@ def _plan(
         c.copy_us(k, copied),
         k[0].exit_teardown,
     )
-    return _build_plan(flags, head, work)
+    return _build_plan(flags, head, work, p_replies, k[0].net_send_per_reply, xmit)
 
 
 @compiled
-def _build_plan(flags, head, work):
+def _build_plan(flags, head, work, replies, per_reply, xmit):
     """The frame's plan columns (thread, kind, cost, arg, activity).  ``flags`` as
     :func:`_plan`'s; ``head``: the :class:`CoordinatorCosts`; ``work``, (5, processes): per
     process (0 = coordinator) its first work (copy-on-write faults or a pool's copy-in),
     request, reply, net_send and copy_out costs, us (rows :data:`WORK_FIRST` ...
-    :data:`WORK_COPY_OUT`).  A first pass counts each thread's operations, the second writes
-    them."""
+    :data:`WORK_COPY_OUT`); ``replies`` per process, each sent for ``per_reply`` us, ``xmit``
+    of it under the device's transmit lock (lock id 0;
+    :func:`~simsrv.strategies.sends.emit_sends`).  A first pass counts each thread's
+    operations, the second writes them."""
     threads = 1 + flags[0] * (1 if flags[1] else 2)
     count, thread, kind, cost, arg, activity = counting_columns(threads)
-    _ops(COUNT, count, thread, kind, cost, arg, activity, flags, head, work)
+    _ops(COUNT, count, thread, kind, cost, arg, activity, flags, head, work, replies, per_reply,
+         xmit)  # fmt: skip
     at, thread, kind, cost, arg, activity = filling_columns(count)
-    _ops(FILL, at, thread, kind, cost, arg, activity, flags, head, work)
+    _ops(FILL, at, thread, kind, cost, arg, activity, flags, head, work, replies, per_reply,
+         xmit)  # fmt: skip
     return thread, kind, cost, arg, activity
 
 
 @compiled
-def _ops(fill, at, thread, kind, cost, arg, activity, flags, head, work):
+def _ops(fill, at, thread, kind, cost, arg, activity, flags, head, work, replies, per_reply, xmit):
     """The operations of the module docstring's frame, as rows (see :func:`_build_plan`):
     the coordinator's sequential and scheduling work, a worker's creation (pool: a context
     switch; pinned: fork or clone, ``setaffinity``, the spawn; else the spawn and the child
@@ -491,12 +498,16 @@ def _ops(fill, at, thread, kind, cost, arg, activity, flags, head, work):
         if not pinned and not pool:
             emit(*out, 0, RUN_FIRST, head.migration_delay, t, -1)
         for j in range(len(acts)):
-            emit(*out, t, COMPUTE, work[j, w], -1, acts[j])
+            if j == WORK_NET_SEND:
+                emit_sends(*out, t, replies[w], work[j, w], per_reply, xmit, 0, NET_SEND)
+            else:
+                emit(*out, t, COMPUTE, work[j, w], -1, acts[j])
         if not pool:
             emit(*out, t, SPAWN, 0.0, t + 1, -1)
             emit(*out, t + 1, COMPUTE, head.teardown, -1, TEARDOWN)
-    for j in range(WORK_REQUEST, WORK_NET_SEND + 1):  # the coordinator's own share
+    for j in range(WORK_REQUEST, WORK_NET_SEND):  # the coordinator's own share
         emit(*out, 0, COMPUTE, work[j, 0], -1, acts[j])
+    emit_sends(*out, 0, replies[0], work[WORK_NET_SEND, 0], per_reply, xmit, 0, NET_SEND)
     joined = 1 if waits_exit else 0  # join the teardown (thread t + 1) or the worker
     for w in range(1, workers + 1):
         emit(*out, 0, JOIN, 0.0, step * w - step + 1 + joined, -1)
