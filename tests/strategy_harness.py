@@ -41,14 +41,19 @@ def floor(xy) -> np.ndarray:
     return np.array([[x, y, 24.0] for x, y in xy], dtype=float)
 
 
-def make_strategy(name: str, positions, options: dict, cpus: int, costs: dict) -> Strategy:
-    """Strategy ``name`` on a world of ``positions``, with only ``costs`` non-zero."""
+def make_strategy(
+    name: str, positions, options: dict, cpus: int, costs: dict, platform_fields: dict | None = None
+) -> Strategy:
+    """Strategy ``name`` on a world of ``positions``, with only ``costs`` non-zero (and the
+    Cordeiro platform's other fields, ``platform_fields`` replaced)."""
     scenario = load_scenario(
         None, [f"server.strategy={name}", f"machine.cpus={cpus}", f"players.count={len(positions)}"]
     )
     zero = dict.fromkeys(Costs.model_fields, 0.0)
     base = load_platform("cordeiro2007-xeon")
-    platform = base.model_copy(update={"costs": Costs(**{**zero, **costs})})
+    platform = base.model_copy(
+        update={"costs": Costs(**{**zero, **costs}), **(platform_fields or {})}
+    )
     kind = STRATEGIES.get(name, "server.strategy")
     context = StrategyContext(
         scenario, platform, cpus, FakeWorld(positions), np.random.default_rng(0)

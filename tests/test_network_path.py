@@ -9,6 +9,7 @@ import pytest
 
 from simsrv.core.errors import InputError
 from simsrv.machine.executor import Machine
+from simsrv.metrics.stages import category
 from simsrv.pipeline.keep_window import KEEP_ALL
 from simsrv.pipeline.load import load_scenario
 from simsrv.pipeline.simulation import simulate
@@ -49,7 +50,13 @@ def test_without_an_interrupt_cpu_nothing_changes():
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("softirq_share", "1.5"), ("netdev_max_backlog", "0"), ("irq_cpu", "1.5")]
+    ("field", "value"),
+    [
+        ("softirq_share", "1.5"),
+        ("netdev_max_backlog", "0"),
+        ("irq_cpu", "1.5"),
+        ("xmit_lock_share", "-0.1"),
+    ],
 )
 def test_the_platform_file_checks_the_interrupt_fields(tmp_path, field, value):
     text = (PLATFORM_DIR / "cordeiro2007-xeon.toml").read_text()
@@ -116,6 +123,28 @@ def test_a_run_never_computes_on_the_interrupt_cpu_during_a_softirq(tmp_path, mo
     inside = np.clip(ends_us, t0, t1) - np.clip(starts_us, t0, t1)
     assert run.softirq_s == pytest.approx(inside.sum() * 1e-6, rel=1e-9)
     assert 0.0 < run.softirq_s < 0.3
+
+
+def test_a_run_sends_one_reply_at_a_time_through_the_device(tmp_path):
+    """A whole run of 8 threads whose replies hold the device's transmit lock for 40 % of a
+    send: every machine check holds (no two sections of the lock overlap, each CPU runs one
+    thing at a time, every plan's cost is in the trace with the spins aside); senders that
+    found the lock held spun on their CPU (busy time, stage 3), never longer than the
+    sections queued before them."""
+    text = (PLATFORM_DIR / "cordeiro2007-xeon.toml").read_text()
+    xmit = tmp_path / "xmit.toml"
+    xmit.write_text(text.replace("migration_delay_us", "xmit_lock_share = 0.4\nmigration_delay_us"))
+    sets = ["server.strategy=abdelkhalek", "machine.cpus=8", "server.options.threads=8"]
+    _, run = _run(tmp_path, str(xmit), sets)
+    _, plain = _run(tmp_path, str(PLATFORM_DIR / "cordeiro2007-xeon.toml"), sets)
+    assert run.checks and all(run.checks.values())
+    assert "lock_exclusive" in run.checks
+    spin = run.trace[run.trace["activity"] == "lock_spin"]
+    assert len(spin) > 0 and spin["busy"].all()
+    per_reply_us = 0.4 * load_platform(str(xmit)).costs.net_send_per_reply
+    assert ((spin["end_s"] - spin["start_s"]) * 1e6 <= 7 * per_reply_us + 1e-6).all()
+    assert category("lock_spin") == "stage3"  # inside the send
+    assert "lock_spin" not in plain.trace["activity"].astype(str).unique()
 
 
 @pytest.mark.parametrize("engine", ["fast", "simpy"])
