@@ -1,8 +1,8 @@
 """The runs behind docs/abdelkhalek.md's tables of the platform under AB04's threads: each
 variant of the platform file (signals, the interrupt CPU, its softirq share and placement, HT's
-throughput), re-calibrated on the sequential server when it changes it, then AB04's rows as
-``simsrv validate --quick --only abdelkhalek2004`` measures them (112 clients: lock, barrier,
-any-waiting and optimised lock waits; the capacity gain).  Usage:
+throughput, the device's transmit lock), re-calibrated on the sequential server when it
+changes it, then AB04's rows as ``simsrv validate --quick --only abdelkhalek2004`` measures
+them (112 clients: lock, barrier, any-waiting and optimised lock waits; the capacity gain).  Usage:
 ``python tools/ab04_platform_variants.py [VARIANT ...]`` (all by default); prints one line per
 variant, then all of them as JSON (~1 min per variant on 2 cores, twice that with a re-fit).
 
@@ -37,7 +37,15 @@ VARIANTS = {
     "now": ({}, False),
     "no signals": ({"signal_send": "0.0", "signal_wakeup": "0.0"}, False),
     "no interrupt CPU": ({"irq_cpu": None}, True),
-    "neither": ({"irq_cpu": None, "signal_send": "0.0", "signal_wakeup": "0.0"}, True),
+    "no device lock": ({"xmit_lock_share": "0.0"}, False),
+    "neither (signals, interrupt CPU)": (
+        {"irq_cpu": None, "signal_send": "0.0", "signal_wakeup": "0.0"},
+        True,
+    ),
+    "none of the three": (
+        {"irq_cpu": None, "signal_send": "0.0", "signal_wakeup": "0.0", "xmit_lock_share": "0.0"},
+        True,
+    ),
     "signals low (0.7 / 2.5 us)": ({"signal_send": "0.7", "signal_wakeup": "2.5"}, False),
     "signals high (2.5 / 12 us)": ({"signal_send": "2.5", "signal_wakeup": "12.0"}, False),
     "softirq_share 0.46": ({"softirq_share": "0.46"}, True),
@@ -46,6 +54,8 @@ VARIANTS = {
     "smt_throughput 0.45": ({"smt_throughput": "0.45"}, False),
     "smt_throughput 0.65": ({"smt_throughput": "0.65"}, False),
     "netdev_max_backlog 100": ({"netdev_max_backlog": "100"}, False),
+    "xmit_lock_share 0.15": ({"xmit_lock_share": "0.15"}, False),
+    "xmit_lock_share 0.30": ({"xmit_lock_share": "0.30"}, False),
 }
 
 
