@@ -291,3 +291,22 @@ def test_the_phased_back_off_doubles_after_each_refusal_up_to_63_frames_and_rese
         skips.append(skip)
     assert skips == [0, 1, 3, 7, 15, 31, 63, 63, 63]
     assert phased_backoff(PHASED, True, 0, 7) == (0, 0)
+
+
+def test_a_state_record_taken_before_the_locks_grew_is_refused_not_written_past():
+    """A caller holding the machine's record across a plan that names new locks (the frame
+    loop does: ``Machine.tables`` grows the lock store) gets ROOM, nothing done; after
+    ``make_room`` the fresh record runs the plan."""
+    from simsrv.machine import engine
+
+    machine = Machine(1)
+    stale = machine.state
+    plan = FramePlan((Thread("a", 0, (Acquire("L"), Compute("x", 2.0), Release("L"))),))
+    arrays, arguments = machine.arguments(plan)
+    assert machine.state is not stale  # the lock store grew
+    out = np.zeros(2)
+    assert engine.execute(stale, *arguments, 0, 0.0, out) == engine.ROOM
+    assert machine.trace.rows == []
+    machine.make_room()
+    assert engine.execute(machine.state, *arguments, 0, 0.0, out) == engine.PHASED
+    assert out[0] == 2.0

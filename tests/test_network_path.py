@@ -147,6 +147,25 @@ def test_a_run_sends_one_reply_at_a_time_through_the_device(tmp_path):
     assert "lock_spin" not in plain.trace["activity"].astype(str).unique()
 
 
+def test_a_planner_in_python_that_brings_the_device_lock_runs_on_both_engines(tmp_path):
+    """bsp-group plans in Python: its first plan names the device lock, which grows the
+    machine's lock store while the frame loop holds its state (once a crash: the loop kept
+    the old record).  Both engines give the same run, every check holding."""
+    from tests.test_engines import _assert_identical
+
+    text = (PLATFORM_DIR / "cordeiro2007-xeon.toml").read_text()
+    xmit = tmp_path / "xmit.toml"
+    xmit.write_text(
+        text.replace("migration_delay_us", "xmit_lock_share = 0.21\nmigration_delay_us")
+    )
+    sets = ["server.strategy=bsp-group", 'server.options.spawn="clone"']
+    _, fast = _run(tmp_path, str(xmit), sets)
+    _, slow = _run(tmp_path, str(xmit), [*sets, 'machine.engine="simpy"'])
+    _assert_identical(fast, slow)
+    assert all(fast.checks.values())
+    assert (fast.trace["activity"] == "net_send").sum() > (fast.frames["replies"] > 0).sum()
+
+
 @pytest.mark.parametrize("engine", ["fast", "simpy"])
 def test_the_kernel_drops_packets_when_its_receive_backlog_is_full(engine):
     """Packets faster than the interrupt CPU's softirqs: once more than the backlog wait, the

@@ -245,7 +245,8 @@ def execute(
     plan activity; ``thread_codes``, ``activity_codes`` and ``lock_codes`` map the plan's
     numbering to the stores' codes.  ``out`` receives ``[end_us, charged_us]``: when the
     coordinator ends and the CPU time the plan charged.  Returns the path taken, :data:`ROOM`
-    (nothing done) or a plan error (< -1)."""
+    (nothing done: a store lacks room, or ``m`` predates the lock store the codes need) or a
+    plan error (< -1)."""
     ri, rf = m.ri, m.rf
     threads, n, bars = len(thread_cpu), len(kind), len(barrier_parties)
     if threads == 0 or spawned[0]:
@@ -273,6 +274,9 @@ def execute(
             if k > RELEASE:
                 plain = False
     out[1] = charged
+    for i in range(len(lock_codes)):  # a record taken before the facade grew its locks
+        if lock_codes[i] >= len(m.li):
+            return ROOM
     serial = serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0
     serial = serial and not _irq_core(m, thread_cpu[0])
     periods = 0

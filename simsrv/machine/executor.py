@@ -251,10 +251,12 @@ class Machine:
         self._raise_error()
 
     def _reserve_for_live(self) -> None:
-        """Room in the stores for every row the live threads may still record (an interrupt
-        CPU's busy period may split one)."""
+        """Room in the stores for every row the live threads may still record (two for an
+        operation with a signal or a spin section; an interrupt CPU's busy period may split
+        one)."""
         ri = self._arrays["ri"]
-        rows = (1 + int(ri[engine.R_SIGNALS])) * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
+        per_op = 1 + int(ri[engine.R_SIGNALS]) + int(ri[engine.R_SECTIONS])
+        rows = per_op * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
         rows += int(ri[engine.R_IRQ_PERIODS]) - int(ri[engine.R_IRQ_NEXT]) // 2
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)
@@ -308,7 +310,8 @@ class Machine:
             raise self.plan_error(status, -1, None)
 
     def make_room(self) -> None:
-        """Grow what the engine's last call said it needs (``R_NEED_*``)."""
+        """Grow what the engine's last call said it needs (``R_NEED_*``, and the locks every
+        plan so far names)."""
         a = self._arrays
         ri = a["ri"]
         slots, ops, bars, heap, rows = (
@@ -326,6 +329,7 @@ class Machine:
                 a[name] = _grown(a[name], need)
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)
+        self._grow_locks(len(self.lock_holds.locks.names))
         self._state = None
 
     def _grow_locks(self, locks: int) -> None:
