@@ -55,7 +55,7 @@ The model
   waits for the period's end; with SMT the softirq is a computing logical CPU for its
   siblings.  A period's start or end comes before every other event of its instant.  Beyond
   one packet per ``softirq_us`` the CPU is never free again: its thread starves (a receive
-  livelock: 2.4's deferral of softirqs to ``ksoftirqd`` is not modelled).
+  livelock, as 2.4 without NAPI; the gaps ``ksoftirqd`` would leave it are not modelled).
 * **Simultaneous events.**  When several threads act at the same simulated instant, they act in
   a fixed order: threads of earlier frames first, then by their index in the plan (the
   coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan

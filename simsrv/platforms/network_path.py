@@ -25,7 +25,8 @@ then: :attr:`ClientStream.on_arrivals <simsrv.workload.clients.ClientStream.on_a
 The packets are every packet the clients send that is not lost, which the card receives
 whether or not the server keeps up: above ``1 / softirq_us`` packets/s the interrupt CPU
 cannot keep up, the kernel drops what its receive backlog (``netdev_max_backlog``) cannot
-hold, and the thread on that CPU starves (a receive livelock: 2.4's ``ksoftirqd`` is not
+hold, and the thread on that CPU starves (a receive livelock, as 2.4 without NAPI: every
+interrupt runs the softirqs on its exit; the gaps ``ksoftirqd`` would leave it are not
 modelled).
 
 The send path goes the other way through the card's single transmit queue: the part of a
