@@ -413,10 +413,9 @@ def _room(m, threads, n, bars, periods):
         or ri[R_BARS] + bars > len(m.bi)
     ):
         _compact(m)
-    # each op records at most one row and one hold (two rows with signals: a wait, a wake-up;
-    # a spin section two: its spin and its computation) (and an interrupt splits the row of
-    # the computation or spin it stops, and reschedules the computations of its core)
-    rows = (1 + ri[R_SIGNALS] + ri[R_SECTIONS]) * (ri[R_OPS] + n) + len(m.li) + 1 + periods
+    # (an interrupt splits the row of the computation or spin it stops, and reschedules the
+    # computations of its core)
+    rows = rows_per_op(ri) * (ri[R_OPS] + n) + len(m.li) + 1 + periods
     heap = ri[R_HEAP] + 8 * (ri[R_OPS] + n) + 8 * (ri[R_SLOTS] + threads) + 64
     heap += 2 * ri[R_PER_CORE] * periods
     ri[R_NEED_SLOTS], ri[R_NEED_OPS] = ri[R_SLOTS] + threads, ri[R_OPS] + n
@@ -429,6 +428,14 @@ def _room(m, threads, n, bars, periods):
         or m.trace_size[0] + rows > len(m.trace_times)
         or m.holds_size[0] + rows > len(m.holds_times)
     )
+
+
+@inlinable
+def rows_per_op(ri):
+    """The trace rows (and lock holds) one operation may record at most, from the registers
+    ``ri``: one, plus one with a signalling thread library (a wait, then its wake-up), plus
+    one once a spin section has run (its spin, then its computation)."""
+    return 1 + ri[R_SIGNALS] + ri[R_SECTIONS]
 
 
 @inlined

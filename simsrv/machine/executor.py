@@ -251,12 +251,11 @@ class Machine:
         self._raise_error()
 
     def _reserve_for_live(self) -> None:
-        """Room in the stores for every row the live threads may still record (two for an
-        operation with a signal or a spin section; an interrupt CPU's busy period may split
-        one)."""
+        """Room in the stores for every row the live threads may still record
+        (:func:`engine.rows_per_op <simsrv.machine.engine.rows_per_op>` an operation; an
+        interrupt CPU's busy period may split one)."""
         ri = self._arrays["ri"]
-        per_op = 1 + int(ri[engine.R_SIGNALS]) + int(ri[engine.R_SECTIONS])
-        rows = per_op * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
+        rows = int(engine.rows_per_op(ri)) * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
         rows += int(ri[engine.R_IRQ_PERIODS]) - int(ri[engine.R_IRQ_NEXT]) // 2
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)

@@ -196,8 +196,6 @@ class FrameLoop:
             self._record_extra()
             return
         arrays, arguments = machine.arguments(plan)
-        if loop.machine is not machine.state:  # new lock names grew the machine's lock store
-            loop = loop._replace(machine=machine.state)
         while not finish_plan_compiled(loop, *arguments):
             if self.ints[s.REASON] == s.PLAN_ERROR:
                 raise machine.plan_error(int(self.out[0]), int(self.ints[s.FRAME]), arrays)
