@@ -99,11 +99,15 @@ DONE = -2
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
     R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
     R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE, R_SPIN_ACT, R_SECTIONS,
-) = range(38)  # fmt: skip
-INT_REGISTERS = 38
+    R_QUOTA, R_Q_THROTTLED, R_Q_RATE,
+) = range(41)  # fmt: skip
+INT_REGISTERS = 41
 # -- float registers (rf) --------------------------------------------------------------------
-F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON = range(8)
-FLOAT_REGISTERS = 8
+(
+    F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON,
+    F_Q_QUOTA, F_Q_PERIOD, F_Q_USED, F_Q_LAST,
+) = range(12)  # fmt: skip
+FLOAT_REGISTERS = 12
 # -- thread slots: ints (ti) and floats (tf) -------------------------------------------------
 (
     T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
@@ -187,12 +191,16 @@ def new_arrays(
     irq_cpu: int = -1,
     softirq_us: float = 0.0,
     max_backlog: int = 300,
+    quota_us: float = 0.0,
+    period_us: float = 0.0,
 ):
     """The engine's own arrays and registers for a fresh machine (a dict of
     :class:`MachineState` fields without the column stores); the activity codes of the wait
     and signal rows are the facade's to set.  ``irq_cpu`` (-1: none) takes the network card's
     interrupts, each received packet's softirq costing it ``softirq_us``, at most
-    ``max_backlog`` packets waiting for theirs (:func:`add_interrupts`)."""
+    ``max_backlog`` packets waiting for theirs (:func:`add_interrupts`).  ``quota_us`` > 0:
+    the server's threads may run ``quota_us`` of CPU time per ``period_us`` (CFS bandwidth
+    control, :func:`_quota_event`)."""
     share = np.ones(cpus)
     share[: len(background)] = [1.0 - b for b in background[:cpus]]
     smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -203,13 +211,15 @@ def new_arrays(
     interrupts = irq_cpu >= 0 and softirq_us > 0.0
     ri[R_IRQ_CPU] = irq_cpu if interrupts else NONE
     ri[R_IRQ_BACKLOG] = max_backlog
-    ri[R_SPEEDS] = smt or ri[R_BACKGROUND] or interrupts
+    ri[R_QUOTA] = quota_us > 0.0
+    ri[R_SPEEDS] = smt or ri[R_BACKGROUND] or interrupts or ri[R_QUOTA]
     ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = ri[R_SPIN_ACT] = -1
     rf = np.zeros(FLOAT_REGISTERS)
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
     rf[F_SEND], rf[F_WAKEUP] = signal_send_us, signal_wakeup_us
     ri[R_SIGNALS] = signal_send_us > 0.0 or signal_wakeup_us > 0.0
     rf[F_IRQ_COST], rf[F_IRQ_LAST], rf[F_IRQ_HORIZON] = softirq_us, -np.inf, 0.0
+    rf[F_Q_QUOTA], rf[F_Q_PERIOD] = quota_us, period_us
     ci = np.full((cpus, 3), NONE, np.int64)
     return {
         "ri": ri,
@@ -278,7 +288,7 @@ def execute(
         if lock_codes[i] >= len(m.li):
             return ROOM
     serial = serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0
-    serial = serial and not _irq_core(m, thread_cpu[0])
+    serial = serial and not _irq_core(m, thread_cpu[0]) and not ri[R_QUOTA]
     periods = 0
     if ri[R_IRQ_CPU] >= 0 and not serial:
         periods = _irq_reach(m, start_us, charged, n, threads)
@@ -704,6 +714,8 @@ def _run(m, s, time_us, forever, coordinator):
             return
         if ri[R_IRQ_CPU] >= 0 and _irq_due(m, time_us, forever):
             continue  # an interrupt boundary came first (or the schedule ended: an error)
+        if ri[R_QUOTA] and _quota_due(m, time_us, forever):
+            continue  # the quota ran out or its period ended first
         if ri[R_HEAP] == 0:
             return
         if not forever and m.ht[0] > time_us:
@@ -767,10 +779,13 @@ def _step(m):
         k = m.ok[pc]
         if k == SPIN:  # a spinner has the lock handed over: it computes on at once
             cpu = ti[s, T_CPU]
-            if time > m.tf[s, TF_BEGAN] and not _irq_stalls(m, cpu):
+            runs = not _irq_stalls(m, cpu) and not m.ri[R_Q_THROTTLED]
+            if time > m.tf[s, TF_BEGAN] and runs:
                 _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ri[R_SPIN_ACT], m.tf[s, TF_BEGAN],
                      time)  # fmt: skip
             ti[s, T_SPIN] = 0
+            if m.ri[R_QUOTA] and runs:
+                _quota_run(m, -1)
             _begin_compute(m, s)
             return NONE
         if k == ACQUIRE:
@@ -907,6 +922,8 @@ def _begin_compute(m, s):
     section = ok[pc] == SPIN
     if section and not _holds(m, s, m.oa[pc]) and not _acquire(m, s, m.oa[pc]):
         ti[s, T_SPIN] = 1  # it spins, holding the CPU, until the holder hands it over
+        if ri[R_QUOTA] and not ri[R_Q_THROTTLED]:
+            _quota_run(m, 1)
         return
     m.tf[s, TF_BEGAN] = now
     if ri[R_SPEEDS]:
@@ -995,6 +1012,8 @@ def _end_compute(m, s):
     ti = m.ti
     pc, cpu = ti[s, T_PC], ti[s, T_CPU]
     _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[pc], m.tf[s, TF_BEGAN], m.rf[F_NOW])
+    if m.ri[R_QUOTA]:
+        _quota_run(m, -1)
     if m.ri[R_SMT] and not _irq_stalls(m, cpu):  # (in a softirq the logical CPU stays busy)
         _smt_change(m, cpu, STOPS)
     ti[s, T_PC] = pc + 1
@@ -1039,6 +1058,12 @@ def _begin_smt(m, s, cost):
         m.ti[s, T_TOKEN] += 1
         return
     speed = _smt_change(m, cpu, STARTS) if m.ri[R_SMT] else 1.0
+    if m.ri[R_QUOTA]:
+        if m.ri[R_Q_THROTTLED]:  # the quota ran out: the computation starts at the period's end
+            tf[s, TF_SPEED] = 0.0
+            m.ti[s, T_TOKEN] += 1
+            return
+        _quota_run(m, 1)
     tf[s, TF_SPEED] = speed * m.share[cpu]
     _reschedule(m, s)
 
@@ -1052,6 +1077,8 @@ def _smt_change(m, cpu, delta):
     core = cpu // per_core
     m.core_busy[core] += delta
     speed = _core_speed(m, core)
+    if ri[R_Q_THROTTLED]:  # nothing computes: the speeds are set at the period's end
+        return speed
     now = m.rf[F_NOW]
     for sibling in range(core * per_core, min(ri[R_CPUS], (core + 1) * per_core)):
         other = ci[sibling, C_HOLDER]
@@ -1224,6 +1251,124 @@ def _irq_reach(m, start_us, charged, n, threads):
     if t + left >= rf[F_IRQ_HORIZON]:
         return -1
     return k - first + 1
+
+
+# -- the CPU quota: CFS bandwidth control of the server's threads ------------------------------
+
+
+@inlined
+def _quota_settle(m):
+    """The server's CPU time used in the quota's period, brought up to now: the threads
+    running since the last change (``R_Q_RATE`` of them) used that much each; with none, a
+    period that began meanwhile starts from zero."""
+    rf = m.rf
+    now, last = rf[F_NOW], rf[F_Q_LAST]
+    if now > last:
+        period = rf[F_Q_PERIOD]
+        if m.ri[R_Q_RATE] > 0:
+            rf[F_Q_USED] += m.ri[R_Q_RATE] * (now - last)
+        elif np.floor(now / period) > np.floor(last / period):
+            rf[F_Q_USED] = 0.0
+        rf[F_Q_LAST] = now
+
+
+@inlined
+def _quota_run(m, delta):
+    """``delta`` threads start (+1) or stop (-1) running on a CPU now."""
+    _quota_settle(m)
+    m.ri[R_Q_RATE] += delta
+
+
+@inlined
+def _quota_next(m):
+    """``(time, hit)``: the quota's next event: the instant the running threads will have used
+    the quota (``hit``), or the end of the period (while throttled, or when that comes
+    first); ``(inf, False)`` when nothing runs and nothing is throttled."""
+    rf = m.rf
+    period = rf[F_Q_PERIOD]
+    boundary = (np.floor(rf[F_Q_LAST] / period) + 1.0) * period
+    if m.ri[R_Q_THROTTLED]:
+        return boundary, False
+    rate = m.ri[R_Q_RATE]
+    if rate <= 0:
+        return np.inf, False
+    hit = rf[F_Q_LAST] + max(rf[F_Q_QUOTA] - rf[F_Q_USED], 0.0) / rate
+    if hit < boundary:
+        return hit, True
+    return boundary, False
+
+
+@inlined
+def _quota_due(m, time_us, forever):
+    """Process the quota's next event if it comes before the next event (at one instant,
+    first) and by ``time_us`` (or at all when ``forever``: with no event left, only while a
+    thread stands still throttled); True when one was processed."""
+    ri = m.ri
+    b, hit = _quota_next(m)
+    if b == np.inf:
+        return False
+    if ri[R_HEAP]:
+        due = m.ht[0]
+        cap = due if forever or due <= time_us else time_us
+    elif ri[R_Q_THROTTLED] and ri[R_LIVE] > 0:  # no event: live threads wait for the period
+        cap = np.inf if forever else time_us
+    else:  # nothing depends on the period's end but the clock, set to ``time_us`` if finite
+        cap = -np.inf if forever or time_us == np.inf else time_us
+    if b <= cap:
+        _quota_event(m, b, hit)
+        return True
+    return False
+
+
+@inlined
+def _quota_event(m, time, hit):
+    """CFS bandwidth control (Linux ``Documentation/scheduler/sched-bwc.rst``): the server's
+    threads together may run ``F_Q_QUOTA`` us of CPU time in each period ``[k P, (k + 1) P)``
+    of ``F_Q_PERIOD`` us.  At ``time`` either they have used it (``hit``): the group is
+    throttled, every thread running stands still (its row so far recorded, the work done
+    kept; a computation whose work is done ends now as planned) and none starts until the
+    period ends; or the period ends: the quota is whole again and the stopped threads go
+    on (their next rows start now)."""
+    ri, rf, ti, tf, ci = m.ri, m.rf, m.ti, m.tf, m.ci
+    rf[F_NOW] = time
+    _quota_settle(m)
+    if hit:
+        rf[F_Q_USED] = rf[F_Q_QUOTA]
+        ri[R_Q_THROTTLED] = 1
+    elif not ri[R_Q_THROTTLED]:
+        rf[F_Q_USED] = 0.0
+        return
+    else:
+        rf[F_Q_USED] = 0.0
+        ri[R_Q_THROTTLED] = 0
+    for cpu in range(ri[R_CPUS]):
+        s = ci[cpu, C_HOLDER]
+        if s < 0:
+            continue
+        if ti[s, T_SPIN]:  # a spinner stops spinning for the throttle, or goes on
+            if not hit:
+                tf[s, TF_BEGAN] = time
+                ri[R_Q_RATE] += 1
+            else:
+                if time > tf[s, TF_BEGAN]:
+                    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], ri[R_SPIN_ACT], tf[s, TF_BEGAN],
+                         time)  # fmt: skip
+                ri[R_Q_RATE] -= 1
+            continue
+        if hit:
+            _progress(m, s, time)
+            if tf[s, TF_REMAINING] > 0.0:
+                if time > tf[s, TF_BEGAN]:
+                    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[ti[s, T_PC]],
+                         tf[s, TF_BEGAN], time)  # fmt: skip
+                tf[s, TF_SPEED] = 0.0
+                ti[s, T_TOKEN] += 1  # its finish is void until the period ends
+                ri[R_Q_RATE] -= 1
+        else:
+            tf[s, TF_BEGAN], tf[s, TF_LAST] = time, time
+            tf[s, TF_SPEED] = _core_speed(m, cpu // ri[R_PER_CORE]) * m.share[cpu]
+            _reschedule(m, s)
+            ri[R_Q_RATE] += 1
 
 
 # -- synchronisation -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from simsrv.machine import engine
 from simsrv.machine.engine import MachineState
 from simsrv.machine.plan import US_PER_S, FramePlan, PlanError
 from simsrv.machine.plan_arrays import PlanArrays, from_plan
+from simsrv.machine.quota import CpuQuota, check_quota_machine
 from simsrv.machine.trace import (
     LOCK_SPIN,
     SIGNAL_SEND,
@@ -70,6 +71,9 @@ class Machine:
         Called without arguments when the machine needs the packets arriving after the
         horizon of the last :meth:`add_interrupts` (it must call that method again, with a
         later horizon).
+    quota:
+        A CPU quota on the server's threads (CFS bandwidth control,
+        :mod:`simsrv.machine.quota`); None: none.
     """
 
     runs_arrays_compiled = True
@@ -88,10 +92,13 @@ class Machine:
         softirq_us: float = 0.0,
         max_backlog: int = 300,
         interrupt_source: Callable[[], None] | None = None,
+        quota: CpuQuota | None = None,
     ) -> None:
         self.cpus = cpus
         if irq_cpu is not None and not 0 <= irq_cpu < cpus:
             raise ValueError(f"irq_cpu: {irq_cpu} is not a CPU of 0..{cpus - 1}")
+        check_quota_machine(quota, background, irq_cpu if softirq_us > 0.0 else None)
+        self.quota = quota
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
         self.background = tuple(background) + (0.0,) * (cpus - len(background))
@@ -109,6 +116,7 @@ class Machine:
         self._arrays = engine.new_arrays(
             cpus, smt_per_core, smt_throughput, background, runs, signal_send_us,
             signal_wakeup_us, -1 if irq_cpu is None else irq_cpu, softirq_us, max_backlog,
+            0.0 if quota is None else quota.quota_us, 0.0 if quota is None else quota.period_us,
         )  # fmt: skip
         ri, activities = self._arrays["ri"], self.trace.activities
         ri[engine.R_LOCK_WAIT] = activities.code("lock_wait")

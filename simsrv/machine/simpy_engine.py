@@ -56,6 +56,16 @@ The model
   siblings.  A period's start or end comes before every other event of its instant.  Beyond
   one packet per ``softirq_us`` the CPU is never free again: its thread starves (a receive
   livelock, as 2.4 without NAPI; the gaps ``ksoftirqd`` would leave it are not modelled).
+* Optional CPU quota (``quota``, CFS bandwidth control, :mod:`simsrv.machine.quota`): the
+  server's threads together may run ``quota_us`` of CPU time in each period ``[k P, (k + 1)
+  P)`` of ``period_us``; a thread runs while it computes or spins on its CPU, and the time
+  used counts every running thread's (two running threads use it twice as fast).  The instant
+  the quota is used up, the group is throttled: every thread running stands still (its
+  interval so far is recorded; it goes on, with the work done kept, when the period ends,
+  its next interval starting then; a computation whose work is done at that instant ends
+  then as planned), and a thread that starts a computation or a spin meanwhile waits for the
+  period's end.  At the period's end the quota is whole again.  The quota's events come
+  before every other event of their instant.  Not with background load or an interrupt CPU.
 * **Simultaneous events.**  When several threads act at the same simulated instant, they act in
   a fixed order: threads of earlier frames first, then by their index in the plan (the
   coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
@@ -114,6 +124,7 @@ from simsrv.machine.plan import (
     Thread,
 )
 from simsrv.machine.plan_arrays import PlanArrays
+from simsrv.machine.quota import CpuQuota, check_quota_machine
 from simsrv.machine.trace import (
     LOCK_SPIN,
     SIGNAL_SEND,
@@ -196,10 +207,19 @@ class SimpyMachine:
         softirq_us: float = 0.0,
         max_backlog: int = 300,
         interrupt_source: Callable[[], None] | None = None,
+        quota: CpuQuota | None = None,
     ) -> None:
         self.cpus = cpus
         if irq_cpu is not None and not 0 <= irq_cpu < cpus:
             raise ValueError(f"irq_cpu: {irq_cpu} is not a CPU of 0..{cpus - 1}")
+        check_quota_machine(quota, background, irq_cpu if softirq_us > 0.0 else None)
+        self.quota = quota
+        self._q_used = 0.0  # CPU time the server used in the quota's period, us (at _q_last)
+        self._q_last = 0.0  # when the running threads last changed, us
+        self._q_rate = 0  # threads running since then
+        self._q_throttled = False
+        self._q_token = 0  # the quota's current timer (a change makes a new one)
+        self._q_timer: simpy.Event | None = None
         self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
@@ -217,7 +237,10 @@ class SimpyMachine:
         self._boundary_timer: simpy.Event | None = None  # that timer
         self._irq_core_cpus = [c for c in range(cpus) if self._irq_core(c)]  # softirqs' speeds
         self._speeds = (
-            self._smt or any(b > 0.0 for b in self.background) or self.irq_cpu is not None
+            self._smt
+            or any(b > 0.0 for b in self.background)
+            or self.irq_cpu is not None
+            or quota is not None
         )
         self.env = _Environment()
         self._cpu = [simpy.Resource(self.env, capacity=1) for _ in range(cpus)]
@@ -244,6 +267,7 @@ class SimpyMachine:
         self._run_until(start_us)
         cpu = plan.threads[0].cpu
         serial = plan.is_serial() and self.background[cpu] == 0.0 and not self._irq_core(cpu)
+        serial = serial and self.quota is None
         if serial and self.env.peek() == float("inf"):
             # as the fast engine: one serial thread on an idle machine, on a CPU without
             # background load, starts at exactly start_us, even a rounding error before the
@@ -272,7 +296,11 @@ class SimpyMachine:
         engine logs a critical section at its release."""
         # (a timer waiting for the interrupt CPU's next boundary changes nothing while no
         # thread is alive)
-        pending = [event for *_, event in self.env._queue if event is not self._boundary_timer]
+        pending = [
+            event
+            for *_, event in self.env._queue
+            if event is not self._boundary_timer and event is not self._q_timer
+        ]
         if self._alive or pending:
             return Settled(-float("inf"), -float("inf"), 0)
         return Settled(next_start_us, next_start_us, None)
@@ -364,12 +392,17 @@ class SimpyMachine:
             self._spinning[cpu] = state
             if cpu == self.irq_cpu:
                 self._watch_interrupts()
+            if self.quota is not None and not self._q_throttled:
+                self._quota_run(+1)
             yield taken  # handed over at the holder's release
             since = self.env.now
             yield _Timer(self.env, self._priority(state), 0.0)  # (the fast engine's wake-up)
             self._spinning[cpu] = None
-            if self.env.now > state.began and not self._irq_stalls(cpu):
+            runs = not self._irq_stalls(cpu) and not self._q_throttled
+            if self.env.now > state.began and runs:
                 self._record(state, LOCK_SPIN, state.began, self.env.now)
+            if self.quota is not None and runs:
+                self._quota_run(-1)
             self._lock_since[op.lock] = since
         else:
             self._lock_since[op.lock] = self.env.now
@@ -392,12 +425,20 @@ class SimpyMachine:
         elif self._speeds:
             state.remaining, state.last = cost_us, state.began
             speed = self._smt_change(cpu, +1) if self._smt else 1.0
-            state.speed = speed * self._share[cpu]
-            self._finish_in(state, state.remaining / state.speed)
+            if self._q_throttled:  # the quota ran out: it starts at the period's end
+                state.speed = 0.0
+                state.token += 1
+            else:
+                if self.quota is not None:
+                    self._quota_run(+1)
+                state.speed = speed * self._share[cpu]
+                self._finish_in(state, state.remaining / state.speed)
         else:
             self._finish_in(state, cost_us)
         yield state.done
         self._record(state, activity, state.began, self.env.now)
+        if self.quota is not None:
+            self._quota_run(-1)
         if self._smt and not self._irq_stalls(cpu):  # (in a softirq it stays busy)
             self._smt_change(cpu, -1)
         self._computing[cpu] = None
@@ -423,6 +464,8 @@ class SimpyMachine:
         core = cpu // per_core
         self._core_busy[core] += delta
         speed = self._core_speed(core)
+        if self._q_throttled:  # nothing computes: the speeds are set at the period's end
+            return speed
         for sibling in range(core * per_core, min(self.cpus, (core + 1) * per_core)):
             other = self._computing[sibling]
             if sibling == cpu or other is None or self._irq_stalls(sibling):
@@ -542,6 +585,85 @@ class SimpyMachine:
             self._next_boundary()
         else:
             self._watching = False
+
+    # -- the CPU quota ----------------------------------------------------------------------
+
+    def _quota_run(self, delta: int) -> None:
+        """``delta`` threads start (+1) or stop (-1) running now: the time used so far is
+        counted at the old number, and the quota's next event is scheduled anew."""
+        self._quota_settle()
+        self._q_rate += delta
+        self._quota_schedule()
+
+    def _quota_settle(self) -> None:
+        """The time used in the period brought up to now (with nothing running, a period that
+        began meanwhile starts from zero)."""
+        now, last = self.env.now, self._q_last
+        if now > last:
+            period = self.quota.period_us
+            if self._q_rate > 0:
+                self._q_used += self._q_rate * (now - last)
+            elif math.floor(now / period) > math.floor(last / period):
+                self._q_used = 0.0
+            self._q_last = now
+
+    def _quota_schedule(self) -> None:
+        """A timer for the quota's next event (before every other event of its instant): the
+        instant the running threads will have used it, or the period's end (while throttled,
+        or when that comes first); none while nothing runs or waits for the period."""
+        self._q_token += 1
+        period = self.quota.period_us
+        boundary = (math.floor(self._q_last / period) + 1.0) * period
+        if self._q_throttled:
+            time, hit = boundary, False
+        elif self._q_rate <= 0:
+            self._q_timer = None
+            return
+        else:
+            time = self._q_last + max(self.quota.quota_us - self._q_used, 0.0) / self._q_rate
+            hit = time < boundary
+            if not hit:
+                time = boundary
+        token = self._q_token
+        timer = self._q_timer = simpy.Event(self.env)
+        timer._ok, timer._value = True, None
+        timer.callbacks.append(lambda _event: token == self._q_token and self._quota_event(hit))
+        self.env.schedule_at(timer, 0, time)
+
+    def _quota_event(self, hit: bool) -> None:
+        """The quota is used up (``hit``: the group is throttled, its running threads stand
+        still) or its period ends (the quota is whole again; the stopped threads go on)."""
+        now = self.env.now
+        self._quota_settle()
+        self._q_used = self.quota.quota_us if hit else 0.0
+        if not hit and not self._q_throttled:
+            self._quota_schedule()
+            return
+        self._q_throttled = hit
+        for cpu in range(self.cpus):
+            spinner, state = self._spinning[cpu], self._computing[cpu]
+            if spinner is not None:
+                if not hit:
+                    spinner.began = now
+                    self._q_rate += 1
+                else:
+                    if now > spinner.began:
+                        self._record(spinner, LOCK_SPIN, spinner.began, now)
+                    self._q_rate -= 1
+            elif state is not None and hit:
+                self._progress(state)
+                if state.remaining > 0.0:
+                    if now > state.began:
+                        self._record(state, state.activity, state.began, now)
+                    state.speed = 0.0
+                    state.token += 1  # its finish is void until the period ends
+                    self._q_rate -= 1
+            elif state is not None:
+                state.began = state.last = now
+                state.speed = self._core_speed(cpu // self.smt_per_core) * self._share[cpu]
+                self._finish_in(state, state.remaining / state.speed)
+                self._q_rate += 1
+        self._quota_schedule()
 
     def _core_speed(self, core: int) -> float:
         """The speed of a computation on ``core`` (1, or the SMT throughput while another of

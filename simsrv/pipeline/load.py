@@ -146,7 +146,12 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
 
     machine = validate(MachineSection, sections["machine"], "machine")
     ENGINES.get(machine.engine, "machine.engine")
-    load_platform(machine.platform)
+    platform = load_platform(machine.platform)
+    if machine.cpu_quota_us is not None and platform.irq_cpu is not None:
+        raise InputError(
+            f"machine.cpu_quota_us: a CPU quota cannot be combined with the platform's "
+            f"interrupt CPU (platform {machine.platform!r} has irq_cpu = {platform.irq_cpu})"
+        )
     run = validate(RunSection, sections["run"], "run")
     clients = validate(ClientsSection, sections["clients"], "clients")
     check_run_measures_packets(run, players, clients)

@@ -22,6 +22,7 @@ import pandas as pd
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.machine.plan import US_PER_S
+from simsrv.machine.quota import CpuQuota
 from simsrv.metrics.frame_digest import FrameDigest
 from simsrv.pipeline.frame_loop import FrameLoop
 from simsrv.pipeline.frame_stream import FrameStream
@@ -143,6 +144,7 @@ def simulate(
         softirq_us=softirq_cost_us,
         max_backlog=platform.netdev_max_backlog,
         interrupt_source=stream.generate_next,
+        quota=CpuQuota.of(scenario.machine),
     )
     softirq_time = SoftirqTime(softirq_cost_us * 1e-6, window)
     if irq_cpu is not None:  # the card's interrupts: every packet the clients' stream brings,

@@ -182,6 +182,17 @@ class ServerSection(StrictModel):
         return self
 
 
+MIN_QUOTA_US = 1000.0
+"""The kernel's smallest CPU quota and period (``cpu.cfs_quota_us``, ``cpu.cfs_period_us``
+>= 1 ms; Linux ``Documentation/scheduler/sched-bwc.rst``)."""
+MAX_PERIOD_US = 1_000_000.0
+"""The kernel's largest quota period (1 s)."""
+MAX_QUOTA_US = 1e9
+"""A bound on the quota (1,000 s of CPU a period: never reached by a modelled machine)."""
+DEFAULT_PERIOD_US = 100_000.0
+"""The kernel's default quota period (100 ms)."""
+
+
 class MachineSection(StrictModel):
     """The modelled machine: a platform profile and how many of its CPUs the server uses."""
 
@@ -204,12 +215,34 @@ class MachineSection(StrictModel):
         description="per-scenario overrides of platform costs, microseconds, each 0 to 1e6 "
         "(e.g. costs.request_per_message = 40)",
     )
+    cpu_quota_us: float | None = Field(
+        None,
+        strict=True,
+        ge=MIN_QUOTA_US,
+        le=MAX_QUOTA_US,
+        description="a CPU quota on the server's threads, us of CPU time per cpu_period_us "
+        "(CFS bandwidth control, as cgroup's cpu.cfs_quota_us: the server runs at full speed "
+        "until it has used it in the period, then stops until the next period); absent: no "
+        "quota.  1000 to 1e9; not with background",
+    )
+    cpu_period_us: float = Field(
+        DEFAULT_PERIOD_US,
+        strict=True,
+        ge=MIN_QUOTA_US,
+        le=MAX_PERIOD_US,
+        description="the CPU quota's period, us (cgroup's cpu.cfs_period_us), 1000 to 1e6",
+    )
 
     @model_validator(mode="after")
     def _background_shares(self) -> MachineSection:
         if len(self.background) > self.cpus:
             raise ValueError(
                 f"background: at most one share per CPU ({self.cpus}), got {len(self.background)}"
+            )
+        if self.cpu_quota_us is not None and any(b > 0.0 for b in self.background):
+            raise ValueError(
+                "cpu_quota_us: a CPU quota cannot be combined with background load; "
+                "remove one of them"
             )
         return self
 

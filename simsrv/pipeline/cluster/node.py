@@ -9,6 +9,7 @@ import numpy as np
 
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
+from simsrv.machine.quota import CpuQuota
 from simsrv.pipeline.cluster.socket import NodeSocket
 from simsrv.pipeline.frame_loop import FrameLoop
 from simsrv.pipeline.seeding import STREAMS
@@ -83,6 +84,7 @@ def build_node(
         background=tuple(m.background),
         signal_send_us=platform.costs.signal_send,
         signal_wakeup_us=platform.costs.signal_wakeup,
+        quota=CpuQuota.of(m),
     )
     builder = FrameBuilder(scenario, world.entity_count)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
