@@ -39,13 +39,14 @@ def test_hosts_pattern_and_a_burst_wider_than_a_period_is_capped():
     assert out[0] == f"clients.jitter_s={0.5 / 77.0!r}"
 
 
-def test_a_quota_becomes_background_load_and_the_map_file_is_the_shared_one(tmp_path):
+def test_a_quota_becomes_the_machines_cpu_quota_and_the_map_file_is_the_shared_one(tmp_path):
     shared = SharedFolder(tmp_path)
     config = TestbedConfig(
         clients=12, map="dm3", quota_us=1000, period_us=20_000, duration_s=10.0, warmup_s=2.0
     )
     out = scenario_overrides(config, shared, seed=3, platform="p.toml")
-    assert "machine.background=[0.95]" in out
+    assert {"machine.cpu_quota_us=1000.0", "machine.cpu_period_us=20000.0"} <= set(out)
+    assert not any(o.startswith("machine.background") for o in out)
     assert f"map.file={tmp_path}/maps/quake-gpl/dm3.bsp.gz" in out
     assert {
         "players.count=12",
@@ -78,7 +79,8 @@ def test_scenario_overrides_load_into_a_valid_scenario(tmp_path):
     )
     assert scenario.players.count == 32 and scenario.clients.hosts == 4
     assert scenario.machine.cpus == 1 and scenario.server.strategy == "sequential"
-    assert scenario.machine.background == [pytest.approx(0.9)]
+    assert scenario.machine.background == []
+    assert (scenario.machine.cpu_quota_us, scenario.machine.cpu_period_us) == (2000.0, 20000.0)
 
 
 def test_config_round_trips_through_a_campaign_row():

@@ -69,11 +69,9 @@ def compare_rows(measured: pd.DataFrame, model: list[dict[str, float]]) -> pd.Da
         for c in QUANTITIES:
             if c.measured not in m or pd.isna(m[c.measured]) or c.model not in q:
                 continue
+            # (under a quota the model's busy time is CPU time, as the thread clock measures:
+            # a throttled thread's time is no interval of the trace)
             real, sim = float(m[c.measured]), q[c.model]
-            if saturated and c.model == "busy_fraction":
-                # the model runs the server at the quota's speed (machine.background): its
-                # busy wall time times that speed is the CPU time the thread clock measures
-                sim *= float(m["quota_share"])
             error = (sim - real) / real if c.relative else sim - real
             if c.relative and real == 0:
                 error = math.inf

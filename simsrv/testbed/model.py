@@ -6,9 +6,9 @@ the phase pattern as simsrv's ``clients.hosts`` with the burst width and send la
 clients *measured* (a Python client cannot send 32 packets in the same microsecond: a burst
 is ~0.3-1.5 ms wide, and the server wakes several times inside it), the socket's capacity
 the harness measured (``clients.socket_buffer_messages``: a saturated server's kernel drops
-what does not fit), and a CPU quota as ``machine.background``: a quota of q of one CPU
-leaves 1 - q to other work (a fluid approximation of CFS bandwidth control, which actually
-runs the server at full speed for its quota and then stops it for the rest of the period).
+what does not fit), and a CPU quota as the machine's own (``machine.cpu_quota_us``,
+``machine.cpu_period_us``: CFS bandwidth control, the server at full speed until it has used
+its quota in the period, then stopped until the next, :mod:`simsrv.machine.quota`).
 
 :data:`QUANTITIES` pairs each measured summary key with the model quantity of the same
 meaning (:mod:`simsrv.validation.quantities`), its tolerance and whether the error is
@@ -99,8 +99,10 @@ def scenario_overrides(
         *phase_overrides(config, burst_width_ms, send_lateness_ms),
     ]
     if config.quota_us is not None:
-        share = config.quota_us / config.period_us
-        out.append(f"machine.background=[{1.0 - share!r}]")
+        out += [
+            f"machine.cpu_quota_us={float(config.quota_us)!r}",
+            f"machine.cpu_period_us={float(config.period_us)!r}",
+        ]
     return out
 
 
