@@ -25,7 +25,7 @@ from pathlib import Path
 
 PROTOCOL_VERSION = 28
 CONNECTIONLESS = b"\xff\xff\xff\xff"
-MAX_CLIENTS = 32  # src/protocol.h of the unpatched server
+MAX_CLIENTS = 256  # src/protocol.h as our patch sets it (32 in mvdsv): player numbers 0..255
 
 # client -> server
 CLC_NOP, CLC_MOVE, CLC_STRINGCMD = 1, 3, 4
@@ -508,7 +508,9 @@ def parse_server_message(payload: bytes) -> ServerEvents:
                 r.long()  # protocol
                 servercount = r.long()
                 r.string()  # game directory
-                playernum = r.byte() & 0x7F
+                # bit 7 flags a spectator; our clients are players (maxspectators 0), and
+                # with MAX_CLIENTS 256 players 128..255 set it too: the whole byte is ours
+                playernum = r.byte()
                 r.string()  # level name
                 r.take(40)  # ten movevars
                 events.serverdata = (servercount, playernum)
