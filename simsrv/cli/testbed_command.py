@@ -39,7 +39,14 @@ def add_parser(subparsers) -> None:
         "replies).  Prints a summary like simsrv run --json; --out keeps frames.parquet, "
         "clients.parquet and summary.json.  See docs/testbed.md.",
     )
-    p.add_argument("--clients", type=_int, default=16, help="synthetic clients, 1-32 (16)")
+    p.add_argument("--clients", type=_int, default=16, help="synthetic clients, 1-256 (16)")
+    p.add_argument(
+        "--clients-impl",
+        default="c",
+        metavar="c|python",
+        help="the synthetic clients: the compiled load generator (c, default) or the Python "
+        "loop (python; up to ~32 clients at 77 Hz)",
+    )
     p.add_argument("--map", default="dm1", help="id map in ../shared/maps/quake-gpl (dm1)")
     p.add_argument(
         "--rate-hz",
@@ -129,10 +136,15 @@ def handle(args: argparse.Namespace) -> int:
         port=args.port,
         server_cpu=args.server_cpu,
         client_cpu=args.client_cpu,
+        clients_impl=args.clients_impl,
     ).checked()
     if args.out is not None:
         prepare_output_dir(args.out, "--out")
-    result = run_testbed(config, shared_root=args.shared)
+    try:
+        result = run_testbed(config, shared_root=args.shared)
+    except RuntimeError as error:  # the server crashed, the clients could not sign on...
+        sys.stderr.write(f"simsrv: testbed: {error}\n")
+        return 1
     if args.out is not None:
         result.write(args.out)
     if args.json:
@@ -140,6 +152,10 @@ def handle(args: argparse.Namespace) -> int:
         print()
     else:
         print(format_summary(result.summary))
+    warning = result.summary.get("load_generator_warning")
+    if warning:
+        sys.stderr.write(f"simsrv: testbed: {warning}\n")
+        return 2
     return 0
 
 
@@ -154,7 +170,7 @@ def format_summary(s: dict) -> str:
             f"  frames/s {s['frames_per_s']:.1f}   messages/frame {s['messages_per_frame']:.2f}   "
             f"messages/s {s['messages_per_s']:.1f}   replies/s {s['replies_per_s']:.1f}",
             f"  reply ratio {s['reply_ratio']:.3f}   server CPU {s['server_cpu_utilization']:.1%}"
-            f"   clients' CPU {s['client_cpu_share']:.0%}",
+            f"   clients' CPU {s['client_cpu_share']:.0%} ({s['load_generator']})",
             f"  server CPU by stage: {share}",
             f"  round trip ms: mean {rt['mean']:.2f}  p50 {rt['p50']:.2f}  p95 {rt['p95']:.2f}  "
             f"p99 {rt['p99']:.2f}  max {rt['max']:.2f}",

@@ -39,7 +39,10 @@ SPIN_S = 0.0003  # the last stretch before a send is polled, not slept (see _dri
 ORIGIN_HZ = 10.0  # how often a playing client parses a reply to record its origin
 WALK_SPEED = 320  # sv_maxspeed
 SCHEDULE = QuakeBotParams()  # the scenario's quake-bot defaults: the clients play the same
-RATE_BYTES_PER_S = 100_000  # mvdsv's largest rate: bandwidth control chokes no reply
+RATE_BYTES_PER_S = 300_000
+"""The clients' ``rate``: mvdsv's largest (``SV_BoundRate``: 100000 x MAX_DUPLICATE_PACKETS).
+A reply is at most 1,450 bytes (MAX_DATAGRAM), so at 77 Hz bandwidth control never chokes
+one (100000 did from ~40 clients on dm1, where every reply carries most players)."""
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,11 @@ class ClientRun:
     """mean time from a burst's first send to its last (0 for independent phases)"""
     sends: np.ndarray = field(default_factory=lambda: np.empty((0, 4)))
     """every send of the measured window: client, tick, due and sent times (s)"""
+    window_busy_s: float = float("nan")
+    """time the loop spent sending and reading replies inside the measured window (s): not
+    sleeping, nor polling empty sockets in the last SPIN_S before a send"""
+    window_cpu_s: float = float("nan")
+    """the clients' CPU time inside the measured window (s)"""
 
 
 def _drive(
@@ -340,6 +348,8 @@ def _drive(
     end = math.inf
     signed_on_at = None
     sends: list[tuple[int, int, float, float]] = []  # client, tick, due, sent (measured window)
+    busy = 0.0
+    window_cpu0 = window_cpu = math.nan
     try:
         for c in clients:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -350,7 +360,12 @@ def _drive(
         sockets = list(by_socket)
         while heap:
             # 1. every send that is due, first: the clients' send times are the experiment
-            now = time.monotonic()
+            now = phase_start = time.monotonic()
+            in_window = window is not None and window[0] <= now <= end
+            if window is not None and math.isnan(window_cpu0) and now >= window[0]:
+                window_cpu0 = time.process_time()
+            if not math.isnan(window_cpu0) and math.isnan(window_cpu) and now > end:
+                window_cpu = time.process_time() - window_cpu0
             while heap[0][0] <= now:
                 due, i, k = heap[0]
                 heapq.heapreplace(heap, (t0 + phases[i] + (k + 1) * period, i, k + 1))
@@ -358,6 +373,8 @@ def _drive(
                 if window is not None and window[0] <= now <= end:
                     sends.append((i, k, due, time.monotonic()))
                 now = time.monotonic()
+            if in_window:
+                busy += now - phase_start
             if window is None:
                 if all(c.state == "active" for c in clients):
                     signed_on_at = now
@@ -383,6 +400,7 @@ def _drive(
             # a reply is never read once a send is due.
             wait = heap[0][0] - time.monotonic()
             ready, _, _ = select.select(sockets, [], [], max(0.0, wait - SPIN_S))
+            phase_start = time.monotonic()
             for sock in ready:
                 client = by_socket[sock]
                 while heap[0][0] > time.monotonic():
@@ -391,6 +409,8 @@ def _drive(
                     except (BlockingIOError, ConnectionRefusedError):
                         break
                     client.datagram_received(data)
+            if in_window and ready:
+                busy += time.monotonic() - phase_start
     finally:
         for c in clients:
             c.drop()
@@ -406,6 +426,8 @@ def _drive(
         phases,
         *_send_timing(sends, plan),
         sends=np.asarray(sends).reshape(-1, 4),
+        window_busy_s=busy,
+        window_cpu_s=window_cpu,
     )
 
 

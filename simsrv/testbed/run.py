@@ -8,7 +8,10 @@ shares) plus what only a real server has (CPU time per stage, the clients' round
 
 The measured window is the clients' ``[start, start + duration_s]`` after every client has
 signed on and ``warmup_s`` has passed; a frame belongs to it when it starts inside it.
-The clients run in this process, pinned to ``client_cpu``; the server to ``server_cpu``.
+The clients run in the compiled load generator (:mod:`simsrv.testbed.loadgen`, the default)
+or in this process (``clients_impl="python"``), pinned to ``client_cpu``; the server to
+``server_cpu``.  A load generator that cannot keep up (:data:`MAX_SEND_LATENESS_P95_MS`,
+:data:`MAX_CLIENT_BUSY_SHARE`) is named in the summary's ``load_generator_warning``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,15 @@ import pandas as pd
 from simsrv.core.errors import InputError
 from simsrv.testbed import protocol as qw
 from simsrv.testbed.build import build_server, find_shared
-from simsrv.testbed.clients import ClientPlan, ClientRun, PhasePattern, run_clients
+from simsrv.testbed.clients import (
+    SIGNON_SPACING_S,
+    ClientPlan,
+    ClientRun,
+    PhasePattern,
+    run_clients,
+)
 from simsrv.testbed.frames import read_frames, wakeup_latencies_us
+from simsrv.testbed.loadgen import build_loadgen, run_loadgen
 from simsrv.testbed.server import (
     CpuQuota,
     ServerProcess,
@@ -39,6 +49,21 @@ from simsrv.testbed.server import (
 )
 
 MAX_CLIENTS = qw.MAX_CLIENTS
+CLIENT_IMPLS = ("c", "python")
+MAX_SEND_LATENESS_P95_MS = 1.0
+"""A run whose sends leave later than this after their due time (95th percentile, the
+burst's own width excluded, see :func:`send_lateness_p95_ms`) had a load generator that
+could not keep up."""
+MAX_CLIENT_BUSY_SHARE = 0.95
+"""...nor one busy (sending, reading, handling replies) more than this share of the window.
+Its CPU share (``client_cpu_share``) is no measure of that: the generator polls its sockets
+for the last 0.3 ms before every send, so with sends < 0.3 ms apart it uses ~100 % of its
+CPU however little work it does."""
+
+
+def signon_timeout_s(clients: int) -> float:
+    """How long the clients may take to sign on: 20 s, more when they join one by one."""
+    return max(20.0, clients * SIGNON_SPACING_S + 15.0)
 
 
 @dataclass(frozen=True)
@@ -59,13 +84,19 @@ class TestbedConfig:
     port: int = 27600
     server_cpu: int = 1
     client_cpu: int = 0
+    clients_impl: str = "c"
 
     def checked(self) -> TestbedConfig:
         """This config, or one :class:`InputError` line naming the bad field."""
         if not 1 <= self.clients <= MAX_CLIENTS:
             raise InputError(
-                f"testbed --clients must be in [1, {MAX_CLIENTS}] (the server's "
-                f"MAX_CLIENTS), got {self.clients}"
+                f"testbed --clients must be in [1, {MAX_CLIENTS}] (MAX_CLIENTS of the "
+                f"patched server), got {self.clients}"
+            )
+        if self.clients_impl not in CLIENT_IMPLS:
+            raise InputError(
+                f"testbed --clients-impl must be one of {', '.join(CLIENT_IMPLS)}, "
+                f"got {self.clients_impl!r}"
             )
         if not (0 < self.rate_hz <= 1000):
             raise InputError(f"testbed --rate-hz must be in (0, 1000], got {self.rate_hz}")
@@ -170,6 +201,45 @@ def _clients_table(run: ClientRun) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def send_lateness_p95_ms(run: ClientRun, config: TestbedConfig) -> float:
+    """95th percentile of how late each burst's first send left after its due time (ms).
+
+    A burst is the sends due at one instant (every client for ``step``, one host's clients
+    for ``hosts:H``, each send alone for ``independent``): its later sends wait for the
+    earlier ones by design (``burst_width_ms``), so only its first measures whether the
+    generator was on time.
+    """
+    sends = run.sends
+    if len(sends) == 0:
+        return float("nan")
+    pattern = PhasePattern.parse(config.phases)
+    late = sends[:, 3] - sends[:, 2]
+    if pattern.kind != "independent":
+        hosts = 1 if pattern.kind == "step" else pattern.hosts
+        frame = pd.DataFrame(
+            {"host": sends[:, 0].astype(int) % hosts, "tick": sends[:, 1], "late": late}
+        )
+        late = frame.groupby(["host", "tick"])["late"].min().to_numpy()
+    return float(np.percentile(late, 95) * 1e3)
+
+
+def keep_up_warning(summary: dict) -> str | None:
+    """One line naming why the load generator could not keep up, or None."""
+    p95, busy = summary["send_lateness_p95_ms"], summary["client_busy_share"]
+    reasons = []
+    if p95 > MAX_SEND_LATENESS_P95_MS:
+        reasons.append(f"p95 send lateness {p95:.2f} ms > {MAX_SEND_LATENESS_P95_MS:g} ms")
+    if busy > MAX_CLIENT_BUSY_SHARE:
+        reasons.append(f"busy {busy:.0%} of the window > {MAX_CLIENT_BUSY_SHARE:.0%}")
+    if not reasons:
+        return None
+    return (
+        f"the {summary['load_generator']} load generator could not keep up with "
+        f"{summary['config']['clients']} clients at {summary['config']['rate_hz']:g} Hz "
+        f"({'; '.join(reasons)}): the send times are not the ones asked for"
+    )
+
+
 def summarize(
     config: TestbedConfig, frames: pd.DataFrame, clients: pd.DataFrame, run: ClientRun, extra: dict
 ) -> dict:
@@ -255,11 +325,36 @@ def summarize(
         "clients_began": int(clients["began"].sum()),
         "clients_moved": int((clients["distance_travelled_units"] > 0).sum()),
         "client_cpu_share": run.cpu_s / run.wall_s if run.wall_s else float("nan"),
+        "client_window_cpu_share": run.window_cpu_s / duration,
+        "client_busy_share": run.window_busy_s / duration,
         "send_lateness_ms": run.send_lateness_s * 1e3,
+        "send_lateness_p95_ms": send_lateness_p95_ms(run, config),
         "burst_width_ms": run.burst_width_s * 1e3,
+        "load_generator": config.clients_impl,
         "signon_s": run.signon_s,
         **extra,
     }
+
+
+SERVER_WARNINGS = {
+    "reply_overflows": "WARNING: msg overflowed",  # a reply over 1,450 bytes, sent empty
+    "datagram_overflows": "WARNING: datagram overflowed",
+    "broadcast_overflows": "WARNING: reliable broadcast overflowed",  # our patch: no crash
+    "buffer_overflows": "SZ_GetSpace: overflow",
+    "no_free_edicts": "ED_Alloc: no free edicts",
+}
+
+
+def server_warnings(log: Path) -> dict[str, int]:
+    """How often the server's console said each of :data:`SERVER_WARNINGS` during the run
+    (beyond 32 clients a reply can outgrow the protocol's 1,450-byte datagram)."""
+    counts = dict.fromkeys(SERVER_WARNINGS, 0)
+    with contextlib.suppress(OSError):
+        for line in log.read_text(errors="replace").splitlines():
+            for key, text in SERVER_WARNINGS.items():
+                if text in line:
+                    counts[key] += 1
+    return counts
 
 
 def machine_description() -> dict[str, str]:
@@ -297,6 +392,8 @@ def run_testbed(
         )
     quota = None if config.quota_us is None else CpuQuota(config.quota_us, config.period_us)
     build = build_server(shared)
+    if config.clients_impl == "c":
+        build_loadgen()  # compiled before the server starts (once per source digest)
     table = qw.load_checksum_table(qw.read_common_c(build.source))
     pattern = PhasePattern.parse(config.phases)
     affinity = os.sched_getaffinity(0)
@@ -311,17 +408,22 @@ def run_testbed(
                 build, basedir, config.port, frames_file, cpu=config.server_cpu, quota=quota
             )
         )
-        os.sched_setaffinity(0, {config.client_cpu})
-        try:
-            run = run_clients(
-                ClientPlan(config.clients, config.rate_hz, pattern, config.seed),
-                config.port,
-                table,
-                warmup_s=config.warmup_s,
-                duration_s=config.duration_s,
+        plan = ClientPlan(config.clients, config.rate_hz, pattern, config.seed)
+        timing = {
+            "warmup_s": config.warmup_s,
+            "duration_s": config.duration_s,
+            "signon_timeout_s": signon_timeout_s(config.clients),
+        }
+        if config.clients_impl == "c":
+            run = run_loadgen(
+                plan, config.port, table, cpu=config.client_cpu, workdir=workdir, **timing
             )
-        finally:
-            os.sched_setaffinity(0, affinity)
+        else:
+            os.sched_setaffinity(0, {config.client_cpu})
+            try:
+                run = run_clients(plan, config.port, table, **timing)
+            finally:
+                os.sched_setaffinity(0, affinity)
         throttling = server.throttling()
         crashed = server.exit_code_so_far()
         server.stop()
@@ -331,6 +433,7 @@ def run_testbed(
             )
         frames = read_frames(frames_file)
         wall = time.monotonic() - wall0
+        warnings = server_warnings(server.log_path)
     start, end = run.window
     frames["measured"] = (frames["start_s"] >= start) & (frames["start_s"] < end)
     clients = _clients_table(run)
@@ -339,6 +442,7 @@ def run_testbed(
         "throttled_periods": throttling.get("nr_throttled"),
         "throttled_s": throttling.get("throttled_time", 0) * 1e-9 if throttling else None,
         "socket_buffer_packets": socket_buffer_packets(),
+        "server_warnings": warnings,
         "machine": machine_description(),
         "server_build": build.digest,
         "wall_time_s": wall,
@@ -346,6 +450,6 @@ def run_testbed(
     sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(
         {"client": "int64", "tick": "int64"}
     )
-    return TestbedResult(
-        config, frames, clients, summarize(config, frames, clients, run, extra), sends
-    )
+    summary = summarize(config, frames, clients, run, extra)
+    summary["load_generator_warning"] = keep_up_warning(summary)
+    return TestbedResult(config, frames, clients, summary, sends)

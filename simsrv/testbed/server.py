@@ -249,7 +249,8 @@ class ServerProcess:
     def last_log_line(self) -> str:
         """The server's last console line (its error message after a crash)."""
         with contextlib.suppress(OSError):
-            self.log.flush()
+            if not self.log.closed:  # stop() closes it
+                self.log.flush()
             lines = self.log_path.read_text(errors="replace").strip().splitlines()
             return lines[-1] if lines else ""
         return ""
