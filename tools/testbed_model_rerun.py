@@ -8,6 +8,8 @@ comparison ``simsrv testbed --compare`` writes, so that a model change can be ju
 the measurements behind docs/testbed.md without measuring again::
 
     python tools/testbed_model_rerun.py --only q --seeds 2 --out /tmp/quota.csv
+    python tools/testbed_model_rerun.py --out docs/testbed-validation.csv \
+        --figure docs/testbed-vs-model.png
 
 It compares against measurements of another sitting only in this sense: the platform is the
 committed one, fitted in the sitting that measured these runs.
@@ -76,12 +78,21 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, help="write the comparison table (CSV)")
+    parser.add_argument("--figure", type=Path, help="write the real-vs-model figure (PNG)")
     args = parser.parse_args()
     rows = rows_from_summaries(args.runs, args.only)
     model = run_model(rows, find_shared(None), args.platform, args.seeds, args.workers, print)
     table = compare_rows(pd.DataFrame(rows), model)
     if args.out:
         table.to_csv(args.out, index=False)
+    if args.figure:
+        from simsrv.figures.testbed import testbed_figure
+
+        runs = pd.DataFrame(rows)[["label", "role", "question"]]
+        for key in ("frames_per_s", "messages_per_frame", "replies_per_s", "busy_fraction"):
+            runs[f"model.{key}"] = [q.get(key, float("nan")) for q in model]
+        runs["model.reply_ratio"] = [q.get("reply_ratio", float("nan")) for q in model]
+        testbed_figure(pd.DataFrame(rows), runs).savefig(args.figure, dpi=110)
     pd.set_option("display.width", 200)
     wide = table.pivot_table(
         index="condition", columns="quantity", values="error", aggfunc="first", sort=False
