@@ -120,7 +120,7 @@ def test_campaign_file_errors_name_the_field(tmp_path):
     path.write_text('[[run]]\nrole = "fit"\n')
     with pytest.raises(InputError, match="role must be one of calibration, prediction"):
         load_campaign(path)
-    path.write_text("[[run]]\nclients = 99\n")
+    path.write_text("[[run]]\nclients = 999\n")
     with pytest.raises(InputError, match="--clients must be in"):
         load_campaign(path)
     with pytest.raises(InputError, match="'standard' or a TOML file"):

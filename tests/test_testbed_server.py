@@ -144,7 +144,7 @@ def test_cli_short_run_json(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--clients", "33"], "testbed --clients must be in [1, 32]"),
+        (["--clients", "300"], "testbed --clients must be in [1, 256]"),
         (["--map", "nomap"], "testbed --map: no map 'nomap'"),
         (["--shared", "/nonexistent"], "testbed --shared: the server source is not at"),
         (["--phases", "sideways"], "testbed --phases must be one of"),
