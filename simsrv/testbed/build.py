@@ -24,6 +24,18 @@ from simsrv.core.errors import InputError
 SOURCE_ARCHIVE = "mvdsv-0.35.tar.gz"
 PATCH = Path(__file__).with_name("patches") / "mvdsv-0.35-simsrv-testbed.patch"
 MAPS = ("dm1", "dm2", "dm3", "dm4", "dm5", "dm6", "e1m2", "start")
+SERVER_MAX_CLIENTS = (32, 256)
+"""The builds' MAX_CLIENTS (the patch's ``-DSIMSRV_MAX_CLIENTS``): 32, mvdsv's own, for up to
+32 clients, so those runs measure the server as mvdsv ships it (player edicts 1..32, 479 of the
+512 edicts left to the map); 256 beyond (255 edicts left to the map)."""
+
+
+def server_max_clients(clients: int) -> int:
+    """The smallest build that takes ``clients``."""
+    for size in SERVER_MAX_CLIENTS:
+        if clients <= size:
+            return size
+    raise InputError(f"testbed: at most {SERVER_MAX_CLIENTS[-1]} clients, got {clients}")
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,7 @@ class ServerBuild:
     binary: Path
     source: Path
     digest: str
+    max_clients: int = 256
 
 
 def _digest(shared: SharedFolder) -> str:
@@ -101,22 +114,24 @@ def _digest(shared: SharedFolder) -> str:
     return h.hexdigest()[:16]
 
 
-def build_server(shared: SharedFolder, *, quiet: bool = True) -> ServerBuild:
-    """Unpack, patch and build the server once per (source, patch); return the build."""
+def build_server(shared: SharedFolder, *, max_clients: int = 32, quiet: bool = True) -> ServerBuild:
+    """Unpack, patch and build the server once per (source, patch, MAX_CLIENTS)."""
+    if max_clients not in SERVER_MAX_CLIENTS:
+        raise ValueError(f"max_clients must be one of {SERVER_MAX_CLIENTS}, got {max_clients}")
     missing = missing_build_tools()
     if missing:
         raise InputError(
             f"testbed: the build needs {', '.join(missing)} on PATH "
             "(Debian: apt-get install cmake build-essential patch)"
         )
-    digest = _digest(shared)
+    digest = f"{_digest(shared)}-c{max_clients}"
     home = cache_root() / digest
     home.parent.mkdir(parents=True, exist_ok=True)
     binary = home / "mvdsv-0.35" / "build" / "mvdsv"
     with open(home.parent / f"{digest}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if binary.is_file():
-            return ServerBuild(binary, home / "mvdsv-0.35", digest)
+            return ServerBuild(binary, home / "mvdsv-0.35", digest, max_clients)
         if home.exists():
             shutil.rmtree(home)
         staging = home.with_name(digest + ".staging")
@@ -133,7 +148,12 @@ def build_server(shared: SharedFolder, *, quiet: bool = True) -> ServerBuild:
             )
             (tree / "build").mkdir()
             subprocess.run(
-                ["cmake", "-DCMAKE_BUILD_TYPE=Release", ".."],
+                [
+                    "cmake",
+                    "-DCMAKE_BUILD_TYPE=Release",
+                    f"-DCMAKE_C_FLAGS=-DSIMSRV_MAX_CLIENTS={max_clients}",
+                    "..",
+                ],
                 cwd=tree / "build",
                 check=True,
                 stdout=out,
@@ -149,4 +169,4 @@ def build_server(shared: SharedFolder, *, quiet: bool = True) -> ServerBuild:
         except subprocess.CalledProcessError as error:
             raise RuntimeError(f"building the testbed server failed: {error}") from error
         staging.rename(home)
-    return ServerBuild(binary, home / "mvdsv-0.35", digest)
+    return ServerBuild(binary, home / "mvdsv-0.35", digest, max_clients)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 PROTOCOL_VERSION = 28
 CONNECTIONLESS = b"\xff\xff\xff\xff"
-MAX_CLIENTS = 256  # src/protocol.h as our patch sets it (32 in mvdsv): player numbers 0..255
+MAX_CLIENTS = 256  # the largest build of our patch (src/protocol.h; 32 in mvdsv): players 0..255
 
 # client -> server
 CLC_NOP, CLC_MOVE, CLC_STRINGCMD = 1, 3, 4

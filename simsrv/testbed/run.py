@@ -30,7 +30,7 @@ import pandas as pd
 
 from simsrv.core.errors import InputError
 from simsrv.testbed import protocol as qw
-from simsrv.testbed.build import build_server, find_shared
+from simsrv.testbed.build import build_server, find_shared, server_max_clients
 from simsrv.testbed.clients import (
     SIGNON_SPACING_S,
     ClientPlan,
@@ -391,7 +391,7 @@ def run_testbed(
             f"testbed --port {config.port} is busy on this machine; choose another with --port"
         )
     quota = None if config.quota_us is None else CpuQuota(config.quota_us, config.period_us)
-    build = build_server(shared)
+    build = build_server(shared, max_clients=server_max_clients(config.clients))
     if config.clients_impl == "c":
         build_loadgen()  # compiled before the server starts (once per source digest)
     table = qw.load_checksum_table(qw.read_common_c(build.source))
@@ -400,7 +400,7 @@ def run_testbed(
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simsrv-tb-")))
-        basedir = prepare_basedir(workdir / "server", shared, config.map, MAX_CLIENTS)
+        basedir = prepare_basedir(workdir / "server", shared, config.map, build.max_clients)
         frames_file = workdir / "frames.bin"
         wall0 = time.monotonic()
         server = stack.enter_context(
@@ -445,6 +445,7 @@ def run_testbed(
         "server_warnings": warnings,
         "machine": machine_description(),
         "server_build": build.digest,
+        "server_max_clients": build.max_clients,
         "wall_time_s": wall,
     }
     sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(
