@@ -233,3 +233,15 @@ def test_a_quota_is_refused_with_background_load_or_an_interrupt_cpu():
         )
     with pytest.raises(InputError, match="interrupt CPU"):
         load_scenario("scenarios/abdelkhalek2004/sequential.toml", ["machine.cpu_quota_us=5000"])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_thousands_of_throttles_in_one_frame_have_room_in_the_trace(engine):
+    """Each throttle splits the row of every running thread: a frame that is throttled 10,000
+    times records 20,000 rows (the stores grow for them before the frame runs)."""
+    plan = FramePlan((one("a", 0, Compute("w", 5000.0)), one("b", 1, Compute("w", 5000.0))))
+    ends, m = run_frames(engine, [(plan, 0.0)], CpuQuota(1.0, 3.0), cpus=2)
+    # two threads share 1 us a period: 0.5 us each, 10,000 periods; the last ends 0.5 in
+    assert ends == [pytest.approx(29997.5)]
+    assert len(m.trace.rows) == 20000
+    assert all(e - s == pytest.approx(0.5) for _, _, _, _, s, e in m.trace.rows)

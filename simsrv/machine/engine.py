@@ -289,11 +289,13 @@ def execute(
             return ROOM
     serial = serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0
     serial = serial and not _irq_core(m, thread_cpu[0]) and not ri[R_QUOTA]
-    periods = 0
+    periods = 0  # (rows a busy period of the interrupt CPU, or a throttle, may split)
     if ri[R_IRQ_CPU] >= 0 and not serial:
         periods = _irq_reach(m, start_us, charged, n, threads)
         if periods < 0:
             return IRQ_SHORT
+    if ri[R_QUOTA]:
+        periods += quota_splits(m, charged, n, threads)
     if not _room(m, threads, n, bars, periods):
         return ROOM
     if serial:
@@ -1217,12 +1219,11 @@ def add_interrupts(m, arrivals_us, horizon_us, ends_us):
 
 
 @inlined
-def _irq_reach(m, start_us, charged, n, threads):
-    """The busy periods a frame from ``start_us`` may see (-1: the schedule is not known that
-    far).  A bound: until every computation left (the frame's ``charged`` us, the live
-    threads' remaining ones, a signal's send and wake-up per synchronisation op) is done at
-    the slowest speed a running computation can have, the interrupt CPU's busy periods
-    aside, no later than the horizon."""
+def _work_left(m, charged, n, threads):
+    """``(work, threads)``: the computations a frame's plan charges (``charged`` us, ``n``
+    operations, ``threads`` threads) and every live thread has left, a signal's send and
+    wake-up per synchronisation operation included (us of work at speed 1), and the threads
+    that may do it."""
     ri, rf, ti, ok, oc = m.ri, m.rf, m.ti, m.ok, m.oc
     work, ops = charged, n
     for s in range(ri[R_SLOTS]):
@@ -1234,8 +1235,24 @@ def _irq_reach(m, start_us, charged, n, threads):
                 if (ok[pc] == COMPUTE or ok[pc] == SPIN) and oc[pc] > 0:
                     work += oc[pc]
     work += ops * (threads * rf[F_SEND] + rf[F_WAKEUP])
-    slowest = m.share.min() * (rf[F_THROUGHPUT] if ri[R_SMT] else 1.0)
-    left = work / slowest * (1.0 + 1e-9) + 1.0  # us of time outside busy periods
+    return work, threads
+
+
+@inlined
+def _slowest(m):
+    """The slowest speed a running computation can have (x1)."""
+    return m.share.min() * (m.rf[F_THROUGHPUT] if m.ri[R_SMT] else 1.0)
+
+
+@inlined
+def _irq_reach(m, start_us, charged, n, threads):
+    """The busy periods a frame from ``start_us`` may see (-1: the schedule is not known that
+    far).  A bound: until every computation left (:func:`_work_left`) is done at the slowest
+    speed a running computation can have, the interrupt CPU's busy periods aside, no later
+    than the horizon."""
+    ri, rf = m.ri, m.rf
+    work, _ = _work_left(m, charged, n, threads)
+    left = work / _slowest(m) * (1.0 + 1e-9) + 1.0  # us of time outside busy periods
     first = ri[R_IRQ_NEXT] // 2  # the periods not over before the clock
     k, t = first, max(start_us, rf[F_NOW])
     while k < ri[R_IRQ_PERIODS] and m.irq[k, 1] <= t:
@@ -1369,6 +1386,21 @@ def _quota_event(m, time, hit):
             tf[s, TF_SPEED] = _core_speed(m, cpu // ri[R_PER_CORE]) * m.share[cpu]
             _reschedule(m, s)
             ri[R_Q_RATE] += 1
+
+
+@compiled
+def quota_splits(m, charged, n, threads):
+    """The trace rows the CPU quota may split while a frame's plan (``charged`` us, ``n``
+    operations, ``threads`` threads; 0, 0, 0: none) and the live threads run: each time the
+    quota runs out, one row on each CPU.  It runs out at most once per quota of running time,
+    and the running time left is at most the work left (:func:`_work_left`) at the slowest
+    speed, once for the computations and once per thread for the spins (a spin lasts no
+    longer than the sections it waits for)."""
+    if not m.ri[R_QUOTA]:
+        return 0
+    work, threads = _work_left(m, charged, n, threads)
+    running = (1.0 + threads) * work / _slowest(m)
+    return m.ri[R_CPUS] * (int(running / m.rf[F_Q_QUOTA]) + 2)
 
 
 # -- synchronisation -------------------------------------------------------------------------

@@ -265,10 +265,13 @@ class Machine:
         ri = self._arrays["ri"]
         rows = int(engine.rows_per_op(ri)) * int(ri[engine.R_OPS]) + len(self._arrays["li"]) + 1
         rows += int(ri[engine.R_IRQ_PERIODS]) - int(ri[engine.R_IRQ_NEXT]) // 2
+        if ri[engine.R_QUOTA]:  # a throttle splits the rows it stops
+            rows += int(engine.quota_splits(self.state, 0.0, 0, 0))
         self.trace.reserve(rows)
         self.lock_holds.reserve(rows)
         heap = int(ri[engine.R_HEAP]) + 2 * self.smt_per_core * rows + 64
-        if ri[engine.R_IRQ_CPU] >= 0 and heap > len(self._arrays["ht"]):  # boundaries' events
+        if (ri[engine.R_IRQ_CPU] >= 0 or ri[engine.R_QUOTA]) and heap > len(self._arrays["ht"]):
+            # (the interrupt CPU's boundaries, the quota's periods: their reschedules)
             for name in ("ht", "hi"):
                 self._arrays[name] = _grown(self._arrays[name], heap)
             self._state = None
