@@ -184,14 +184,15 @@ def test_a_cpu_quota_throttles_the_server_and_its_group_is_removed():
 
     result = run_testbed(
         TestbedConfig(
-            clients=16, duration_s=2.0, warmup_s=0.5, port=27715, quota_us=1000, period_us=20_000
+            clients=32, duration_s=2.0, warmup_s=0.5, port=27715, quota_us=1000, period_us=20_000
         )
     )
     s = result.summary
     assert s["quota_share"] == pytest.approx(0.05)
     assert s["throttled_periods"] > 0
-    # 16 clients need ~10 % of this CPU (docs/testbed.md): 5 % cannot answer them all
-    assert s["reply_ratio"] < 0.95
+    # 32 clients need ~20 % of this CPU (docs/testbed.md): 5 % answers a fraction of them
+    # (16 clients, ~10 %, got 0.94-0.96 of their packets answered: too close to tell)
+    assert s["reply_ratio"] < 0.8
     leftovers = [
         p
         for p in Path("/sys/fs/cgroup/cpu").iterdir()
