@@ -1161,25 +1161,51 @@ def _irq_boundary(m, time):
     s = m.ci[irq, C_HOLDER]
     if s < 0 or ti[s, T_SPIN]:
         if s >= 0:  # a spinner's spin stops for the period (its row so far recorded)
-            if not starts:
-                tf[s, TF_BEGAN] = time
-            elif time > tf[s, TF_BEGAN]:
-                _row(m, ti[s, T_FRAME], irq, ti[s, T_CODE], ri[R_SPIN_ACT], tf[s, TF_BEGAN], time)
+            _spin_pauses(m, s, irq, time, starts)
         if ri[R_SMT]:
             _smt_change(m, irq, STARTS if starts else STOPS)
         return
     if starts:
-        _progress(m, s, time)
-        if tf[s, TF_REMAINING] > 0.0:
-            if time > tf[s, TF_BEGAN]:
-                _row(m, ti[s, T_FRAME], irq, ti[s, T_CODE], m.ov[ti[s, T_PC]], tf[s, TF_BEGAN],
-                     time)  # fmt: skip
-            tf[s, TF_SPEED] = 0.0
-            ti[s, T_TOKEN] += 1  # its finish is void until the period ends
+        _stand_still(m, s, irq, time)
     elif tf[s, TF_SPEED] == 0.0:
-        tf[s, TF_BEGAN], tf[s, TF_LAST] = time, time
-        tf[s, TF_SPEED] = _core_speed(m, irq // ri[R_PER_CORE]) * m.share[irq]
-        _reschedule(m, s)
+        _go_on(m, s, irq, time)
+
+
+@inlined
+def _stand_still(m, s, cpu, time):
+    """Slot ``s``'s computation on ``cpu`` stops at ``time`` (a softirq, a throttle): its row
+    so far is recorded, the work done kept, its finish void; True.  False when its work is
+    done at ``time``: it ends then as planned."""
+    ti, tf = m.ti, m.tf
+    _progress(m, s, time)
+    if tf[s, TF_REMAINING] <= 0.0:
+        return False
+    if time > tf[s, TF_BEGAN]:
+        _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[ti[s, T_PC]], tf[s, TF_BEGAN], time)
+    tf[s, TF_SPEED] = 0.0
+    ti[s, T_TOKEN] += 1
+    return True
+
+
+@inlined
+def _go_on(m, s, cpu, time):
+    """Slot ``s``'s stopped computation on ``cpu`` goes on from ``time`` (its next row starts
+    then) at its core's speed."""
+    tf = m.tf
+    tf[s, TF_BEGAN], tf[s, TF_LAST] = time, time
+    tf[s, TF_SPEED] = _core_speed(m, cpu // m.ri[R_PER_CORE]) * m.share[cpu]
+    _reschedule(m, s)
+
+
+@inlined
+def _spin_pauses(m, s, cpu, time, stops):
+    """Slot ``s``'s spin on ``cpu`` stops at ``time`` (its row so far recorded) or, not
+    ``stops``, goes on (its next row starts then)."""
+    tf = m.tf
+    if not stops:
+        tf[s, TF_BEGAN] = time
+    elif time > tf[s, TF_BEGAN]:
+        _row(m, m.ti[s, T_FRAME], cpu, m.ti[s, T_CODE], m.ri[R_SPIN_ACT], tf[s, TF_BEGAN], time)
 
 
 @borrowing
@@ -1346,7 +1372,7 @@ def _quota_event(m, time, hit):
     kept; a computation whose work is done ends now as planned) and none starts until the
     period ends; or the period ends: the quota is whole again and the stopped threads go
     on (their next rows start now)."""
-    ri, rf, ti, tf, ci = m.ri, m.rf, m.ti, m.tf, m.ci
+    ri, rf, ti, ci = m.ri, m.rf, m.ti, m.ci
     rf[F_NOW] = time
     _quota_settle(m)
     if hit:
@@ -1363,29 +1389,13 @@ def _quota_event(m, time, hit):
         if s < 0:
             continue
         if ti[s, T_SPIN]:  # a spinner stops spinning for the throttle, or goes on
-            if not hit:
-                tf[s, TF_BEGAN] = time
-                ri[R_Q_RATE] += 1
-            else:
-                if time > tf[s, TF_BEGAN]:
-                    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], ri[R_SPIN_ACT], tf[s, TF_BEGAN],
-                         time)  # fmt: skip
-                ri[R_Q_RATE] -= 1
-            continue
-        if hit:
-            _progress(m, s, time)
-            if tf[s, TF_REMAINING] > 0.0:
-                if time > tf[s, TF_BEGAN]:
-                    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[ti[s, T_PC]],
-                         tf[s, TF_BEGAN], time)  # fmt: skip
-                tf[s, TF_SPEED] = 0.0
-                ti[s, T_TOKEN] += 1  # its finish is void until the period ends
-                ri[R_Q_RATE] -= 1
-        else:
-            tf[s, TF_BEGAN], tf[s, TF_LAST] = time, time
-            tf[s, TF_SPEED] = _core_speed(m, cpu // ri[R_PER_CORE]) * m.share[cpu]
-            _reschedule(m, s)
+            _spin_pauses(m, s, cpu, time, hit)
+            ri[R_Q_RATE] += -1 if hit else 1
+        elif not hit:
+            _go_on(m, s, cpu, time)
             ri[R_Q_RATE] += 1
+        elif _stand_still(m, s, cpu, time):
+            ri[R_Q_RATE] -= 1
 
 
 @compiled

@@ -558,28 +558,18 @@ class SimpyMachine:
     def _boundary(self, starts: bool) -> None:
         """A busy period of the interrupt CPU starts or ends now (the fast engine's
         ``_irq_boundary``); the next one is watched while a thread computes on its core."""
-        irq, now = self.irq_cpu, self.env.now
+        irq = self.irq_cpu
         state = self._computing[irq]
         if state is None:
             spinner = self._spinning[irq]
             if spinner is not None:  # its spin stops for the period (its row so far recorded)
-                if not starts:
-                    spinner.began = now
-                elif now > spinner.began:
-                    self._record(spinner, LOCK_SPIN, spinner.began, now)
+                self._spin_pauses(spinner, starts)
             if self._smt:
                 self._smt_change(irq, +1 if starts else -1)
         elif starts:
-            self._progress(state)
-            if state.remaining > 0.0:
-                if now > state.began:
-                    self._record(state, state.activity, state.began, now)
-                state.speed = 0.0
-                state.token += 1  # its finish is void until the period ends
+            self._stand_still(state)
         elif state.speed == 0.0:
-            state.began = state.last = now
-            state.speed = self._core_speed(irq // self.smt_per_core) * self._share[irq]
-            self._finish_in(state, state.remaining / state.speed)
+            self._go_on(state, irq)
         watched = self._spinning[irq] is not None
         if watched or any(self._computing[c] is not None for c in self._irq_core_cpus):
             self._next_boundary()
@@ -633,7 +623,6 @@ class SimpyMachine:
     def _quota_event(self, hit: bool) -> None:
         """The quota is used up (``hit``: the group is throttled, its running threads stand
         still) or its period ends (the quota is whole again; the stopped threads go on)."""
-        now = self.env.now
         self._quota_settle()
         self._q_used = self.quota.quota_us if hit else 0.0
         if not hit and not self._q_throttled:
@@ -643,27 +632,45 @@ class SimpyMachine:
         for cpu in range(self.cpus):
             spinner, state = self._spinning[cpu], self._computing[cpu]
             if spinner is not None:
-                if not hit:
-                    spinner.began = now
-                    self._q_rate += 1
-                else:
-                    if now > spinner.began:
-                        self._record(spinner, LOCK_SPIN, spinner.began, now)
-                    self._q_rate -= 1
-            elif state is not None and hit:
-                self._progress(state)
-                if state.remaining > 0.0:
-                    if now > state.began:
-                        self._record(state, state.activity, state.began, now)
-                    state.speed = 0.0
-                    state.token += 1  # its finish is void until the period ends
-                    self._q_rate -= 1
-            elif state is not None:
-                state.began = state.last = now
-                state.speed = self._core_speed(cpu // self.smt_per_core) * self._share[cpu]
-                self._finish_in(state, state.remaining / state.speed)
+                self._spin_pauses(spinner, hit)
+                self._q_rate += -1 if hit else 1
+            elif state is not None and not hit:
+                self._go_on(state, cpu)
                 self._q_rate += 1
+            elif state is not None and self._stand_still(state):
+                self._q_rate -= 1
         self._quota_schedule()
+
+    # -- a computation or a spin stopped and going on (a softirq, a throttle) -------------
+
+    def _stand_still(self, state: _ThreadState) -> bool:
+        """``state``'s computation stops now: its interval so far is recorded, the work done
+        kept, its finish void; True.  False when its work is done now (it ends as planned)."""
+        now = self.env.now
+        self._progress(state)
+        if state.remaining <= 0.0:
+            return False
+        if now > state.began:
+            self._record(state, state.activity, state.began, now)
+        state.speed = 0.0
+        state.token += 1
+        return True
+
+    def _go_on(self, state: _ThreadState, cpu: int) -> None:
+        """``state``'s stopped computation goes on now (its next interval starts now) at its
+        core's speed."""
+        state.began = state.last = self.env.now
+        state.speed = self._core_speed(cpu // self.smt_per_core) * self._share[cpu]
+        self._finish_in(state, state.remaining / state.speed)
+
+    def _spin_pauses(self, spinner: _ThreadState, stops: bool) -> None:
+        """``spinner``'s spin stops now (its interval so far recorded) or, not ``stops``, goes
+        on (its next interval starts now)."""
+        now = self.env.now
+        if not stops:
+            spinner.began = now
+        elif now > spinner.began:
+            self._record(spinner, LOCK_SPIN, spinner.began, now)
 
     def _core_speed(self, core: int) -> float:
         """The speed of a computation on ``core`` (1, or the SMT throughput while another of
