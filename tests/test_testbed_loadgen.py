@@ -113,26 +113,6 @@ def test_keep_up_warning_names_the_bound():
     assert "busy 97% of the window > 95%" in busy
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--clients", "300"], "testbed --clients must be in [1, 256]"),
-        (["--clients", "257"], "testbed --clients must be in [1, 256]"),
-        (["--clients-impl", "java"], "testbed --clients-impl must be one of c, python"),
-    ],
-)
-def test_bad_generator_input_is_one_line_and_exit_2(args, message):
-    out = subprocess.run(
-        [sys.executable, "-m", "simsrv", "testbed", "--duration-s", "1", "--port", "27733", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], out.stderr
-
-
 @pytest.fixture(scope="module")
 def forty_eight_clients():
     from simsrv.testbed.run import TestbedConfig, run_testbed

@@ -145,6 +145,8 @@ def test_cli_short_run_json(tmp_path):
     "args, message",
     [
         (["--clients", "300"], "testbed --clients must be in [1, 256]"),
+        (["--clients", "257"], "testbed --clients must be in [1, 256]"),
+        (["--clients-impl", "java"], "testbed --clients-impl must be one of c, python"),
         (["--map", "nomap"], "testbed --map: no map 'nomap'"),
         (["--shared", "/nonexistent"], "testbed --shared: the server source is not at"),
         (["--phases", "sideways"], "testbed --phases must be one of"),
