@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simsrv.core.errors import InputError
+from simsrv.scenario.schema import MAX_PERIOD_US, MIN_QUOTA_US
 from simsrv.testbed.build import ServerBuild, SharedFolder
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
-MIN_QUOTA_US = 1000  # the kernel's minimum cfs quota per period
 MAX_MAP_BYTES = 64 << 20  # a GPL deathmatch map is ~0.3-1.5 MB unpacked
 
 SERVER_CFG = """\
@@ -52,12 +52,13 @@ class CpuQuota:
     def __post_init__(self) -> None:
         if self.quota_us < MIN_QUOTA_US:
             raise InputError(
-                f"testbed --quota-us must be >= {MIN_QUOTA_US} (the kernel's "
+                f"testbed --quota-us must be >= {MIN_QUOTA_US:.0f} (the kernel's "
                 f"minimum), got {self.quota_us}"
             )
-        if not MIN_QUOTA_US <= self.period_us <= 1_000_000:
+        if not MIN_QUOTA_US <= self.period_us <= MAX_PERIOD_US:
             raise InputError(
-                f"testbed --period-us must be in [1000, 1000000], got {self.period_us}"
+                f"testbed --period-us must be in [{MIN_QUOTA_US:.0f}, {MAX_PERIOD_US:.0f}], "
+                f"got {self.period_us}"
             )
 
     @property
