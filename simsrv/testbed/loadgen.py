@@ -27,12 +27,9 @@ with the C compiler once per digest of its source into the testbed's cache.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import hashlib
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -53,6 +50,7 @@ from simsrv.testbed.clients import (
     ClientRun,
     _send_timing,
 )
+from simsrv.testbed.processes import stop_group, tie_and_pin
 from simsrv.world.mobility.quake_bot import ACTION_JUMP, ACTION_SHOT
 
 SOURCE = Path(__file__).with_name("loadgen") / "loadgen.c"
@@ -155,30 +153,6 @@ def plan_text(
     return "\n".join(lines) + "\n", phases
 
 
-def _preexec(cpu: int | None):
-    def run() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with simsrv
-        os.setsid()  # Ctrl-C reaches simsrv, which stops the generator itself
-        if cpu is not None:
-            os.sched_setaffinity(0, {cpu})
-
-    return run
-
-
-def stop_process(process: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL: the generator never outlives its run."""
-    if process.poll() is None:
-        for sig, wait_s in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, sig)
-            try:
-                process.wait(wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-
 def run_loadgen(
     plan: ClientPlan,
     port: int,
@@ -214,12 +188,12 @@ def run_loadgen(
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                preexec_fn=_preexec(cpu),
+                preexec_fn=lambda: tie_and_pin(cpu),
             )
             try:
                 code = process.wait()
             finally:
-                stop_process(process)
+                stop_group(process)
         message = (out / "stderr.txt").read_text(errors="replace").strip().splitlines()
         if code == 3:
             raise RuntimeError(message[-1] if message else "the clients did not sign on")

@@ -10,10 +10,8 @@ then terminates and kills it; the cgroup is removed afterwards.  Nothing outlive
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gzip
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -23,6 +21,7 @@ from pathlib import Path
 from simsrv.core.errors import InputError
 from simsrv.scenario.schema import MAX_PERIOD_US, MIN_QUOTA_US
 from simsrv.testbed.build import ServerBuild, SharedFolder
+from simsrv.testbed.processes import stop_group, tie_and_pin
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 MAX_MAP_BYTES = 64 << 20  # a GPL deathmatch map is ~0.3-1.5 MB unpacked
@@ -127,11 +126,6 @@ def prepare_basedir(directory: Path, shared: SharedFolder, map_name: str, maxcli
     return directory
 
 
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 class ServerProcess:
     """The running server; a context manager that always stops it and its cgroup."""
 
@@ -152,10 +146,7 @@ class ServerProcess:
         self.log_path = basedir / "server.log"
 
     def _preexec(self) -> None:
-        _die_with_parent()
-        os.setsid()
-        if self.cpu is not None:
-            os.sched_setaffinity(0, {self.cpu})
+        tie_and_pin(self.cpu)
         if self.cgroup is not None:
             (self.cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
@@ -217,15 +208,7 @@ class ServerProcess:
                 with contextlib.suppress(BrokenPipeError, OSError, ValueError):
                     self.process.stdin.write(b"quit\n")
                     self.process.stdin.flush()
-                for sig, wait_s in ((None, 3.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-                    if sig is not None:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.killpg(self.process.pid, sig)
-                    try:
-                        self.process.wait(wait_s)
-                        break
-                    except subprocess.TimeoutExpired:
-                        continue
+                stop_group(self.process, grace_s=3.0)
             code = self.process.returncode
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
