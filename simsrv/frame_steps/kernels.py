@@ -77,8 +77,8 @@ from simsrv.frame_steps.state import (
     STOPPED,
     UNIQUE,
     VISIBLE,
-    WAKEUP,
 )
+from simsrv.frame_steps.wakeup import wakeup_s
 from simsrv.machine import engine
 from simsrv.workload.bandwidth import MAX_BACKUP_BYTES
 from simsrv.workload.frame import FrameWorkload
@@ -133,7 +133,7 @@ def next_frame(loop):
             return stop(loop, NEXT_BLOCK)
         if cut == head and read == head:  # nothing queued, nothing arrived
             if head < n and arrivals[head] < floats[HORIZON]:
-                floats[NOW] = arrivals[head] + floats[WAKEUP]  # the server sleeps until woken
+                floats[NOW] = arrivals[head] + wakeup_s(ints, floats)  # asleep until woken
                 continue
             return stop(loop, NO_ARRIVAL)
         break

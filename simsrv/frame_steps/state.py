@@ -55,7 +55,11 @@ BANDWIDTH, HEADER_BYTES, ENTITY_BYTES, MAX_ENTITIES, MAX_BYTES = range(22, 27)
 (``server.reply_*``: header bytes, bytes per entity, entities at most, bytes at most)."""
 ENTITIES = 27
 """Entities world physics simulates (the frame's ``entities``)."""
-INT_REGISTERS = 28
+WAKES, WAKE_SEED, WAKE_POINTS = 28, 29, 30
+"""The wake-up latency's draws (:mod:`simsrv.frame_steps.wakeup`): wake-ups drawn so far, the
+draws' seed, and the quantiles of its distribution that follow the float registers (0: the
+constant ``floats[WAKEUP]``)."""
+INT_REGISTERS = 31
 
 # -- floats registers -----------------------------------------------------------------------
 NOW = 0
@@ -69,8 +73,9 @@ LAST_PHYSICS = 3
 MINTIC = 4
 """``sv_mintic``, s."""
 WAKEUP = 5
-"""The platform's wake-up latency: an idle server's frame starts this long after the packet
-that wakes it, s."""
+"""The platform's constant wake-up latency: an idle server's frame starts this long after the
+packet that wakes it, s (with a distribution, ``ints[WAKE_POINTS]`` > 0, its quantiles in s
+follow the registers: ``floats[FLOAT_REGISTERS:]``)."""
 RATE = 6
 """The clients' rate limit, bytes/s (bandwidth control)."""
 MEASURE_FROM = 7

@@ -48,6 +48,7 @@ Times are microseconds.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -99,22 +100,22 @@ DONE = -2
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
     R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
     R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE, R_SPIN_ACT, R_SECTIONS,
-    R_QUOTA, R_Q_THROTTLED, R_Q_RATE,
-) = range(41)  # fmt: skip
-INT_REGISTERS = 41
+    R_QUOTA, R_Q_THROTTLED, R_Q_RATE, R_COLD, R_COLD_ACT,
+) = range(43)  # fmt: skip
+INT_REGISTERS = 43
 # -- float registers (rf) --------------------------------------------------------------------
 (
     F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON,
-    F_Q_QUOTA, F_Q_PERIOD, F_Q_USED, F_Q_LAST,
-) = range(12)  # fmt: skip
-FLOAT_REGISTERS = 12
+    F_Q_QUOTA, F_Q_PERIOD, F_Q_USED, F_Q_LAST, F_COLD_WAKE, F_COLD_REFILL, F_COLD_DECAY,
+) = range(15)  # fmt: skip
+FLOAT_REGISTERS = 15
 # -- thread slots: ints (ti) and floats (tf) -------------------------------------------------
 (
     T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
     T_JHEAD, T_JTAIL, T_CODE, T_SPAWNED, T_LIVE, T_FIRST, T_TARGET, T_LOAD, T_SIGNAL_ACT,
-    T_SPIN,
-) = range(21)  # fmt: skip
-THREAD_INTS = 21
+    T_SPIN, T_COLD,
+) = range(22)  # fmt: skip
+THREAD_INTS = 22
 TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST, TF_SIGNAL = range(6)
 THREAD_FLOATS = 6
 # -- heap entries (hi; ht holds the times) ---------------------------------------------------
@@ -150,7 +151,9 @@ class MachineState(NamedTuple):
     ``ov``: the operation store (kind, cost us, argument as a slot, barrier or lock code,
     activity code); ``bi``: barriers (``B_*``); ``ci``: CPUs (``C_*``); ``core_busy``:
     computing siblings per core; ``share``: the server's share of each CPU (1 - background);
-    ``li``/``lf``: locks by lock code (``L_*``, ``LF_*``); ``irq``: the interrupt CPU's
+    ``idle_since``: when each CPU's last computation or spin ended, us (-1: busy; the cold
+    start, :mod:`simsrv.machine.cold_start`); ``li``/``lf``: locks by lock code (``L_*``,
+    ``LF_*``); ``irq``: the interrupt CPU's
     busy periods ``[start, end)`` us, in time order (``R_IRQ_PERIODS`` of them;
     :func:`add_interrupts`); ``trace_*``, ``holds_*``: the column stores and their row
     counters."""
@@ -169,6 +172,7 @@ class MachineState(NamedTuple):
     ci: np.ndarray
     core_busy: np.ndarray
     share: np.ndarray
+    idle_since: np.ndarray
     li: np.ndarray
     lf: np.ndarray
     irq: np.ndarray
@@ -193,6 +197,9 @@ def new_arrays(
     max_backlog: int = 300,
     quota_us: float = 0.0,
     period_us: float = 0.0,
+    cold_wake_us: float = 0.0,
+    cold_refill_us: float = 0.0,
+    cold_decay_us: float = 1.0,
 ):
     """The engine's own arrays and registers for a fresh machine (a dict of
     :class:`MachineState` fields without the column stores); the activity codes of the wait
@@ -200,7 +207,9 @@ def new_arrays(
     interrupts, each received packet's softirq costing it ``softirq_us``, at most
     ``max_backlog`` packets waiting for theirs (:func:`add_interrupts`).  ``quota_us`` > 0:
     the server's threads may run ``quota_us`` of CPU time per ``period_us`` (CFS bandwidth
-    control, :func:`_quota_event`)."""
+    control, :func:`_quota_event`).  ``cold_wake_us`` or ``cold_refill_us`` > 0: a computation
+    that starts on a CPU idle for ``g`` > 0 us first computes ``cold_wake_us + cold_refill_us *
+    (1 - exp(-g / cold_decay_us))`` (:func:`_cold_start`)."""
     share = np.ones(cpus)
     share[: len(background)] = [1.0 - b for b in background[:cpus]]
     smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -213,6 +222,8 @@ def new_arrays(
     ri[R_IRQ_BACKLOG] = max_backlog
     ri[R_QUOTA] = quota_us > 0.0
     ri[R_SPEEDS] = smt or ri[R_BACKGROUND] or interrupts or ri[R_QUOTA]
+    ri[R_COLD] = cold_wake_us > 0.0 or cold_refill_us > 0.0
+    ri[R_COLD_ACT] = -1
     ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = ri[R_SPIN_ACT] = -1
     rf = np.zeros(FLOAT_REGISTERS)
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
@@ -220,6 +231,11 @@ def new_arrays(
     ri[R_SIGNALS] = signal_send_us > 0.0 or signal_wakeup_us > 0.0
     rf[F_IRQ_COST], rf[F_IRQ_LAST], rf[F_IRQ_HORIZON] = softirq_us, -np.inf, 0.0
     rf[F_Q_QUOTA], rf[F_Q_PERIOD] = quota_us, period_us
+    rf[F_COLD_WAKE], rf[F_COLD_REFILL], rf[F_COLD_DECAY] = (
+        cold_wake_us,
+        cold_refill_us,
+        cold_decay_us,
+    )
     ci = np.full((cpus, 3), NONE, np.int64)
     return {
         "ri": ri,
@@ -236,6 +252,7 @@ def new_arrays(
         "ci": ci,
         "core_busy": np.zeros(-(-cpus // smt_per_core), np.int64),
         "share": share,
+        "idle_since": np.zeros(cpus),
         "li": np.empty((0, LOCK_INTS), np.int64),
         "lf": np.empty((0, 2)),
         "irq": np.empty((64 if interrupts else 0, 2)),
@@ -288,7 +305,7 @@ def execute(
         if lock_codes[i] >= len(m.li):
             return ROOM
     serial = serial and ri[R_LIVE] == 0 and m.share[thread_cpu[0]] == 1.0
-    serial = serial and not _irq_core(m, thread_cpu[0]) and not ri[R_QUOTA]
+    serial = serial and not _irq_core(m, thread_cpu[0]) and not ri[R_QUOTA] and not ri[R_COLD]
     periods = 0  # (rows a busy period of the interrupt CPU, or a throttle, may split)
     if ri[R_IRQ_CPU] >= 0 and not serial:
         periods = _irq_reach(m, start_us, charged, n, threads)
@@ -307,7 +324,8 @@ def execute(
                 now = end
         out[0] = now
         return SERIAL
-    if ri[R_RUNS] and ri[R_LIVE] == 0 and ri[R_HEAP] == 0 and not (ri[R_SPEEDS] or ri[R_SIGNALS]):
+    shortcut = not (ri[R_SPEEDS] or ri[R_SIGNALS] or ri[R_COLD])
+    if ri[R_RUNS] and ri[R_LIVE] == 0 and ri[R_HEAP] == 0 and shortcut:
         tried = ri[R_SKIP] == 0
         begin = max(start_us, rf[F_NOW])
         done = (
@@ -446,8 +464,9 @@ def _room(m, threads, n, bars, periods):
 def rows_per_op(ri):
     """The trace rows (and lock holds) one operation may record at most, from the registers
     ``ri``: one, plus one with a signalling thread library (a wait, then its wake-up), plus
-    one once a spin section has run (its spin, then its computation)."""
-    return 1 + ri[R_SIGNALS] + ri[R_SECTIONS]
+    one once a spin section has run (its spin, then its computation), plus one under the cold
+    start rule (the cold start before it)."""
+    return 1 + ri[R_SIGNALS] + ri[R_SECTIONS] + ri[R_COLD]
 
 
 @inlined
@@ -773,7 +792,8 @@ def _step(m):
         return NONE  # superseded (a speed change, a split run, a parent already woken)
     m.rf[F_NOW] = time
     if kind == FINISH:
-        _end_compute(m, s)
+        if not _end_compute(m, s):
+            return NONE  # (a cold start's end: the slot computes on)
     elif kind == RUN_END:
         _end_run(m, s)
     elif kind == WAKE:
@@ -920,6 +940,8 @@ def _begin_compute(m, s):
     ri, ti, ok, oc = m.ri, m.ti, m.ok, m.oc
     now, cpu = m.rf[F_NOW], ti[s, T_CPU]
     m.ci[cpu, C_HOLDER] = s
+    if ri[R_COLD] and _cold_start(m, s, cpu, now):
+        return
     pc = ti[s, T_PC]
     section = ok[pc] == SPIN
     if section and not _holds(m, s, m.oa[pc]) and not _acquire(m, s, m.oa[pc]):
@@ -951,6 +973,38 @@ def _begin_compute(m, s):
         pc += 1
     m.tf[s, TF_RUN_START], ti[s, T_RUN_END] = now, pc
     _push(m, end, s, RUN_END)
+
+
+@inlined
+def _cold_start(m, s, cpu, now):
+    """Slot ``s`` has taken ``cpu`` at ``now``: if the CPU was idle, its idle time ``g`` ends
+    and, when ``g`` > 0, the slot first computes ``cold(g)`` as a cold start (True; its end
+    begins the computation, :func:`_end_compute`; :mod:`simsrv.machine.cold_start`)."""
+    since = m.idle_since[cpu]
+    if since < 0.0:
+        return False
+    m.idle_since[cpu] = -1.0
+    if now <= since:
+        return False
+    rf = m.rf
+    cost = rf[F_COLD_WAKE] + rf[F_COLD_REFILL] * -math.expm1(-(now - since) / rf[F_COLD_DECAY])
+    ti = m.ti
+    ti[s, T_COLD] = 1
+    m.tf[s, TF_BEGAN] = now
+    if m.ri[R_SPEEDS]:
+        _begin_smt(m, s, cost)
+    else:
+        ti[s, T_TOKEN] += 1
+        _push(m, now + cost, s, FINISH)
+    return True
+
+
+@inlined
+def _activity(m, s):
+    """The activity code of slot ``s``'s current computation."""
+    if m.ti[s, T_COLD]:
+        return m.ri[R_COLD_ACT]
+    return m.ov[m.ti[s, T_PC]]
 
 
 @inlined
@@ -1011,17 +1065,24 @@ def _split_run(m, s):
 
 @inlined
 def _end_compute(m, s):
+    """Slot ``s``'s computation ends now: True when the slot goes on with its next operation;
+    False when the computation was its CPU's cold start, after which it computes on."""
     ti = m.ti
     pc, cpu = ti[s, T_PC], ti[s, T_CPU]
-    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[pc], m.tf[s, TF_BEGAN], m.rf[F_NOW])
+    _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], _activity(m, s), m.tf[s, TF_BEGAN], m.rf[F_NOW])
     if m.ri[R_QUOTA]:
         _quota_run(m, -1)
     if m.ri[R_SMT] and not _irq_stalls(m, cpu):  # (in a softirq the logical CPU stays busy)
         _smt_change(m, cpu, STOPS)
+    if ti[s, T_COLD]:  # the cold start is over: the computation begins (the CPU is held)
+        ti[s, T_COLD] = 0
+        _begin_compute(m, s)
+        return False
     ti[s, T_PC] = pc + 1
     if m.ok[pc] == SPIN:  # the section's lock goes to the first spinner (no signal)
         _release(m, s, m.oa[pc])
     _free_cpu(m, cpu)
+    return True
 
 
 @inlined
@@ -1029,6 +1090,8 @@ def _free_cpu(m, cpu):
     ci = m.ci
     ci[cpu, C_HOLDER] = NONE
     head = ci[cpu, C_HEAD]
+    if head < 0:
+        m.idle_since[cpu] = m.rf[F_NOW]  # (read only under the cold start rule)
     if head >= 0:
         ci[cpu, C_HEAD] = m.ti[head, T_NEXT]
         if ci[cpu, C_HEAD] < 0:
@@ -1181,7 +1244,7 @@ def _stand_still(m, s, cpu, time):
     if tf[s, TF_REMAINING] <= 0.0:
         return False
     if time > tf[s, TF_BEGAN]:
-        _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], m.ov[ti[s, T_PC]], tf[s, TF_BEGAN], time)
+        _row(m, ti[s, T_FRAME], cpu, ti[s, T_CODE], _activity(m, s), tf[s, TF_BEGAN], time)
     tf[s, TF_SPEED] = 0.0
     ti[s, T_TOKEN] += 1
     return True
@@ -1248,8 +1311,9 @@ def add_interrupts(m, arrivals_us, horizon_us, ends_us):
 def _work_left(m, charged, n, threads):
     """``(work, threads)``: the computations a frame's plan charges (``charged`` us, ``n``
     operations, ``threads`` threads) and every live thread has left, a signal's send and
-    wake-up per synchronisation operation included (us of work at speed 1), and the threads
-    that may do it."""
+    wake-up per synchronisation operation included, and a cold start before each operation
+    (at most ``F_COLD_WAKE + F_COLD_REFILL``) (us of work at speed 1), and the threads that
+    may do it."""
     ri, rf, ti, ok, oc = m.ri, m.rf, m.ti, m.ok, m.oc
     work, ops = charged, n
     for s in range(ri[R_SLOTS]):
@@ -1260,7 +1324,7 @@ def _work_left(m, charged, n, threads):
                 ops += 1
                 if (ok[pc] == COMPUTE or ok[pc] == SPIN) and oc[pc] > 0:
                     work += oc[pc]
-    work += ops * (threads * rf[F_SEND] + rf[F_WAKEUP])
+    work += ops * (threads * rf[F_SEND] + rf[F_WAKEUP] + rf[F_COLD_WAKE] + rf[F_COLD_REFILL])
     return work, threads
 
 

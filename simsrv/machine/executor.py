@@ -21,11 +21,13 @@ from collections.abc import Callable
 import numpy as np
 
 from simsrv.machine import engine
+from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.engine import MachineState
 from simsrv.machine.plan import US_PER_S, FramePlan, PlanError
 from simsrv.machine.plan_arrays import PlanArrays, from_plan
 from simsrv.machine.quota import CpuQuota, check_quota_machine
 from simsrv.machine.trace import (
+    COLD_START,
     LOCK_SPIN,
     SIGNAL_SEND,
     SIGNAL_WAKEUP,
@@ -74,6 +76,9 @@ class Machine:
     quota:
         A CPU quota on the server's threads (CFS bandwidth control,
         :mod:`simsrv.machine.quota`); None: none.
+    cold_start:
+        The cold start of a computation on a CPU that was idle
+        (:mod:`simsrv.machine.cold_start`); None: none.
     """
 
     runs_arrays_compiled = True
@@ -93,6 +98,7 @@ class Machine:
         max_backlog: int = 300,
         interrupt_source: Callable[[], None] | None = None,
         quota: CpuQuota | None = None,
+        cold_start: ColdStart | None = None,
     ) -> None:
         self.cpus = cpus
         if irq_cpu is not None and not 0 <= irq_cpu < cpus:
@@ -117,12 +123,18 @@ class Machine:
             cpus, smt_per_core, smt_throughput, background, runs, signal_send_us,
             signal_wakeup_us, -1 if irq_cpu is None else irq_cpu, softirq_us, max_backlog,
             0.0 if quota is None else quota.quota_us, 0.0 if quota is None else quota.period_us,
+            0.0 if cold_start is None else cold_start.wake_us,
+            0.0 if cold_start is None else cold_start.refill_us,
+            1.0 if cold_start is None else cold_start.decay_us,
         )  # fmt: skip
+        self.cold_start = cold_start
         ri, activities = self._arrays["ri"], self.trace.activities
         ri[engine.R_LOCK_WAIT] = activities.code("lock_wait")
         ri[engine.R_JOIN_WAIT] = activities.code("join_wait")
         ri[engine.R_RUNQ_WAIT] = activities.code("runqueue_wait")
         ri[engine.R_SPIN_ACT] = activities.code(LOCK_SPIN)
+        if ri[engine.R_COLD]:
+            ri[engine.R_COLD_ACT] = activities.code(COLD_START)
         if ri[engine.R_SIGNALS]:
             ri[engine.R_SEND_ACT] = activities.code(SIGNAL_SEND)
             ri[engine.R_WAKEUP_ACT] = activities.code(SIGNAL_WAKEUP)

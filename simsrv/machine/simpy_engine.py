@@ -66,6 +66,13 @@ The model
   then as planned), and a thread that starts a computation or a spin meanwhile waits for the
   period's end.  At the period's end the quota is whole again.  The quota's events come
   before every other event of their instant.  Not with background load or an interrupt CPU.
+* Optional cold start (``cold_start``, :mod:`simsrv.machine.cold_start`): a CPU is idle from
+  the instant its last computation or spin ends with no thread queued for it (at the start,
+  every CPU has been idle since time 0).  A thread that takes an idle CPU after ``g`` > 0 us
+  of idleness first computes ``cold(g) = wake_us + refill_us * (1 - exp(-g / decay_us))`` there
+  (``cold_start``, a cost the machine charges itself; the CPU is then busy), then its
+  computation, or for a spin section its attempt at the lock.  A CPU handed to a queued
+  thread was not idle; a thread standing still (a softirq, a throttle) keeps its CPU.
 * **Simultaneous events.**  When several threads act at the same simulated instant, they act in
   a fixed order: threads of earlier frames first, then by their index in the plan (the
   coordinator first).  E.g. two threads released by one barrier that share a CPU run in plan
@@ -108,6 +115,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.plan import (
     SPAWNER_CPU,
     US_PER_S,
@@ -126,6 +134,7 @@ from simsrv.machine.plan import (
 from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.machine.quota import CpuQuota, check_quota_machine
 from simsrv.machine.trace import (
+    COLD_START,
     LOCK_SPIN,
     SIGNAL_SEND,
     SIGNAL_WAKEUP,
@@ -208,6 +217,7 @@ class SimpyMachine:
         max_backlog: int = 300,
         interrupt_source: Callable[[], None] | None = None,
         quota: CpuQuota | None = None,
+        cold_start: ColdStart | None = None,
     ) -> None:
         self.cpus = cpus
         if irq_cpu is not None and not 0 <= irq_cpu < cpus:
@@ -220,6 +230,9 @@ class SimpyMachine:
         self._q_throttled = False
         self._q_token = 0  # the quota's current timer (a change makes a new one)
         self._q_timer: simpy.Event | None = None
+        self.cold_start = cold_start
+        self._idle_since = [0.0] * cpus  # when each CPU's last computation or spin ended (None:
+        # busy)
         self.signal_send_us, self.signal_wakeup_us = signal_send_us, signal_wakeup_us
         self.smt_per_core = smt_per_core
         self.smt_throughput = smt_throughput
@@ -267,7 +280,7 @@ class SimpyMachine:
         self._run_until(start_us)
         cpu = plan.threads[0].cpu
         serial = plan.is_serial() and self.background[cpu] == 0.0 and not self._irq_core(cpu)
-        serial = serial and self.quota is None
+        serial = serial and self.quota is None and self.cold_start is None
         if serial and self.env.peek() == float("inf"):
             # as the fast engine: one serial thread on an idle machine, on a CPU without
             # background load, starts at exactly start_us, even a rounding error before the
@@ -373,8 +386,9 @@ class SimpyMachine:
         back."""
         request = self._cpu[state.cpu].request()
         yield request
+        yield from self._cold(state)
         yield from self._computation(state, op.activity, op.cost_us)
-        self._cpu[state.cpu].release(request)
+        self._give_up(state.cpu, request)
 
     def _section(self, state: _ThreadState, op: SpinSection) -> Generator:
         """Take the thread's CPU (FIFO), busy-wait there while another thread holds the
@@ -383,6 +397,7 @@ class SimpyMachine:
         cpu = state.cpu
         request = self._cpu[cpu].request()
         yield request
+        yield from self._cold(state)
         resource = self._lock(op.lock)
         taken = resource.request()
         state.requests[op.lock] = taken
@@ -408,7 +423,30 @@ class SimpyMachine:
             self._lock_since[op.lock] = self.env.now
         yield from self._computation(state, op.activity, op.cost_us)
         self._release(state, op.lock)
-        self._cpu[cpu].release(request)
+        self._give_up(cpu, request)
+
+    def _cold(self, state: _ThreadState) -> Generator:
+        """The thread has taken its CPU: if the CPU was idle for ``g``, it stops being idle and
+        the thread first computes the cold start ``cold(g)`` (when ``g`` > 0) as ``cold_start``
+        (:mod:`simsrv.machine.cold_start`)."""
+        if self.cold_start is None:
+            return
+        since = self._idle_since[state.cpu]
+        if since is None:
+            return
+        self._idle_since[state.cpu] = None
+        if self.env.now > since:
+            yield from self._computation(
+                state, COLD_START, self.cold_start.cost(self.env.now - since)
+            )
+
+    def _give_up(self, cpu: int, request: simpy.Resource) -> None:
+        """The thread gives its CPU up: to the next thread queued for it, or the CPU is idle
+        from now."""
+        resource = self._cpu[cpu]
+        resource.release(request)
+        if not resource.users:
+            self._idle_since[cpu] = self.env.now
 
     def _computation(self, state: _ThreadState, activity: str, cost_us: float) -> Generator:
         """Compute ``cost_us`` as ``activity`` on the CPU the thread holds (slower while an

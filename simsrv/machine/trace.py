@@ -53,7 +53,10 @@ SIGNAL_WAKEUP = "signal_wakeup"
 LOCK_SPIN = "lock_spin"
 """The activity of a thread busy-waiting on its CPU for a kernel spinlock (a
 :class:`~simsrv.machine.plan.SpinSection`'s lock held by another): CPU time, not a wait."""
-MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP, LOCK_SPIN)
+COLD_START = "cold_start"
+"""The activity of a CPU's cold start: the extra CPU time of the first computation after the
+CPU was idle (:mod:`simsrv.machine.cold_start`)."""
+MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP, LOCK_SPIN, COLD_START)
 """Activities the machine charges itself: they hold a CPU but no plan charged them."""
 
 

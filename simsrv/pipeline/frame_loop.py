@@ -41,6 +41,7 @@ from simsrv.frame_steps.kernels import (
     next_frame,
 )
 from simsrv.frame_steps.state import LoopState
+from simsrv.frame_steps.wakeup import set_wakeup, wakeup_s
 from simsrv.machine.engine import MachineState
 from simsrv.machine.executor import Machine
 from simsrv.scenario.schema import Scenario
@@ -79,11 +80,13 @@ class FrameLoop:
         strategy: Strategy,
         table: FrameTable,
         wakeup_s: float = 0.0,
+        wakeup_quantiles_s: tuple[float, ...] = (),
+        wakeup_seed: int = 0,
     ) -> None:
         self.builder, self.machine, self.strategy, self.table = builder, machine, strategy, table
         players = scenario.players.count
         self.ints = np.zeros(s.INT_REGISTERS, np.int64)
-        self.floats = np.zeros(s.FLOAT_REGISTERS)
+        self.floats = np.zeros(s.FLOAT_REGISTERS + len(wakeup_quantiles_s))
         ints, floats = self.ints, self.floats
         ints[s.LIMIT] = scenario.max_messages_per_frame
         ints[s.CPP] = scenario.clients.commands_per_packet
@@ -100,7 +103,7 @@ class FrameLoop:
         self.cleartime = bandwidth.cleartime_s if bandwidth is not None else np.zeros(1)
         floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
         floats[s.MINTIC] = server.sv_mintic_s
-        floats[s.WAKEUP] = wakeup_s
+        set_wakeup(ints, floats, wakeup_s, wakeup_quantiles_s, wakeup_seed)
         floats[s.MEASURE_FROM] = scenario.run.warmup_s
         floats[s.LAST_PHYSICS] = -np.inf  # physics runs in the first frame
         self.replies = tuple(np.zeros(max(players, 1), np.int32) for _ in range(3))
@@ -276,7 +279,7 @@ class FrameLoop:
                 if not self._socket_frames(stream, socket, drain, on_new_ticks):
                     return float(floats[s.NOW]), self.processed
             elif reason == s.NO_ARRIVAL:
-                floats[s.NOW] = stream.next_arrival_s() + floats[s.WAKEUP]
+                floats[s.NOW] = stream.next_arrival_s() + wakeup_s(self.ints, floats)
                 ints[s.HEAD] = ints[s.READ] = stream.first_block()[2]
             elif reason == s.ROOM:
                 self.machine.make_room()
@@ -306,7 +309,7 @@ class FrameLoop:
         while now < floats[s.STOP] and (len(socket) or not until_empty):
             arrived = stream.release_until(now)
             if len(socket) == 0 and len(arrived) == 0:  # sleeps until a packet wakes it
-                now = stream.next_arrival_s() + floats[s.WAKEUP]
+                now = stream.next_arrival_s() + wakeup_s(self.ints, floats)
                 continue
             batch = socket.deliver_and_read(arrived, limit)  # a full socket is not empty
             now = self.socket_frame(now, batch, len(socket))

@@ -14,7 +14,7 @@ import numpy as np
 if TYPE_CHECKING:
     from simsrv.scenario.schema import RunSection
 
-STREAMS = ("map", "players", "clients", "strategy", "machine", "combat")
+STREAMS = ("map", "players", "clients", "strategy", "machine", "combat", "wakeup")
 """Names of the streams, in spawn order (never reorder: it would change every result; new
 streams go at the end, which leaves the earlier ones unchanged)."""
 

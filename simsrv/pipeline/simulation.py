@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.machine.plan import US_PER_S
@@ -145,6 +146,7 @@ def simulate(
         max_backlog=platform.netdev_max_backlog,
         interrupt_source=stream.generate_next,
         quota=CpuQuota.of(scenario.machine),
+        cold_start=ColdStart.of(platform),
     )
     softirq_time = SoftirqTime(softirq_cost_us * 1e-6, window)
     if irq_cpu is not None:  # the card's interrupts: every packet the clients' stream brings,
@@ -169,8 +171,9 @@ def simulate(
     def forget(first_tick: int | None) -> None:  # the world's history no unread packet carries
         world.forget_before(stream.oldest_unread_tick(first_tick))
 
-    wakeup_s = platform.wakeup_latency_us * 1e-6
-    loop = FrameLoop(scenario, builder, machine, strategy, table, wakeup_s)
+    loop = FrameLoop(
+        scenario, builder, machine, strategy, table, *wakeup_latency(platform, rng["wakeup"])
+    )
     try:
         if not socket.capacity:  # the socket is a range of the stream: compiled release
             now, processed = loop.run_stream(stream, socket, 0.0, drain, forget)
@@ -231,6 +234,13 @@ class SoftirqTime:
         inside = np.clip(done, t0, t1) - np.clip(done - self.cost_s, t0, t1)
         self.in_window_s += float(inside.sum())
         return readable_s
+
+
+def wakeup_latency(platform: Platform, rng: np.random.Generator) -> tuple:
+    """The platform's wake-up latency as the frame loop takes it: ``(constant_s,
+    quantiles_s, seed)`` (:mod:`simsrv.frame_steps.wakeup`)."""
+    quantiles = tuple(q * 1e-6 for q in platform.wakeup_latency_quantiles_us)
+    return platform.wakeup_latency_us * 1e-6, quantiles, int(rng.integers(1 << 62))
 
 
 def slowest_speed(machine: Any) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simsrv.core.errors import InputError
 from simsrv.core.paths import exists
@@ -121,6 +121,36 @@ class Platform(StrictModel):
         "virtual machine, its idle virtual CPU).  Packets arriving meanwhile join that frame.  "
         "A server with packets already queued does not sleep and pays none",
     )
+    cold_start_us: float = Field(
+        0.0,
+        ge=0,
+        le=1e6,
+        description="CPU time of the first computation on a CPU after any idle spell, us: the "
+        "wake-up path of a thread that slept (simsrv.machine.cold_start: cold(g) = "
+        "cold_start_us + cold_refill_us * (1 - exp(-g / cold_decay_us)) after g > 0 us idle); "
+        "0 and cold_refill_us 0 = none",
+    )
+    cold_refill_us: float = Field(
+        0.0,
+        ge=0,
+        le=1e6,
+        description="CPU time refilling caches and TLB after a long idle spell, at most, us "
+        "(the part of the cold start that grows with the idle time)",
+    )
+    cold_decay_us: float = Field(
+        1000.0,
+        gt=0,
+        le=1e9,
+        description="idle time over which the cold start's refill approaches cold_refill_us, "
+        "us (the time constant of the cache footprint's decay)",
+    )
+    wakeup_latency_quantiles_us: list[float] = Field(
+        default_factory=list,
+        description="the wake-up latency as a measured distribution: n quantiles of a sample "
+        "at probabilities (i + 1/2) / n, us (non-decreasing; each wake-up draws one of them "
+        "with equal probability; simsrv.frame_steps.wakeup); empty = the constant "
+        "wakeup_latency_us, which must then be 0",
+    )
     irq_cpu: int | None = Field(
         None,
         ge=-1024,
@@ -155,6 +185,23 @@ class Platform(StrictModel):
         "0 = sends wholly in parallel (simsrv.platforms.network_path)",
     )
     costs: Costs = Costs()
+
+    @model_validator(mode="after")
+    def _one_wakeup_latency(self) -> Platform:
+        q = self.wakeup_latency_quantiles_us
+        if not q:
+            return self
+        ordered = all(a <= b for a, b in zip(q, q[1:], strict=False))
+        if any(not (0.0 <= v <= 1e6) for v in q) or not ordered:
+            raise ValueError(
+                "wakeup_latency_quantiles_us: quantiles must be in [0, 1e6] us and non-decreasing"
+            )
+        if self.wakeup_latency_us != 0.0:
+            raise ValueError(
+                "wakeup_latency_us: must be 0 when wakeup_latency_quantiles_us gives the "
+                "distribution (set one of the two)"
+            )
+        return self
 
 
 def platform_names() -> list[str]:

@@ -201,7 +201,9 @@ QUANTITIES.register(
 QUANTITIES.register(
     "frame_share",
     _busy_share_quantity(
-        ("frame",), "Share of the busy CPU time in per-frame work (wake-up, timeouts, console)."
+        ("frame", "cold_start"),
+        "Share of the busy CPU time in per-frame work (wake-up, timeouts, console) and cold "
+        "starts after idleness (which the real server's thread clock shows mostly in select()).",
     ),
 )
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
 from simsrv.machine.quota import CpuQuota
@@ -85,6 +86,7 @@ def build_node(
         signal_send_us=platform.costs.signal_send,
         signal_wakeup_us=platform.costs.signal_wakeup,
         quota=CpuQuota.of(m),
+        cold_start=ColdStart.of(platform),
     )
     builder = FrameBuilder(scenario, world.entity_count)
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from simsrv.frame_steps.wakeup import registers, wakeup_s
 from simsrv.interconnect import load_profile
 from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.pipeline.cluster.actions import RemoteActions
@@ -43,6 +44,7 @@ from simsrv.pipeline.simulation import (
     build_world,
     gc_paused,
     slowest_speed,
+    wakeup_latency,
 )
 from simsrv.pipeline.trace_stream import TraceStream
 from simsrv.platforms.profile import resolve_platform
@@ -146,7 +148,9 @@ def simulate_cluster(
         run_frame(node, now, limit, zoned, exchange, cluster.state_bytes, record_packets, actions)
         return True
 
-    event_loop(nodes, stream, router, stop_s, step, platform.wakeup_latency_us * 1e-6)
+    latency_s, quantiles_s, seed = wakeup_latency(platform, rng["wakeup"])
+    ints, floats = registers(latency_s, quantiles_s, seed)
+    event_loop(nodes, stream, router, stop_s, step, lambda: wakeup_s(ints, floats))
     end_s = max(n.now for n in nodes)
     stream.close()
     counted_s = accounting_time_s(end_s, stop_s, scenario.run.duration_s)
@@ -189,7 +193,7 @@ def event_loop(
     router: Router,
     stop_s: float,
     step: Callable[[Node, float], bool],
-    wakeup_s: float = 0.0,
+    wakeup: Callable[[], float] = lambda: 0.0,
 ) -> None:
     """Run the nodes until every clock reaches ``stop_s`` (module docstring).
 
@@ -216,7 +220,7 @@ def event_loop(
         router.route(stream.release_until(now), now)
         for index in sorted(router.touched & idle):
             idle.discard(index)  # woken by a packet: its frame starts after the wake-up
-            heapq.heappush(busy, (now + wakeup_s, index))
+            heapq.heappush(busy, (now + wakeup(), index))
         while busy and busy[0][0] == now:
             _, index = heapq.heappop(busy)
             node = nodes[index]
@@ -227,7 +231,7 @@ def event_loop(
             else:
                 idle.add(index)
     if idle:
-        wake = stream.next_arrival_s() + wakeup_s
+        wake = stream.next_arrival_s() + wakeup()
         for index in idle:
             nodes[index].now = wake
 
