@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -36,7 +37,12 @@ def test_hosts_pattern_and_a_burst_wider_than_a_period_is_capped():
     out = phase_overrides(config, burst_width_ms=500.0, send_lateness_ms=100.0)
     assert out[1] == "clients.hosts=4"
     assert out[2] == f"clients.host_burst_s={1 / 77.0!r}"
-    assert out[0] == f"clients.jitter_s={0.5 / 77.0!r}"
+    # a burst's lateness moves the whole burst: no jitter between its packets
+    assert out[0] == "clients.jitter_s=0.0"
+    independent = phase_overrides(
+        TestbedConfig(clients=32), burst_width_ms=0.0, send_lateness_ms=100.0
+    )
+    assert independent[0] == f"clients.jitter_s={0.5 / 77.0!r}"  # capped at half a period
 
 
 def test_a_quota_becomes_the_machines_cpu_quota_and_the_map_file_is_the_shared_one(tmp_path):
@@ -99,14 +105,26 @@ def test_phase_pattern_parsing():
             PhasePattern.parse(bad)
 
 
-def test_standard_campaign_calibrates_on_two_runs_and_predicts_the_rest():
+def test_standard_campaign_repeats_every_condition_up_to_256_clients():
     campaign = standard_campaign()
-    roles = [c.role for c in campaign.conditions]
-    assert roles.count("calibration") == 2
     labels = [c.config.label for c in campaign.conditions]
     assert len(set(labels)) == len(labels)
+    by_seed = {s: [c for c in campaign.conditions if c.config.seed == s] for s in (1, 2, 3)}
+    # three passes of the same conditions, each calibrated on dm1 8 and 16 clients
+    first = [replace(c.config, seed=0) for c in by_seed[1]]
+    assert all([replace(c.config, seed=0) for c in by_seed[s]] == first for s in (2, 3))
+    calibration = {
+        (c.config.clients, c.config.phases) for c in by_seed[1] if c.role == "calibration"
+    }
+    assert calibration == {(8, "independent"), (16, "independent")}
     assert {c.config.map for c in campaign.conditions} == {f"dm{i}" for i in range(1, 7)}
-    assert campaign.capacity is not None and campaign.capacity.base.quota_us == 1000
+    assert max(c.config.clients for c in campaign.conditions) == 256
+    # per pass: capacity under a 5 % quota (steps of 4) and without one (steps of 8)
+    assert len(campaign.capacity) == 6
+    names = {s.name for s in campaign.capacity}
+    assert names == {"dm1-77hz-independent-q1000", "dm1-125hz-independent-no-quota"}
+    steps = {s.name: s.clients[1] - s.clients[0] for s in campaign.capacity}
+    assert steps == {"dm1-77hz-independent-q1000": 4, "dm1-125hz-independent-no-quota": 8}
 
 
 def test_campaign_file_errors_name_the_field(tmp_path):
@@ -250,9 +268,58 @@ def test_compare_writes_the_table_the_summary_and_the_figure(tmp_path):
     # the quota run's CPU is the model's busy time at the quota's speed (<= 5 % of a CPU)
     quota = table[(table["quantity"] == "server CPU busy") & table["quota_share"].notna()]
     assert 0 < quota["model"].iloc[0] <= 0.05 + 1e-9
-    capacity = json.loads((out / "capacity-compared.json").read_text())
-    assert capacity["measured"] == 4 and capacity["model"] in (0, 4, 8)
+    (capacity,) = json.loads((out / "capacity-compared.json").read_text())
+    assert capacity["measured"] == [4] and capacity["model"] in (0, 4, 8)
+    assert capacity["within"] == (capacity["model"] in (0, 4, 8)) and capacity["step"] == 4
     summary = (out / "validation-summary.md").read_text()
     assert summary.count("\n| dm1-") == 3
     assert (out / "testbed-vs-model.png").stat().st_size > 10_000
-    assert "capacity at 5% of a CPU" in (out / "validation.md").read_text()
+    assert "capacity at 5% of a CPU, 77 Hz" in (out / "validation.md").read_text()
+
+
+def test_repeats_pool_into_their_condition_with_the_half_range_as_spread():
+    import pandas as pd
+
+    from simsrv.testbed.campaign import condition_of, pool_repeats
+
+    rows = []
+    for seed, fps in ((1, 300.0), (2, 330.0), (3, 318.0)):
+        row = _fake_row(TestbedConfig(clients=8, seed=seed), "calibration")
+        rows.append({**row, "frames_per_s": fps})
+    rows.append(_fake_row(TestbedConfig(clients=16, seed=1), "prediction"))
+    pooled = pool_repeats(pd.DataFrame(rows))
+    assert list(pooled["condition"]) == ["dm1-n8-77hz-independent", "dm1-n16-77hz-independent"]
+    assert list(pooled["repeats"]) == [3, 1]
+    first = pooled.iloc[0]
+    assert first["frames_per_s"] == pytest.approx(316.0)
+    assert first["spread.frames_per_s"] == pytest.approx(15.0)
+    assert first["label"] == "dm1-n8-77hz-independent-s1" and first["config.seed"] == 1
+    assert pooled.iloc[1]["spread.frames_per_s"] == 0.0
+    assert condition_of("dm1-n32-77hz-hosts:4-q1000-s12") == "dm1-n32-77hz-hosts:4-q1000"
+
+
+def test_a_tolerance_is_the_repeats_spread_where_that_is_wider():
+    import pandas as pd
+
+    from simsrv.testbed.campaign import pool_repeats
+    from simsrv.testbed.compare import compare_rows
+
+    rows = []
+    for seed, fps, frame_share in ((1, 250.0, 0.30), (2, 350.0, 0.32)):
+        row = _fake_row(TestbedConfig(clients=8, seed=seed), "prediction")
+        rows.append({**row, "frames_per_s": fps, "cpu_share.frame": frame_share})
+    pooled = pool_repeats(pd.DataFrame(rows))
+    model = {
+        "frames_per_s": 345.0,  # +15 %: beyond +-10 %, within the repeats' +-16.7 %
+        "messages_per_frame": 1.02,
+        "frame_share": 0.38,  # +7 points: the repeats spread +-1 point, so +-5 holds
+    }
+    table = compare_rows(pooled, [model]).set_index("quantity")
+    fps = table.loc["frames/s"]
+    assert fps["spread"] == pytest.approx(50.0 / 300.0)
+    assert fps["tolerance"] == pytest.approx(50.0 / 300.0) and fps["tolerance_from_spread"]
+    assert fps["within"] and fps["repeats"] == 2
+    share = table.loc["per-frame share"]
+    assert share["tolerance"] == 0.05 and not share["tolerance_from_spread"]
+    assert not share["within"]
+    assert table.loc["messages/frame", "within"]

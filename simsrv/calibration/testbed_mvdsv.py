@@ -88,12 +88,23 @@ PARAMETERS: tuple[FitParameter, ...] = (
 )
 """The fitted factors (bounds on the first key, us)."""
 
-SET_FROM_ESTIMATE = ("reply_per_visible_entity", "wakeup_latency_us")
+MEASURED = (
+    "wakeup_latency_us",
+    "wakeup_latency_quantiles_us",
+    "cold_start_us",
+    "cold_refill_us",
+    "cold_decay_us",
+)
+"""Measured on the calibration runs' frames, not fitted (the platform's machine, not the
+server's stages).  The wake-up latency: the distribution of the time from the packet that
+wakes an idle server to its frame's start (:func:`simsrv.testbed.frames.wakeup_latencies_us`),
+as 100 quantiles (``wakeup_latency_us`` is then 0).  The cold start: the frames' CPU time
+against the idle time before them (:func:`simsrv.testbed.frames.cold_start_fit`)."""
+SET_FROM_ESTIMATE = ("reply_per_visible_entity", *MEASURED)
 """Written from the direct estimate, not fitted.  The per-visible-entity part of building a
-reply is the slope of the measured build time per reply between the two calibration runs;
-the fit's targets pin it below PIN_FLOOR (0.84 on the committed campaign), so it is set, not
-fitted.  The wake-up latency is measured directly: the mean time from the packet that wakes
-an idle server to its frame's start (:func:`simsrv.testbed.frames.wakeup_latencies_us`)."""
+reply is the slope of the measured build time per reply between the calibration runs' client
+counts; the fit's targets do not pin it (pin strength below 1), so it is set, not fitted;
+and :data:`MEASURED`."""
 
 RATE_TOLERANCE, SHARE_TOLERANCE = 0.10, 0.05
 TARGET_QUANTITIES = (  # (measured column, model quantity, relative?)
@@ -151,16 +162,23 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     """Each stage's CPU per unit the model charges it by, pooled over the calibration runs
     (us).  World and reply building are split by a line through the runs' client counts."""
     from simsrv.testbed.build import find_shared
-    from simsrv.testbed.frames import wakeup_latencies_us
+    from simsrv.testbed.frames import (
+        cold_start_fit,
+        idle_gaps_us,
+        latency_quantiles,
+        wakeup_latencies_us,
+    )
 
     shared = find_shared()
-    frames, wakeups = [], []
+    frames, wakeups, tables = [], [], []
     for _, row in runs.iterrows():
         directory = _run_directory(data, row["label"])
         table = pd.read_parquet(directory / "frames.parquet")
         sends = pd.read_parquet(directory / "sends.parquet")
         wakeups.append(wakeup_latencies_us(table, sends["sent_s"].to_numpy()))
-        window = table[table["measured"]]
+        tables.append(table)
+        table = table.sort_values("start_s")
+        window = table.assign(gap_us=idle_gaps_us(table))[table["measured"]]
         window = window.assign(
             clients=int(row["config.clients"]),
             entities=int(row["config.clients"]) + _map_entities(shared.map_file(row["config.map"])),
@@ -183,14 +201,30 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     entities = per_run.index.to_numpy(dtype=float)
     clients = per_run["clients"].to_numpy(dtype=float)
     slope, intercept = np.polyfit(entities, tick, 1)
-    slope, intercept = max(slope, 1e-3), max(intercept, 0.1)
+    if intercept < 0.1:  # the line through the runs meets 0 above 0 entities: a tick's cost
+        # is taken as proportional to the entities (the runs pooled), not as that line
+        slope, intercept = float(tick @ entities / (entities @ entities)), 0.1
+    slope = max(slope, 1e-3)
     # A reply lists the entities its client sees; with players in view it grows with the
     # clients: fixed part + per visible entity, where ~every other player is visible.
     rslope, rintercept = np.polyfit(clients, reply, 1)
     rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
+    cold = cold_start_fit(tables)
+    # the per-frame work of a frame that follows no idleness: the cold start is the machine's
+    idle = allf["gap_us"] > 5.0
+    cold_us = np.where(
+        idle,
+        cold["wake_us"] + cold["refill_us"] * -np.expm1(-allf["gap_us"] / cold["decay_us"]),
+        0.0,
+    )
+    per_frame = allf["other_us"] + allf["select_us"] - np.nan_to_num(cold_us)
     return {
-        "wakeup_latency_us": float(np.concatenate(wakeups).mean()),
-        "frame_overhead": float((allf["other_us"].sum() + allf["select_us"].sum()) / len(allf)),
+        "wakeup_latency_us": 0.0,
+        "wakeup_latency_quantiles_us": latency_quantiles(np.concatenate(wakeups)),
+        "cold_start_us": cold["wake_us"],
+        "cold_refill_us": cold["refill_us"],
+        "cold_decay_us": cold["decay_us"],
+        "frame_overhead": float(max(per_frame.mean(), 0.1)),
         "world_base": float(intercept),
         "world_per_entity": float(slope),
         "net_recv_per_message": pooled("recv_syscall_us", "packets"),
@@ -202,13 +236,16 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
 
 
 def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
-    """Nine targets per calibration condition (module docstring)."""
+    """Nine targets per calibration condition, on the mean of its repeats (module
+    docstring)."""
     from simsrv.testbed.build import find_shared
     from simsrv.testbed.model import SCENARIO, row_overrides
 
     shared = find_shared()
     out = []
-    for _, row in runs.iterrows():
+    from simsrv.testbed.campaign import pool_repeats
+
+    for _, row in pool_repeats(runs).iterrows():
         overrides = tuple(
             o
             for o in row_overrides(row.to_dict(), shared, seed=1, platform=PLATFORM_NAME)
@@ -287,11 +324,18 @@ def _measured_on(data: Path, runs: pd.DataFrame) -> str:
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
     """Write ``source`` to ``out`` with the fitted costs and the machine it was measured on
     (``description``), the platform named after ``out``'s file name."""
-    values = {key: f"{value:.6g}" for key, value in fitted.items() if key != "_machine"}
+    values = {key: _toml_number(value) for key, value in fitted.items() if key != "_machine"}
     values["name"] = f'"{out.stem}"'
     if fitted.get("_machine"):
         values["description"] = f'"mvdsv 0.35 on one CPU of: {fitted["_machine"]}"'
     write_atomic(out, with_values(source, values))
+
+
+def _toml_number(value: float | list[float]) -> str:
+    """A fitted value as TOML: a number to 6 significant digits, or an array of them."""
+    if isinstance(value, list):
+        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
+    return f"{value:.6g}"
 
 
 CALIBRATORS.register(

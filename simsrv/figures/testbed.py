@@ -4,7 +4,8 @@ Every measured condition is drawn.  A *series* is the conditions that differ onl
 client count (same map, rate, phase pattern and quota); repeats of a condition (its seeds)
 are one point, their mean, with a bar from the lowest to the highest.  Six panels: (a)
 frames/s, (b) messages/frame and (c) replies/s against clients, one colour per series,
-measured (filled, solid) and modelled (open, dashed); (d) messages/frame against frames/s,
+measured (filled, solid) and modelled (open, dashed), clients on a log axis and the rates on
+log axes; (d) messages/frame against frames/s,
 each real point joined to its model point, the curve along which the arrival pattern moves a
 sequential server; (e) the server's CPU busy fraction, model against real, with the
 identity; (f) the share of the clients' packets answered against clients.
@@ -48,8 +49,13 @@ def _quota(table: pd.DataFrame) -> pd.Series:
 
 def condition_points(measured: pd.DataFrame, model: pd.DataFrame) -> pd.DataFrame:
     """One row per (series, clients): the mean, lowest and highest of each quantity over the
-    condition's repeats, measured (``real.*``) and modelled (``model.*``)."""
-    table = measured.merge(model, on=["label", "role", "question"])
+    condition's repeats, measured (``real.*``) and modelled (``model.*``).  ``model`` has a
+    row per run (merged on ``label``) or, with a ``condition`` column, per condition (merged
+    on ``measured``'s ``condition``)."""
+    if "condition" in model:  # the model ran once per condition: every repeat gets it
+        table = measured.merge(model.drop(columns=["label"]), on=["condition", "role", "question"])
+    else:
+        table = measured.merge(model, on=["label", "role", "question"])
     table = table.assign(quota=_quota(table))
     rows = []
     for key, group in table.groupby([*SERIES, "config.clients"], sort=True, dropna=False):
@@ -104,10 +110,20 @@ def testbed_figure(measured: pd.DataFrame, model: pd.DataFrame) -> Figure:
         (ax_rps, "replies_per_s", "replies/s", "(c) replies/s"),
         (ax_ratio, "reply_ratio", "packets answered", "(f) share of the packets answered"),
     )
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    low, high = points["clients"].min(), points["clients"].max()
+    counts = [2**k for k in range(12) if low <= 2**k <= high]  # (the powers of two measured)
     for ax, column, ylabel, title in panels:
         _against_clients(ax, points, colours, column)
         ax.set(xlabel="clients", ylabel=ylabel, title=f"{title} against clients")
-    ax_mpf.set_yscale("log")
+        # clients from a handful to hundreds: a log axis, ticked at powers of two
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts)
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    for ax in (ax_fps, ax_mpf, ax_rps):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
     for key, rows in points.groupby(SERIES, sort=True, dropna=False):
         c = colours[key]
         ax_curve.scatter(rows["real.frames_per_s"], rows["real.messages_per_frame"], color=c, s=16)
@@ -139,7 +155,6 @@ def testbed_figure(measured: pd.DataFrame, model: pd.DataFrame) -> Figure:
         ylabel="messages/frame",
         title="(d) the sequential server's curve: every condition",
     )
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
     for axis in (ax_curve.xaxis, ax_curve.yaxis, ax_mpf.yaxis):
         axis.set_major_formatter(plain)
         axis.set_minor_formatter(NullFormatter())

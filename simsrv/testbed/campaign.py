@@ -8,15 +8,19 @@ interrupted campaign resumes where it stopped and nothing measured is lost; a co
 whose server crashes is recorded in ``OUT/runs/LABEL/error.txt`` and skipped.  The gathered
 table is ``OUT/runs.parquet`` (one row per condition, the summary flattened with dots).
 
-:data:`STANDARD` is the campaign behind docs/testbed.md: calibration on dm1 with 8 and 16
-clients in independent phases; predictions for other client counts, the other phase
-patterns, the other maps, a slower client rate and CPU-quota-saturated runs, and the
-capacity under a 5 % CPU quota.
+:data:`STANDARD` is the campaign behind docs/testbed.md, measured in three passes (seeds 1, 2,
+3: each pass a repeat of every condition, so a condition's spread is over passes minutes
+apart): calibration on dm1 with 8 and 16 clients in independent phases; predictions for other
+client counts up to 256, the other phase patterns, the other maps, a slower and a faster
+client rate, CPU-quota-saturated runs; and two capacity searches per pass, under a 5 % CPU
+quota and without a quota at 125 Hz (the rate at which this machine's server saturates
+within the protocol's 256 players).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
@@ -25,11 +29,18 @@ from pathlib import Path
 import pandas as pd
 
 from simsrv.core.errors import InputError
+from simsrv.testbed.run import MAX_CLIENTS as MAX_SEARCH_CLIENTS
 from simsrv.testbed.run import TestbedConfig, run_testbed
 
 ROLES = ("calibration", "prediction")
 MIN_REPLY_RATIO = 0.95  # the capacity rule simsrv capacity uses
 CAPACITY_QUOTA_US, CAPACITY_PERIOD_US = 1000, 20_000  # 5 % of one CPU
+SATURATING_RATE_HZ = 125.0
+"""The client rate of the standard campaign's saturation series and capacity search without a
+quota: at 77 Hz this machine's server answers 256 clients (the protocol's limit) at 96 % of
+a CPU, so saturation needs a faster rate."""
+SEEDS = (1, 2, 3)
+"""The standard campaign's passes (every condition measured once per seed)."""
 
 
 @dataclass(frozen=True)
@@ -49,25 +60,45 @@ class CapacitySearch:
     clients: tuple[int, ...]
     min_reply_ratio: float = MIN_REPLY_RATIO
 
+    @property
+    def name(self) -> str:
+        """The search without its seed: repeats of one search share it."""
+        quota = "no-quota" if self.base.quota_us is None else f"q{self.base.quota_us}"
+        return f"{self.base.map}-{self.base.rate_hz:g}hz-{self.base.phases}-{quota}"
+
 
 @dataclass(frozen=True)
 class Campaign:
     conditions: tuple[Condition, ...]
-    capacity: CapacitySearch | None = None
+    capacity: tuple[CapacitySearch, ...] = ()
 
 
-def standard_campaign(duration_s: float = 10.0, seed: int = 1) -> Campaign:
-    """The campaign of docs/testbed.md (~20 conditions and a capacity search)."""
+def standard_campaign(duration_s: float = 10.0, seeds: tuple[int, ...] = SEEDS) -> Campaign:
+    """The campaign of docs/testbed.md: one pass of :func:`standard_pass` per seed."""
+    conditions: list[Condition] = []
+    searches: list[CapacitySearch] = []
+    for seed in seeds:
+        one = standard_pass(duration_s, seed)
+        conditions += one.conditions
+        searches += one.capacity
+    return Campaign(tuple(conditions), tuple(searches))
+
+
+def standard_pass(duration_s: float = 10.0, seed: int = 1) -> Campaign:
+    """One pass of the standard campaign (28 conditions and two capacity searches)."""
     base = TestbedConfig(
         duration_s=duration_s, seed=seed, map="dm1", rate_hz=77.0, phases="independent"
     )
     out: list[Condition] = []
     for n in (8, 16):
         out.append(Condition(replace(base, clients=n), "calibration", "clients"))
-    for n in (4, 24, 32):
+    for n in (4, 24, 32, 64, 128, 192, 256):
         out.append(Condition(replace(base, clients=n), "prediction", "clients"))
-    for phases in ("step", "hosts:4"):
-        for n in (8, 16, 32):
+    for n in (128, 192, 224, 256):
+        fast = replace(base, clients=n, rate_hz=SATURATING_RATE_HZ)
+        out.append(Condition(fast, "prediction", "saturation"))
+    for phases, counts in (("step", (8, 16, 32)), ("hosts:4", (8, 16, 32))):
+        for n in counts:
             out.append(Condition(replace(base, clients=n, phases=phases), "prediction", "phases"))
     for map_name in ("dm2", "dm3", "dm4", "dm5", "dm6"):
         out.append(Condition(replace(base, clients=16, map=map_name), "prediction", "maps"))
@@ -80,11 +111,14 @@ def standard_campaign(duration_s: float = 10.0, seed: int = 1) -> Campaign:
                 "quota",
             )
         )
-    capacity = CapacitySearch(
+    under_quota = CapacitySearch(
         replace(base, quota_us=CAPACITY_QUOTA_US, period_us=CAPACITY_PERIOD_US),
         tuple(range(4, 33, 4)),
     )
-    return Campaign(tuple(out), capacity)
+    without_quota = CapacitySearch(
+        replace(base, rate_hz=SATURATING_RATE_HZ), tuple(range(168, MAX_SEARCH_CLIENTS + 1, 8))
+    )
+    return Campaign(tuple(out), (under_quota, without_quota))
 
 
 STANDARD = "standard"
@@ -205,25 +239,55 @@ def run_campaign(
         row for c in campaign.conditions if (row := measure(c, out, shared_root, log)) is not None
     ]
     capacity_rows: list[dict] = []
-    if campaign.capacity is not None:
-        capacity, capacity_rows = run_capacity(campaign.capacity, out, shared_root, log)
-        (out / "capacity.json").write_text(
-            json.dumps(
-                {
-                    "capacity_clients": capacity,
-                    "min_reply_ratio": campaign.capacity.min_reply_ratio,
-                    "base": asdict(campaign.capacity.base),
-                    "clients_grid": list(campaign.capacity.clients),
-                    "clients_tried": [r["config"]["clients"] for r in capacity_rows],
-                },
-                indent=2,
-            )
-            + "\n"
+    results = []
+    for search in campaign.capacity:
+        capacity, tried = run_capacity(search, out, shared_root, log)
+        capacity_rows += tried
+        results.append(
+            {
+                "name": search.name,
+                "seed": search.base.seed,
+                "capacity_clients": capacity,
+                "min_reply_ratio": search.min_reply_ratio,
+                "base": asdict(search.base),
+                "clients_grid": list(search.clients),
+                "clients_tried": [r["config"]["clients"] for r in tried],
+            }
         )
-        log(
-            f"capacity at {campaign.capacity.base.quota_us}/{campaign.capacity.base.period_us}"
-            f" us: {capacity} clients"
-        )
+        log(f"capacity {search.name} (seed {search.base.seed}): {capacity} clients")
+    if results:
+        (out / "capacity.json").write_text(json.dumps({"searches": results}, indent=2) + "\n")
     table = gather(rows + capacity_rows)
     table.to_parquet(out / "runs.parquet", index=False)
     return table
+
+
+def condition_of(label: str) -> str:
+    """A run's condition: its label without the seed (``dm1-n8-77hz-independent``)."""
+    return re.sub(r"-s\d+$", "", label)
+
+
+def pool_repeats(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per condition of a campaign table (``runs.parquet``): each measured number the
+    mean of the condition's repeats (its seeds), ``spread.COLUMN`` half their range (the
+    repeats lie within mean +- spread when they are two; in general it is the half-width of
+    the band that holds them), ``repeats`` how many, ``condition`` the label without the
+    seed; the rest (configuration, role) from the first repeat, whose ``label`` it keeps."""
+    if table.empty:
+        return table.assign(condition=[], repeats=[])
+    key = table["label"].map(condition_of)
+    numeric = [
+        c
+        for c in table.columns
+        if pd.api.types.is_numeric_dtype(table[c])
+        and not pd.api.types.is_bool_dtype(table[c])
+        and not c.startswith("config.")
+    ]
+    groups = table.groupby(key, sort=False)
+    pooled = groups.first()
+    pooled[numeric] = groups[numeric].mean()
+    spread = (groups[numeric].max() - groups[numeric].min()) / 2.0
+    pooled = pd.concat([pooled, spread.add_prefix("spread.")], axis=1)
+    pooled["repeats"] = groups.size()
+    pooled.index.name = "condition"
+    return pooled.reset_index()

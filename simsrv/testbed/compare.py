@@ -1,12 +1,16 @@
 """The model against a measured campaign: the validation table "real server on this machine".
 
-For every stored condition, the model runs the same scenario (:mod:`simsrv.testbed.model`)
-over ``seeds`` seeds on ``platform``; each quantity of :data:`simsrv.testbed.model.QUANTITIES`
-gets the measured value, the model's mean, the error (relative for rates, in points for
-shares) and whether it is within tolerance.  Rows of ``calibration`` conditions say what the
-fit was given; every other row is a prediction.  The capacity search (most clients answered
-at >= 95 % under the campaign's CPU quota) is compared with the model's capacity under the
-same quota and client steps.  Writes ``validation.parquet``, ``validation.md``,
+For every stored condition (its repeats pooled: :func:`simsrv.testbed.campaign.pool_repeats`),
+the model runs the same scenario (:mod:`simsrv.testbed.model`) over ``seeds`` seeds on
+``platform``; each quantity of :data:`simsrv.testbed.model.QUANTITIES` gets the measured mean
+and spread (half the repeats' range), the model's mean, the error (relative for rates, in
+points for shares) and whether it is within tolerance: the quantity's own (+-10 %, +-5
+points) or, where the repeats spread wider, the spread (a tolerance is never tighter than
+the measurement's own noise).  Rows of ``calibration`` conditions say what the
+fit was given; every other row is a prediction.  Each capacity search (most clients answered
+at >= 95 %, under a CPU quota or not; repeated once per seed) is compared with the model's
+capacity under the same quota, rate and client steps: within tolerance when it lies within
+one step of the measured repeats' range.  Writes ``validation.parquet``, ``validation.md``,
 ``model-runs.parquet`` and ``testbed-vs-model.png`` into ``out``.
 """
 
@@ -23,11 +27,10 @@ import numpy as np
 import pandas as pd
 
 from simsrv.testbed.build import find_shared
+from simsrv.testbed.campaign import condition_of, pool_repeats
 from simsrv.testbed.model import QUANTITIES, SCENARIO, row_overrides, scenario_overrides
 from simsrv.testbed.run import TestbedConfig
 from simsrv.validation.jobs import RunJob, execute
-
-CAPACITY_TOLERANCE_CLIENTS = 4  # one step of the search
 
 
 def model_jobs(row: dict, shared, platform: str, seeds: int) -> list[RunJob]:
@@ -62,7 +65,8 @@ def run_model(
 
 
 def compare_rows(measured: pd.DataFrame, model: list[dict[str, float]]) -> pd.DataFrame:
-    """The tidy validation table: one row per (condition, quantity)."""
+    """The tidy validation table: one row per (condition, quantity) of ``measured`` (pooled
+    repeats; a table of single runs counts each as its own condition, spread 0)."""
     rows = []
     for (_, m), q in zip(measured.iterrows(), model, strict=True):
         saturated = not pd.isna(m.get("config.quota_us"))
@@ -75,9 +79,14 @@ def compare_rows(measured: pd.DataFrame, model: list[dict[str, float]]) -> pd.Da
             error = (sim - real) / real if c.relative else sim - real
             if c.relative and real == 0:
                 error = math.inf
+            spread = float(m.get(f"spread.{c.measured}", 0.0) or 0.0)
+            if c.relative:
+                spread = spread / abs(real) if real else 0.0
+            tolerance = max(c.tolerance, spread)
             rows.append(
                 {
-                    "condition": m["label"],
+                    "condition": m.get("condition", m["label"]),
+                    "repeats": int(m.get("repeats", 1)),
                     "role": m["role"],
                     "question": m["question"],
                     "clients": int(m["config.clients"]),
@@ -90,8 +99,10 @@ def compare_rows(measured: pd.DataFrame, model: list[dict[str, float]]) -> pd.Da
                     "model": sim,
                     "error": error,
                     "relative": c.relative,
-                    "tolerance": c.tolerance,
-                    "within": bool(abs(error) <= c.tolerance),
+                    "spread": spread,
+                    "tolerance": tolerance,
+                    "tolerance_from_spread": tolerance > c.tolerance,
+                    "within": bool(abs(error) <= tolerance),
                 }
             )
     return pd.DataFrame(rows)
@@ -123,7 +134,62 @@ def model_capacity(
     return capacity
 
 
-def markdown(table: pd.DataFrame, capacity: dict | None) -> str:
+def capacity_searches(stored: dict) -> list[dict]:
+    """The searches of a stored ``capacity.json`` (a campaign's list, or one search as an
+    earlier campaign stored it), grouped by name: each with its base config, grid, rule and
+    the capacity every repeat measured."""
+    searches = stored.get("searches", [{"name": "capacity", **stored}])
+    grouped: dict[str, dict] = {}
+    for search in searches:
+        entry = grouped.setdefault(
+            search["name"],
+            {
+                "name": search["name"],
+                "base": search["base"],
+                "clients_grid": search.get("clients_grid") or search["clients_tried"],
+                "min_reply_ratio": search["min_reply_ratio"],
+                "measured": [],
+            },
+        )
+        entry["measured"].append(int(search["capacity_clients"]))
+    return list(grouped.values())
+
+
+def compare_capacities(
+    stored: dict, shared, platform: str, seeds: int, workers: int, log: Callable[[str], None]
+) -> list[dict]:
+    """Each search's measured capacities against the model's (module docstring)."""
+    out = []
+    for search in capacity_searches(stored):
+        base = TestbedConfig(**search["base"])
+        grid = search["clients_grid"]
+        log(f"model: capacity search {search['name']}")
+        model = model_capacity(
+            base, grid, shared, platform, seeds, search["min_reply_ratio"], workers
+        )
+        step = grid[1] - grid[0] if len(grid) > 1 else 0
+        measured = search["measured"]
+        out.append(
+            {
+                "name": search["name"],
+                "quota_share": None if base.quota_us is None else base.quota_us / base.period_us,
+                "rate_hz": base.rate_hz,
+                "measured": measured,
+                "model": model,
+                "step": step,
+                "within": min(measured) - step <= model <= max(measured) + step,
+            }
+        )
+    return out
+
+
+def _capacity_label(capacity: dict) -> str:
+    share = capacity["quota_share"]
+    where = "without a quota" if share is None else f"at {share:.0%} of a CPU"
+    return f"capacity {where}, {capacity['rate_hz']:g} Hz"
+
+
+def markdown(table: pd.DataFrame, capacities: list[dict]) -> str:
     """The validation table as Markdown (errors in % for rates, in points for shares)."""
     lines = [
         "| condition | role | quantity | measured | model | error | tolerance | ok |",
@@ -132,20 +198,27 @@ def markdown(table: pd.DataFrame, capacity: dict | None) -> str:
     for _, r in table.iterrows():
         unit = "%" if r["relative"] else " pt"
         scale = 100.0
+        looser = " (spread)" if r.get("tolerance_from_spread") else ""
         measured = f"{r['measured']:.3g}" if r["relative"] else f"{r['measured']:.1%}"
+        if r.get("repeats", 1) > 1:
+            spread = r["spread"] * (r["measured"] if r["relative"] else 1.0)
+            measured += f" +- {spread:.2g}" if r["relative"] else f" +- {spread:.1%}"
         model = f"{r['model']:.3g}" if r["relative"] else f"{r['model']:.1%}"
         lines.append(
             f"| {r['condition']} | {r['role']} | {r['quantity']} | {measured} | "
             f"{model} | {r['error'] * scale:+.1f}{unit} | "
-            f"+-{r['tolerance'] * scale:.0f}{unit} | {'yes' if r['within'] else 'no'} |"
+            f"+-{r['tolerance'] * scale:.0f}{unit}{looser} | "
+            f"{'yes' if r['within'] else 'no'} |"
         )
-    if capacity is not None:
-        ok = abs(capacity["model"] - capacity["measured"]) <= CAPACITY_TOLERANCE_CLIENTS
+    for capacity in capacities:
+        low, high = min(capacity["measured"]), max(capacity["measured"])
+        span = f"{low}" if low == high else f"{low}-{high}"
+        model = capacity["model"]
+        off = model - high if model > high else min(model - low, 0)  # from the measured range
         lines.append(
-            f"| capacity at {capacity['quota_share']:.0%} of a CPU | prediction | "
-            f"clients answered >= 95 % | {capacity['measured']} | {capacity['model']} |"
-            f" {capacity['model'] - capacity['measured']:+d} clients | "
-            f"+-{CAPACITY_TOLERANCE_CLIENTS} clients | {'yes' if ok else 'no'} |"
+            f"| {_capacity_label(capacity)} | prediction | clients answered >= 95 % | {span} | "
+            f"{model} | {off:+d} clients | +-{capacity['step']} clients | "
+            f"{'yes' if capacity['within'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -189,11 +262,12 @@ def compare_campaign(
 ) -> pd.DataFrame:
     """Run the model on every stored condition and write the comparison (module docstring)."""
     shared = find_shared(shared_root)
-    measured = pd.read_parquet(store / "runs.parquet")
+    measured_runs = pd.read_parquet(store / "runs.parquet")
+    measured = pool_repeats(measured_runs)
     rows = [r.to_dict() for _, r in measured.iterrows()]
     model = run_model(rows, shared, platform, seeds, workers, log)
     out.mkdir(parents=True, exist_ok=True)
-    runs = measured[["label", "role", "question"]].copy()
+    runs = measured[["condition", "label", "role", "question"]].copy()
     for key in (
         "frames_per_s",
         "messages_per_frame",
@@ -205,26 +279,18 @@ def compare_campaign(
         runs[f"model.{key}"] = [q.get(key, float("nan")) for q in model]
     runs.to_parquet(out / "model-runs.parquet", index=False)
     table = compare_rows(measured, model)
-    capacity = None
+    capacities: list[dict] = []
     capacity_file = store / "capacity.json"
     if capacity_file.is_file():
         stored = json.loads(capacity_file.read_text())
-        base = TestbedConfig(**stored["base"])
-        log("model: capacity search")
-        grid = stored.get("clients_grid") or stored["clients_tried"]
-        capacity = {
-            "measured": int(stored["capacity_clients"]),
-            "model": model_capacity(
-                base, grid, shared, platform, seeds, stored["min_reply_ratio"], workers
-            ),
-            "quota_share": base.quota_us / base.period_us,
-        }
-        (out / "capacity-compared.json").write_text(json.dumps(capacity, indent=2) + "\n")
+        capacities = compare_capacities(stored, shared, platform, seeds, workers, log)
+        (out / "capacity-compared.json").write_text(json.dumps(capacities, indent=2) + "\n")
     table.to_parquet(out / "validation.parquet", index=False)
-    (out / "validation.md").write_text(markdown(table, capacity))
+    (out / "validation.md").write_text(markdown(table, capacities))
     (out / "validation-summary.md").write_text(summary_markdown(table))
     from simsrv.figures.testbed import testbed_figure
 
-    figure = testbed_figure(measured, runs)
+    measured_runs = measured_runs.assign(condition=measured_runs["label"].map(condition_of))
+    figure = testbed_figure(measured_runs, runs)
     figure.savefig(out / "testbed-vs-model.png", dpi=110)
     return table

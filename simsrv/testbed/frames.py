@@ -138,3 +138,83 @@ def wakeup_latencies_us(frames: pd.DataFrame, sent_s: np.ndarray) -> np.ndarray:
     waker = np.where(ok, sent[np.minimum(first, len(sent) - 1)], np.inf)
     woke = ok & (waker < starts[1:]) & measured[1:]
     return (starts[1:][woke] - waker[woke]) * 1e6
+
+
+def idle_gaps_us(frames: pd.DataFrame) -> np.ndarray:
+    """The server's idle time before each frame (us; NaN for the first): the previous frame's
+    end to this frame's start, in the order of ``frames`` (sorted by start)."""
+    starts = frames["start_s"].to_numpy()
+    ends = starts + frames["wall_us"].to_numpy() * 1e-6
+    return np.r_[np.nan, (starts[1:] - ends[:-1]) * 1e6]
+
+
+COLD_START_BOUNDS = ((0.0, 0.0, 1.0), (500.0, 1000.0, 1e5))
+"""Bounds of the cold start's fit: wake (us), refill (us), decay (us)."""
+
+
+def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
+    """The cold start (:mod:`simsrv.machine.cold_start`) the real server's frames show.
+
+    Its frames with one packet from a client, no world tick and no connectionless packet
+    differ mostly in the idle time ``g`` before them; their CPU time (the frame's and the
+    ``select()`` wake-up's before it) is fitted, over the frames of every run in ``runs``
+    (each a :data:`COLUMNS` table), to ``a_r + cold(g)``, ``cold(g) = wake + refill (1 -
+    exp(-g / decay))`` for ``g`` > 5 us and 0 below (a frame that started at once: its
+    packet was queued), with ``a_r`` one warm cost per run (the runs' client counts differ).
+    Robust least squares (soft L1 at 20 us: a virtual CPU's occasional stalls of
+    milliseconds are not the rule).  Returns ``wake_us``, ``refill_us``, ``decay_us``, the
+    frames used and the median absolute residual (us)."""
+    from scipy.optimize import least_squares
+
+    data = []
+    for frames in runs:
+        frames = frames.sort_values("start_s")
+        gap = idle_gaps_us(frames)
+        cpu = (frames["cpu_us"] + frames["select_us"]).to_numpy()
+        keep = (
+            frames["measured"].to_numpy().astype(bool)
+            & (frames["physics_ran"].to_numpy() == 0)
+            & (frames["packets"].to_numpy() == 1)
+            & (frames["connectionless"].to_numpy() == 0)
+            & ~np.isnan(gap)
+        )
+        if keep.sum() >= 10:
+            data.append((gap[keep], cpu[keep]))
+    if not data:
+        raise ValueError("no run has frames of one packet to measure the cold start on")
+    n = len(data)
+
+    def residuals(p: np.ndarray) -> np.ndarray:
+        wake, refill, decay = p[n:]
+        out = []
+        for r, (gap, cpu) in enumerate(data):
+            cold = np.where(gap > 5.0, wake + refill * -np.expm1(-gap / decay), 0.0)
+            out.append(p[r] + cold - cpu)
+        return np.concatenate(out)
+
+    start = [float(np.median(cpu)) for _, cpu in data] + [10.0, 40.0, 1000.0]
+    low, high = COLD_START_BOUNDS
+    fit = least_squares(
+        residuals,
+        start,
+        bounds=([0.0] * n + list(low), [1e4] * n + list(high)),
+        loss="soft_l1",
+        f_scale=20.0,
+    )
+    wake, refill, decay = (float(v) for v in fit.x[n:])
+    return {
+        "wake_us": wake,
+        "refill_us": refill,
+        "decay_us": decay,
+        "frames": int(sum(len(g) for g, _ in data)),
+        "median_abs_residual_us": float(np.median(np.abs(fit.fun))),
+    }
+
+
+def latency_quantiles(latencies_us: np.ndarray, points: int = 100) -> list[float]:
+    """``points`` quantiles of a sample at probabilities (i + 1/2) / points (us): the form of
+    a platform's ``wakeup_latency_quantiles_us`` (:mod:`simsrv.frame_steps.wakeup`)."""
+    if len(latencies_us) == 0:
+        raise ValueError("no wake-up was measured")
+    probabilities = (np.arange(points) + 0.5) / points
+    return [float(q) for q in np.quantile(latencies_us, probabilities)]

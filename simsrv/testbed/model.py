@@ -57,11 +57,13 @@ def phase_overrides(
 ) -> list[str]:
     """The phase pattern as simsrv client fields, with the clients' measured timing."""
     period = 1.0 / config.rate_hz
-    jitter = min(max(2.0 * send_lateness_ms * 1e-3, 0.0), 0.5 * period)
-    out = [f"clients.jitter_s={jitter!r}"]
     kind, _, arg = config.phases.partition(":")
-    if kind == "independent":
-        return [*out, "clients.hosts=0", "clients.host_burst_s=0"]
+    if kind == "independent":  # each packet is late by its own draw
+        jitter = min(max(2.0 * send_lateness_ms * 1e-3, 0.0), 0.5 * period)
+        return [f"clients.jitter_s={jitter!r}", "clients.hosts=0", "clients.host_burst_s=0"]
+    # a burst is sent back to back after one wake-up of the clients' loop: its lateness moves
+    # the whole burst (the period stays), its width is the measured one
+    out = ["clients.jitter_s=0.0"]
     hosts = 1 if kind == "step" else int(arg)
     per_host = max(1, config.clients // hosts)
     # simsrv spreads a host's P clients over host_burst_s in P equal slots: the last is sent
