@@ -14,24 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsrv.core.errors import InputError
-from simsrv.machine import Compute, FramePlan, Join, Machine, SpinSection, Thread
+from simsrv.machine import Compute, FramePlan, Join, Machine, SpinSection
 from simsrv.machine.cold_start import ColdStart, cold_us
 from simsrv.machine.quota import CpuQuota
 from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.pipeline.keep_window import KEEP_ALL
 from simsrv.pipeline.load import load_scenario
 from simsrv.pipeline.simulation import simulate
+from tests.test_cpu_quota import one, rows
 from tests.test_engines import SMT, _assert_identical, _execute, scripts_with_run_first
 
 ENGINES = [Machine, SimpyMachine]
 COLD = ColdStart(5.0, 50.0, 1000.0)
-
-
-def rows(machine) -> list[tuple]:
-    """Trace rows as (cpu, thread, activity, start_us, end_us), in time order."""
-    return sorted(
-        ((c, t, a, s, e) for _, c, t, a, s, e in machine.trace.rows), key=lambda r: (r[3], r[0])
-    )
 
 
 def run_frames(engine, frames, cold=COLD, cpus=1, **kwargs):
@@ -40,10 +34,6 @@ def run_frames(engine, frames, cold=COLD, cpus=1, **kwargs):
     ends = [machine.execute(plan, i, start * 1e-6) * 1e6 for i, (plan, start) in enumerate(frames)]
     machine.finish()
     return ends, machine
-
-
-def one(name: str, cpu: int, *ops) -> Thread:
-    return Thread(name, cpu, tuple(ops))
 
 
 def test_the_cost_is_the_wake_up_plus_a_refill_that_grows_with_the_idle_time():
