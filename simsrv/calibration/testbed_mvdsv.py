@@ -164,6 +164,7 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     from simsrv.testbed.build import find_shared
     from simsrv.testbed.frames import (
         cold_start_fit,
+        frames_cold_us,
         idle_gaps_us,
         latency_quantiles,
         wakeup_latencies_us,
@@ -211,13 +212,10 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
     cold = cold_start_fit(tables)
     # the per-frame work of a frame that follows no idleness: the cold start is the machine's
-    idle = allf["gap_us"] > 5.0
-    cold_us = np.where(
-        idle,
-        cold["wake_us"] + cold["refill_us"] * -np.expm1(-allf["gap_us"] / cold["decay_us"]),
-        0.0,
+    cold_us = frames_cold_us(
+        allf["gap_us"].to_numpy(), cold["wake_us"], cold["refill_us"], cold["decay_us"]
     )
-    per_frame = allf["other_us"] + allf["select_us"] - np.nan_to_num(cold_us)
+    per_frame = allf["other_us"] + allf["select_us"] - cold_us
     return {
         "wakeup_latency_us": 0.0,
         "wakeup_latency_quantiles_us": latency_quantiles(np.concatenate(wakeups)),
@@ -239,12 +237,11 @@ def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
     """Nine targets per calibration condition, on the mean of its repeats (module
     docstring)."""
     from simsrv.testbed.build import find_shared
+    from simsrv.testbed.campaign import pool_repeats
     from simsrv.testbed.model import SCENARIO, row_overrides
 
     shared = find_shared()
     out = []
-    from simsrv.testbed.campaign import pool_repeats
-
     for _, row in pool_repeats(runs).iterrows():
         overrides = tuple(
             o

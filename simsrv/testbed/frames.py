@@ -150,6 +150,17 @@ def idle_gaps_us(frames: pd.DataFrame) -> np.ndarray:
 
 COLD_START_BOUNDS = ((0.0, 0.0, 1.0), (500.0, 1000.0, 1e5))
 """Bounds of the cold start's fit: wake (us), refill (us), decay (us)."""
+QUEUED_GAP_US = 5.0
+"""A frame that started within this of the previous one's end found its packet queued: it
+followed no idleness (the frame records' clock reads are ~1 us apart)."""
+
+
+def frames_cold_us(gap_us: np.ndarray, wake: float, refill: float, decay: float) -> np.ndarray:
+    """The cold start of frames after ``gap_us`` of idleness (us): ``wake + refill (1 -
+    exp(-gap / decay))``, 0 for a frame that followed no idleness (:data:`QUEUED_GAP_US`) or
+    has no previous frame (NaN gap)."""
+    idle = np.nan_to_num(gap_us, nan=0.0)
+    return np.where(idle > QUEUED_GAP_US, wake + refill * -np.expm1(-idle / decay), 0.0)
 
 
 def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
@@ -159,8 +170,8 @@ def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
     differ mostly in the idle time ``g`` before them; their CPU time (the frame's and the
     ``select()`` wake-up's before it) is fitted, over the frames of every run in ``runs``
     (each a :data:`COLUMNS` table), to ``a_r + cold(g)``, ``cold(g) = wake + refill (1 -
-    exp(-g / decay))`` for ``g`` > 5 us and 0 below (a frame that started at once: its
-    packet was queued), with ``a_r`` one warm cost per run (the runs' client counts differ).
+    exp(-g / decay))`` (:func:`frames_cold_us`: 0 for a frame that started at once, its
+    packet queued), with ``a_r`` one warm cost per run (the runs' client counts differ).
     Robust least squares (soft L1 at 20 us: a virtual CPU's occasional stalls of
     milliseconds are not the rule).  Returns ``wake_us``, ``refill_us``, ``decay_us``, the
     frames used and the median absolute residual (us)."""
@@ -188,8 +199,7 @@ def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
         wake, refill, decay = p[n:]
         out = []
         for r, (gap, cpu) in enumerate(data):
-            cold = np.where(gap > 5.0, wake + refill * -np.expm1(-gap / decay), 0.0)
-            out.append(p[r] + cold - cpu)
+            out.append(p[r] + frames_cold_us(gap, wake, refill, decay) - cpu)
         return np.concatenate(out)
 
     start = [float(np.median(cpu)) for _, cpu in data] + [10.0, 40.0, 1000.0]

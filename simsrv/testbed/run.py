@@ -41,8 +41,8 @@ from simsrv.testbed.clients import (
 from simsrv.testbed.frames import read_frames, wakeup_latencies_us
 from simsrv.testbed.loadgen import build_loadgen, run_loadgen
 from simsrv.testbed.server import (
-    CpuQuota,
     ServerProcess,
+    kernel_quota,
     port_is_free,
     prepare_basedir,
     socket_buffer_packets,
@@ -114,7 +114,7 @@ class TestbedConfig:
                 )
         PhasePattern.parse(self.phases)
         if self.quota_us is not None:
-            CpuQuota(self.quota_us, self.period_us)
+            kernel_quota(self.quota_us, self.period_us)
         return self
 
     @property
@@ -390,7 +390,7 @@ def run_testbed(
         raise InputError(
             f"testbed --port {config.port} is busy on this machine; choose another with --port"
         )
-    quota = None if config.quota_us is None else CpuQuota(config.quota_us, config.period_us)
+    quota = None if config.quota_us is None else kernel_quota(config.quota_us, config.period_us)
     build = build_server(shared, max_clients=server_max_clients(config.clients))
     if config.clients_impl == "c":
         build_loadgen()  # compiled before the server starts (once per source digest)

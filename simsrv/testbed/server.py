@@ -15,10 +15,10 @@ import os
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from simsrv.core.errors import InputError
+from simsrv.machine.quota import CpuQuota
 from simsrv.scenario.schema import MAX_PERIOD_US, MIN_QUOTA_US
 from simsrv.testbed.build import ServerBuild, SharedFolder
 from simsrv.testbed.processes import stop_group, tie_and_pin
@@ -41,29 +41,21 @@ map {map}
 """
 
 
-@dataclass(frozen=True)
-class CpuQuota:
-    """A cgroup v1 CFS quota: ``quota_us`` of CPU time per ``period_us`` of wall time."""
-
-    quota_us: int
-    period_us: int = 100_000
-
-    def __post_init__(self) -> None:
-        if self.quota_us < MIN_QUOTA_US:
-            raise InputError(
-                f"testbed --quota-us must be >= {MIN_QUOTA_US:.0f} (the kernel's "
-                f"minimum), got {self.quota_us}"
-            )
-        if not MIN_QUOTA_US <= self.period_us <= MAX_PERIOD_US:
-            raise InputError(
-                f"testbed --period-us must be in [{MIN_QUOTA_US:.0f}, {MAX_PERIOD_US:.0f}], "
-                f"got {self.period_us}"
-            )
-
-    @property
-    def share(self) -> float:
-        """The fraction of one CPU the quota allows."""
-        return self.quota_us / self.period_us
+def kernel_quota(quota_us: int, period_us: int = 100_000) -> CpuQuota:
+    """A cgroup v1 CFS quota, ``quota_us`` of CPU time per ``period_us`` of wall time, the
+    model's :class:`~simsrv.machine.quota.CpuQuota`; one :class:`InputError` line when it is
+    outside the kernel's bounds."""
+    if quota_us < MIN_QUOTA_US:
+        raise InputError(
+            f"testbed --quota-us must be >= {MIN_QUOTA_US:.0f} (the kernel's "
+            f"minimum), got {quota_us}"
+        )
+    if not MIN_QUOTA_US <= period_us <= MAX_PERIOD_US:
+        raise InputError(
+            f"testbed --period-us must be in [{MIN_QUOTA_US:.0f}, {MAX_PERIOD_US:.0f}], "
+            f"got {period_us}"
+        )
+    return CpuQuota(quota_us, period_us)
 
 
 def cgroup_available() -> bool:
@@ -159,8 +151,8 @@ class ServerProcess:
                 )
             self.cgroup = CGROUP_CPU / f"simsrv-testbed-{os.getpid()}-{self.port}"
             self.cgroup.mkdir(exist_ok=True)
-            (self.cgroup / "cpu.cfs_period_us").write_text(str(self.quota.period_us))
-            (self.cgroup / "cpu.cfs_quota_us").write_text(str(self.quota.quota_us))
+            (self.cgroup / "cpu.cfs_period_us").write_text(str(int(self.quota.period_us)))
+            (self.cgroup / "cpu.cfs_quota_us").write_text(str(int(self.quota.quota_us)))
         env = dict(os.environ, SIMSRV_TESTBED_FRAMES=str(self.frames_file))
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
