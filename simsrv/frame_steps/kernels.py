@@ -32,6 +32,9 @@ from simsrv.frame_steps.state import (
     B_TO,
     BANDWIDTH,
     CHOKED,
+    COLD_DECAY_US,
+    COLD_REFILL_US,
+    COLD_WAKE_US,
     COMMANDS,
     CPP,
     CUT,
@@ -49,6 +52,7 @@ from simsrv.frame_steps.state import (
     HEADER_BYTES,
     HORIZON,
     INTERRUPTS,
+    LAST_END,
     LAST_PHYSICS,
     LATER,
     LIMIT,
@@ -56,6 +60,7 @@ from simsrv.frame_steps.state import (
     MAX_ENTITIES,
     MEASURE_FROM,
     MINTIC,
+    NEED,
     NEW_CHUNK,
     NEXT_BLOCK,
     NO_ARRIVAL,
@@ -67,6 +72,12 @@ from simsrv.frame_steps.state import (
     RANGE,
     RATE,
     READ,
+    READ_ALL,
+    READ_FIXED_US,
+    READ_PACKET_US,
+    READ_RANGE_US,
+    READ_SPEED,
+    READ_WORLD_US,
     REASON,
     REPLIES,
     RING,
@@ -80,6 +91,7 @@ from simsrv.frame_steps.state import (
 )
 from simsrv.frame_steps.wakeup import wakeup_s
 from simsrv.machine import engine
+from simsrv.machine.cold_start import cold_us
 from simsrv.workload.bandwidth import MAX_BACKUP_BYTES
 from simsrv.workload.frame import FrameWorkload
 from simsrv.workload.frame_kernels import (
@@ -126,6 +138,7 @@ def next_frame(loop):
         if now >= floats[STOP]:
             return stop(loop, STOPPED)
         if now >= floats[HORIZON]:
+            floats[NEED] = now
             return stop(loop, NEW_CHUNK)
         head, read = ints[HEAD], ints[READ]
         cut = _released(arrivals, head, now)
@@ -138,9 +151,58 @@ def next_frame(loop):
             return stop(loop, NO_ARRIVAL)
         break
     taken = min(ints[LIMIT], cut - read)
+    if ints[READ_ALL]:  # the packets that arrive while the frame reads join it
+        packets = loop.buffer
+        t = advance_read(floats, read_start(floats, now),
+                         packets["range_count"][read : read + taken])  # fmt: skip
+        j = cut
+        while taken < ints[LIMIT] and j < n and arrivals[j] <= t:
+            t = advance_read(floats, t, packets["range_count"][j : j + 1])
+            taken += 1
+            j += 1
+        if taken < ints[LIMIT]:  # the socket was read empty at ``t``
+            if j == n and ints[LATER]:
+                return stop(loop, NEXT_BLOCK)
+            if t >= floats[HORIZON]:  # packets arriving by ``t`` are not all generated yet
+                floats[NEED] = t
+                return stop(loop, NEW_CHUNK)
+        cut = j
     ints[CUT], ints[B_FROM], ints[B_TO] = cut, read, read + taken
     build_frame(loop, now)
     return True
+
+
+@inlined
+def physics_due(floats, now):
+    """Whether a frame starting at ``now`` (s) runs world physics (``sv_mintic`` has passed
+    since it last ran)."""
+    return now - floats[LAST_PHYSICS] >= floats[MINTIC]
+
+
+@compiled
+def read_start(floats, now):
+    """When a frame starting at ``now`` (s) begins reading its packets, s: after the cold start
+    of the CPU's idleness since the last frame ended, the fixed frame work and world physics
+    when due (``SV_Frame`` runs them before ``SV_ReadPackets`` [MODEL §8]), at the reading
+    CPU's speed."""
+    work = cold_us(floats[COLD_WAKE_US], floats[COLD_REFILL_US], floats[COLD_DECAY_US],
+                   (now - floats[LAST_END]) * US_PER_S)  # fmt: skip
+    work += floats[READ_FIXED_US]
+    if physics_due(floats, now):
+        work += floats[READ_WORLD_US]
+    return now + work / floats[READ_SPEED] / US_PER_S
+
+
+@compiled
+def advance_read(floats, t, range_counts):
+    """The read clock ``t`` (s) after reading and executing packets with ``range_counts``
+    entities in their action ranges, one after the other: each its receive call and its
+    execution with one user command (``SV_ReadPackets`` executes a packet before it reads the
+    next)."""
+    for i in range(len(range_counts)):
+        work = floats[READ_PACKET_US] + floats[READ_RANGE_US] * range_counts[i]
+        t += work / floats[READ_SPEED] / US_PER_S
+    return t
 
 
 @compiled
@@ -173,7 +235,7 @@ def build_frame(loop, now):
     ints[UNIQUE] = unique
     if not ints[GAPLESS]:
         count_commands(messages, loop.last_tick, ints[CPP], unique)
-    ints[PHYSICS] = now - floats[LAST_PHYSICS] >= floats[MINTIC]
+    ints[PHYSICS] = physics_due(floats, now)
     counts, ranges = messages["commands"], messages["range_count"]
     commands = end - first if ints[GAPLESS] else 0
     ranged = 0
@@ -299,7 +361,7 @@ def commit(loop, end):
     ints[PROCESSED] += last - first
     ints[FRAME] += 1
     ints[ROW] += 1
-    floats[NOW] = end
+    floats[NOW] = floats[LAST_END] = end
 
 
 @compiled

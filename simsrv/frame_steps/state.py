@@ -59,7 +59,10 @@ WAKES, WAKE_SEED, WAKE_POINTS = 28, 29, 30
 """The wake-up latency's draws (:mod:`simsrv.frame_steps.wakeup`): wake-ups drawn so far, the
 draws' seed, and the quantiles of its distribution that follow the float registers (0: the
 constant ``floats[WAKEUP]``)."""
-INT_REGISTERS = 31
+READ_ALL = 31
+"""1: the frame reads until the socket is empty (``server.read_until_empty``): a packet that
+arrives while the frame is reading joins it (:func:`~simsrv.frame_steps.kernels.read_extent`)."""
+INT_REGISTERS = 32
 
 # -- floats registers -----------------------------------------------------------------------
 NOW = 0
@@ -81,7 +84,21 @@ RATE = 6
 MEASURE_FROM = 7
 """The measured window's start (warm-up), s: the packets of frames starting from it to
 ``STOP`` are measured (:mod:`simsrv.workload.response_time`)."""
-FLOAT_REGISTERS = 8
+NEED = 8
+"""The time the stream must have generated every packet arriving by, s (with the reason
+:data:`NEW_CHUNK`)."""
+LAST_END = 9
+"""When the last frame ended, s (0 before the first: the machine is idle from time 0)."""
+COLD_WAKE_US, COLD_REFILL_US, COLD_DECAY_US = 10, 11, 12
+"""The platform's cold start (:mod:`simsrv.machine.cold_start`; 0, 0, 1: none), for the read
+clock."""
+READ_FIXED_US, READ_WORLD_US, READ_PACKET_US, READ_RANGE_US = 13, 14, 15, 16
+"""The read clock's costs at full speed, us (the cost model's, :mod:`simsrv.strategies.costs`):
+a frame's fixed work, world physics, a packet's receive call and execution with one user
+command, and per entity in its action range."""
+READ_SPEED = 17
+"""The reading CPU's speed (its share left by background load), for the read clock."""
+FLOAT_REGISTERS = 18
 
 # -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
 STOPPED = 0

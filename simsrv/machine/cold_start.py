@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simsrv.core.compiled import inlinable
 from simsrv.machine.trace import COLD_START
 
 __all__ = ["COLD_START", "ColdStart", "cold_us"]
@@ -78,10 +79,11 @@ class ColdStart:
         return cold_us(self.wake_us, self.refill_us, self.decay_us, idle_us)
 
 
-def cold_us(wake_us: float, refill_us: float, decay_us: float, idle_us: float) -> float:
+@inlinable
+def cold_us(wake_us, refill_us, decay_us, idle_us):
     """``wake_us + refill_us * (1 - exp(-idle_us / decay_us))`` for ``idle_us`` > 0, else 0;
-    the ``1 - exp`` written as ``-expm1`` (exact near 0).  The compiled engine computes the
-    same expression."""
+    the ``1 - exp`` written as ``-expm1`` (exact near 0).  Both engines and the frame loop's
+    read clock (:func:`simsrv.frame_steps.kernels.read_start`) call it."""
     if idle_us <= 0.0:
         return 0.0
     return wake_us + refill_us * -math.expm1(-idle_us / decay_us)

@@ -48,12 +48,12 @@ Times are microseconds.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 from simsrv.core.compiled import borrowing, compiled, inlinable, inlined, inlined_allocating
+from simsrv.machine.cold_start import cold_us
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
     BARRIER,
@@ -987,7 +987,7 @@ def _cold_start(m, s, cpu, now):
     if now <= since:
         return False
     rf = m.rf
-    cost = rf[F_COLD_WAKE] + rf[F_COLD_REFILL] * -math.expm1(-(now - since) / rf[F_COLD_DECAY])
+    cost = cold_us(rf[F_COLD_WAKE], rf[F_COLD_REFILL], rf[F_COLD_DECAY], now - since)
     ti = m.ti
     ti[s, T_COLD] = 1
     m.tf[s, TF_BEGAN] = now

@@ -37,15 +37,19 @@ from simsrv.frame_steps import state as s
 from simsrv.frame_steps.kernels import (
     build,
     commit_frame,
+    advance_read,
     finish_plan_compiled,
     next_frame,
+    read_start,
 )
 from simsrv.frame_steps.state import LoopState
 from simsrv.frame_steps.wakeup import set_wakeup, wakeup_s
+from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.engine import MachineState
 from simsrv.machine.executor import Machine
 from simsrv.scenario.schema import Scenario
 from simsrv.strategies.base import Strategy
+from simsrv.strategies.costs import net_recv_us, request_us, world_us
 from simsrv.workload.clients import ClientStream
 from simsrv.workload.frame import FrameBuilder, FrameWorkload
 from simsrv.workload.frame_table import FrameTable
@@ -82,6 +86,7 @@ class FrameLoop:
         wakeup_s: float = 0.0,
         wakeup_quantiles_s: tuple[float, ...] = (),
         wakeup_seed: int = 0,
+        cold_start: ColdStart | None = None,
     ) -> None:
         self.builder, self.machine, self.strategy, self.table = builder, machine, strategy, table
         players = scenario.players.count
@@ -106,6 +111,7 @@ class FrameLoop:
         set_wakeup(ints, floats, wakeup_s, wakeup_quantiles_s, wakeup_seed)
         floats[s.MEASURE_FROM] = scenario.run.warmup_s
         floats[s.LAST_PHYSICS] = -np.inf  # physics runs in the first frame
+        self._set_read_clock(server.read_until_empty, cold_start, scenario.machine.background)
         self.replies = tuple(np.zeros(max(players, 1), np.int32) for _ in range(3))
         self.reply_clear = np.zeros(max(players, 1))
         self.held = np.full(max(players, 1), -1, np.int64)
@@ -121,6 +127,25 @@ class FrameLoop:
         self.calls: dict[str, int] = dict.fromkeys(s.REASONS, 0)
         """Compiled calls of the strategy's loop that returned for each reason (a
         diagnostic)."""
+
+    def _set_read_clock(
+        self, until_empty: bool, cold_start: ColdStart | None, background: list[float]
+    ) -> None:
+        """The read-until-empty rule's registers: the read clock's costs from the strategy's
+        cost vector (the cost model's functions), the cold start, the reading CPU's speed."""
+        ints, floats, k = self.ints, self.floats, self.strategy.cost_vector
+        ints[s.READ_ALL] = until_empty
+        floats[s.READ_FIXED_US] = k["frame_overhead"][0]
+        floats[s.READ_WORLD_US] = world_us(k, self.builder.entities)
+        floats[s.READ_PACKET_US] = net_recv_us(k, 1) + request_us(k, 1, 1, 0)
+        floats[s.READ_RANGE_US] = k["request_per_range_entity"][0]
+        floats[s.READ_SPEED] = 1.0 - (background[0] if background else 0.0)
+        if cold_start is None:
+            floats[s.COLD_WAKE_US], floats[s.COLD_REFILL_US], floats[s.COLD_DECAY_US] = 0, 0, 1
+        else:
+            floats[s.COLD_WAKE_US] = cold_start.wake_us
+            floats[s.COLD_REFILL_US] = cold_start.refill_us
+            floats[s.COLD_DECAY_US] = cold_start.decay_us
 
     # -- the state of one compiled call ---------------------------------------------------
 
@@ -267,7 +292,7 @@ class FrameLoop:
             if reason == s.STOPPED:
                 break
             if reason == s.NEW_CHUNK:
-                stream.generate_until(float(floats[s.NOW]))
+                stream.generate_until(float(floats[s.NEED]))
                 read = int(ints[s.READ])
                 buffer = stream.first_block()[0]
                 on_new_ticks(int(buffer["tick"][read]) if read < ints[s.HEAD] else None)
@@ -312,6 +337,8 @@ class FrameLoop:
                 now = stream.next_arrival_s() + wakeup_s(self.ints, floats)
                 continue
             batch = socket.deliver_and_read(arrived, limit)  # a full socket is not empty
+            if self.ints[s.READ_ALL] and len(batch) < limit and not len(socket):
+                batch = self._read_until_empty(stream, socket, now, batch, limit)
             now = self.socket_frame(now, batch, len(socket))
             drain(now)
             if stream.next_tick != made:  # new ticks
@@ -319,6 +346,24 @@ class FrameLoop:
                 on_new_ticks(socket.first_tick())
         floats[s.NOW] = now
         return now
+
+    def _read_until_empty(
+        self, stream: ClientStream, socket: SocketQueue, now: float, batch: np.ndarray, limit: int
+    ) -> np.ndarray:
+        """``batch`` (the socket read empty at ``now``, s) and the packets that arrive while
+        the frame reads them, one after the other, up to ``limit``
+        (:func:`~simsrv.frame_steps.kernels.next_frame`'s rule on the stream)."""
+        floats, parts, count = self.floats, [batch], len(batch)
+        t = advance_read(floats, read_start(floats, now), batch["range_count"])
+        while count < limit:
+            arrival = stream.next_arrival_s()
+            if arrival > t:
+                break
+            joined = socket.deliver_and_read(stream.release_until(arrival), limit - count)
+            t = advance_read(floats, t, joined["range_count"])
+            parts.append(joined)
+            count += len(joined)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _socket_frames(
         self,

@@ -172,8 +172,9 @@ def simulate(
         world.forget_before(stream.oldest_unread_tick(first_tick))
 
     loop = FrameLoop(
-        scenario, builder, machine, strategy, table, *wakeup_latency(platform, rng["wakeup"])
-    )
+        scenario, builder, machine, strategy, table, *wakeup_latency(platform, rng["wakeup"]),
+        cold_start=ColdStart.of(platform),
+    )  # fmt: skip
     try:
         if not socket.capacity:  # the socket is a range of the stream: compiled release
             now, processed = loop.run_stream(stream, socket, 0.0, drain, forget)

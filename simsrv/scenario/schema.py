@@ -171,6 +171,15 @@ class ServerSection(StrictModel):
     reply_max_bytes: int = Field(
         1450, ge=1, le=65507, description="largest datagram, bytes (UDP/IPv4: 65507)"
     )
+    read_until_empty: bool = Field(
+        False,
+        strict=True,
+        description="true: a frame reads packets until the socket is empty, so a packet that "
+        "arrives while the frame reads and executes the ones before it joins the frame "
+        "(mvdsv's SV_ReadPackets loops recvfrom until it fails); false: the packets queued "
+        "when the frame starts (the papers' frame rule).  Only the sequential strategy, "
+        "without a cluster",
+    )
 
     @model_validator(mode="after")
     def _header_fits_a_datagram(self) -> ServerSection:
@@ -364,6 +373,18 @@ class Scenario(BaseModel):
         except ValidationError as error:
             raise InputError(_error_line(error)) from None
 
+    @model_validator(mode="after")
+    def _read_until_empty_on_one_cpu(self) -> Scenario:
+        if self.server.read_until_empty and (
+            self.server.strategy != "sequential" or self.cluster is not None
+        ):
+            where = "a cluster" if self.cluster is not None else f"{self.server.strategy!r}"
+            raise ValueError(
+                "server.read_until_empty: true only with server.strategy = 'sequential' "
+                f"on one server (its read clock is one CPU's), got {where}"
+            )
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         """The resolved scenario as plain data (TOML layout: params flattened into sections)."""
         out = self.model_dump(mode="json")
@@ -371,6 +392,8 @@ class Scenario(BaseModel):
             del out["cluster"]  # a single server: the layout of scenarios without the section
         if self.run.map_seed is None:
             del out["run"]["map_seed"]  # unset: the layout (and hash) of scenarios before it
+        if not self.server.read_until_empty:
+            del out["server"]["read_until_empty"]  # the papers' rule: the layout without it
         out["map"] = {"kind": self.map.kind, **_dump(self.map.params)}
         players = out["players"]
         players["behaviour"] = _dump(self.players.behaviour)
