@@ -35,9 +35,9 @@ import numpy as np
 
 from simsrv.frame_steps import state as s
 from simsrv.frame_steps.kernels import (
+    advance_read,
     build,
     commit_frame,
-    advance_read,
     finish_plan_compiled,
     next_frame,
     read_start,
