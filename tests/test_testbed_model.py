@@ -110,13 +110,18 @@ def test_standard_campaign_repeats_every_condition_up_to_256_clients():
     labels = [c.config.label for c in campaign.conditions]
     assert len(set(labels)) == len(labels)
     by_seed = {s: [c for c in campaign.conditions if c.config.seed == s] for s in (1, 2, 3)}
-    # three passes of the same conditions, each calibrated on dm1 8 and 16 clients
+    # three passes of the same conditions, each calibrated on dm1 8, 16, 128 and 16 in step
     first = [replace(c.config, seed=0) for c in by_seed[1]]
     assert all([replace(c.config, seed=0) for c in by_seed[s]] == first for s in (2, 3))
     calibration = {
         (c.config.clients, c.config.phases) for c in by_seed[1] if c.role == "calibration"
     }
-    assert calibration == {(8, "independent"), (16, "independent")}
+    assert calibration == {
+        (8, "independent"),
+        (16, "independent"),
+        (128, "independent"),
+        (16, "step"),
+    }
     assert {c.config.map for c in campaign.conditions} == {f"dm{i}" for i in range(1, 7)}
     assert max(c.config.clients for c in campaign.conditions) == 256
     # per pass: capacity under a 5 % quota (steps of 4) and without one (steps of 8)

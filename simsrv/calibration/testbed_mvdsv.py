@@ -102,9 +102,10 @@ as 100 quantiles (``wakeup_latency_us`` is then 0).  The cold start: the frames'
 against the idle time before them (:func:`simsrv.testbed.frames.cold_start_fit`)."""
 SET_FROM_ESTIMATE = ("reply_per_visible_entity", *MEASURED)
 """Written from the direct estimate, not fitted.  The per-visible-entity part of building a
-reply is the slope of the measured build time per reply between the calibration runs' client
-counts; the fit's targets do not pin it (pin strength below 1), so it is set, not fitted;
-and :data:`MEASURED`."""
+reply is the slope of the measured build time per reply against the entities the model's
+replies list in each calibration condition (a crowd condition among them spreads them); the
+fit's targets do not pin it apart from the fixed part, so it is set, not fitted; and
+:data:`MEASURED`."""
 
 RATE_TOLERANCE, SHARE_TOLERANCE = 0.10, 0.05
 TARGET_QUANTITIES = (  # (measured column, model quantity, relative?)
@@ -160,8 +161,11 @@ def _map_entities(map_file: Path) -> int:
 
 def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     """Each stage's CPU per unit the model charges it by, pooled over the calibration runs
-    (us).  World and reply building are split by a line through the runs' client counts."""
+    (us).  World physics is split by a line through the runs' entity counts, reply building
+    by a line through their conditions' entities per reply in the model
+    (:func:`simsrv.testbed.model.visible_per_reply`)."""
     from simsrv.testbed.build import find_shared
+    from simsrv.testbed.campaign import condition_of
     from simsrv.testbed.frames import (
         cold_start_fit,
         frames_cold_us,
@@ -169,9 +173,11 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         latency_quantiles,
         wakeup_latencies_us,
     )
+    from simsrv.testbed.model import visible_per_reply
 
     shared = find_shared()
     frames, wakeups, tables = [], [], []
+    visible: dict[str, float] = {}  # the model's entities per reply, by condition
     for _, row in runs.iterrows():
         directory = _run_directory(data, row["label"])
         table = pd.read_parquet(directory / "frames.parquet")
@@ -181,34 +187,35 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         table = table.sort_values("start_s")
         window = table.assign(gap_us=idle_gaps_us(table))[table["measured"]]
         window = window.assign(
-            clients=int(row["config.clients"]),
+            condition=condition_of(row["label"]),
             entities=int(row["config.clients"]) + _map_entities(shared.map_file(row["config.map"])),
         )
         frames.append(window)
+        if window["condition"].iloc[0] not in visible:
+            visible[window["condition"].iloc[0]] = visible_per_reply(row.to_dict(), shared)
     allf = pd.concat(frames)
 
     def pooled(column: str, count: str) -> float:
         return float(allf[column].sum() / max(allf[count].sum(), 1))
 
     per_run = allf.groupby("entities").agg(
-        physics=("physics_us", "sum"),
-        ticks=("physics_ran", "sum"),
-        build=("build_us", "sum"),
-        replies=("replies", "sum"),
-        clients=("clients", "first"),
+        physics=("physics_us", "sum"), ticks=("physics_ran", "sum")
     )
     tick = (per_run["physics"] / per_run["ticks"]).to_numpy()
-    reply = (per_run["build"] / per_run["replies"]).to_numpy()
     entities = per_run.index.to_numpy(dtype=float)
-    clients = per_run["clients"].to_numpy(dtype=float)
     slope, intercept = np.polyfit(entities, tick, 1)
     if intercept < 0.1:  # the line through the runs meets 0 above 0 entities: a tick's cost
         # is taken as proportional to the entities (the runs pooled), not as that line
         slope, intercept = float(tick @ entities / (entities @ entities)), 0.1
     slope = max(slope, 1e-3)
-    # A reply lists the entities its client sees; with players in view it grows with the
-    # clients: fixed part + per visible entity, where ~every other player is visible.
-    rslope, rintercept = np.polyfit(clients, reply, 1)
+    # A reply lists the entities its client sees: its build time per reply, condition by
+    # condition, against the entities the model's replies list there (the model's unit)
+    per_condition = allf.groupby("condition").agg(
+        build=("build_us", "sum"), replies=("replies", "sum")
+    )
+    reply = (per_condition["build"] / per_condition["replies"]).to_numpy()
+    visible = np.array([visible[c] for c in per_condition.index])
+    rslope, rintercept = np.polyfit(visible, reply, 1)
     rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
     cold = cold_start_fit(tables)
     # the per-frame work of a frame that follows no idleness: the cold start is the machine's
@@ -228,7 +235,7 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         "net_recv_per_message": pooled("recv_syscall_us", "packets"),
         "request_per_message": pooled("execute_us", "packets"),
         "reply_per_client": float(rintercept),
-        "reply_per_visible_entity": float(rslope * 2.0),
+        "reply_per_visible_entity": float(rslope),
         "net_send_per_reply": pooled("send_syscall_us", "replies"),
     }
 

@@ -10,7 +10,8 @@ table is ``OUT/runs.parquet`` (one row per condition, the summary flattened with
 
 :data:`STANDARD` is the campaign behind docs/testbed.md, measured in three passes (seeds 1, 2,
 3: each pass a repeat of every condition, so a condition's spread is over passes minutes
-apart): calibration on dm1 with 8 and 16 clients in independent phases; predictions for other
+apart): calibration on dm1 with 8, 16 and 128 clients in independent phases and 16 clients in
+step (:data:`CALIBRATION_CLIENTS`, :data:`CALIBRATION_BURST`); predictions for the other
 client counts up to 256, the other phase patterns, the other maps, a slower and a faster
 client rate, CPU-quota-saturated runs; and two capacity searches per pass, under a 5 % CPU
 quota and without a quota at 125 Hz (the rate at which this machine's server saturates
@@ -84,22 +85,33 @@ def standard_campaign(duration_s: float = 10.0, seeds: tuple[int, ...] = SEEDS) 
     return Campaign(tuple(conditions), tuple(searches))
 
 
+CALIBRATION_CLIENTS = (8, 16, 128)
+"""The standard campaign's calibration conditions in independent phases on dm1 at 77 Hz: two
+small client counts (a frame per packet, after idleness) and a crowd (frames back to back,
+replies listing many entities), so that the fit sees the per-packet costs warm and the cost
+per listed entity over a wide range."""
+CALIBRATION_BURST = ("step", 16)
+"""The standard campaign's burst calibration condition: 16 clients sending in step, one frame
+of 16 packets after each idle spell, so that the fit can tell a frame's cold start from the
+cost per packet."""
+
+
 def standard_pass(duration_s: float = 10.0, seed: int = 1) -> Campaign:
     """One pass of the standard campaign (28 conditions and two capacity searches)."""
     base = TestbedConfig(
         duration_s=duration_s, seed=seed, map="dm1", rate_hz=77.0, phases="independent"
     )
     out: list[Condition] = []
-    for n in (8, 16):
-        out.append(Condition(replace(base, clients=n), "calibration", "clients"))
-    for n in (4, 24, 32, 64, 128, 192, 256):
-        out.append(Condition(replace(base, clients=n), "prediction", "clients"))
+    for n in (4, 8, 16, 24, 32, 64, 128, 192, 256):
+        role = "calibration" if n in CALIBRATION_CLIENTS else "prediction"
+        out.append(Condition(replace(base, clients=n), role, "clients"))
     for n in (128, 192, 224, 256):
         fast = replace(base, clients=n, rate_hz=SATURATING_RATE_HZ)
         out.append(Condition(fast, "prediction", "saturation"))
     for phases, counts in (("step", (8, 16, 32)), ("hosts:4", (8, 16, 32))):
         for n in counts:
-            out.append(Condition(replace(base, clients=n, phases=phases), "prediction", "phases"))
+            role = "calibration" if (phases, n) == CALIBRATION_BURST else "prediction"
+            out.append(Condition(replace(base, clients=n, phases=phases), role, "phases"))
     for map_name in ("dm2", "dm3", "dm4", "dm5", "dm6"):
         out.append(Condition(replace(base, clients=16, map=map_name), "prediction", "maps"))
     out.append(Condition(replace(base, clients=32, rate_hz=31.25), "prediction", "rate"))

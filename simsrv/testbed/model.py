@@ -144,3 +144,25 @@ def row_overrides(row: dict, shared: SharedFolder, *, seed: int, platform: str) 
             _measured(row, "socket_buffer_packets", DEFAULT_SOCKET_BUFFER_PACKETS)
         ),
     )
+
+
+def visible_per_reply(row: dict, shared: SharedFolder, seconds: float = 2.0) -> float:
+    """The mean number of entities a reply lists in the model of a campaign row's condition
+    (the ``visible_count`` of its clients' packets over ``seconds`` after the warm-up): the
+    unit the model charges ``reply_per_visible_entity`` by, for the calibration to put the
+    measured build time per reply against."""
+    from simsrv.pipeline.load import load_scenario
+    from simsrv.pipeline.seeding import run_streams
+    from simsrv.pipeline.simulation import build_world
+    from simsrv.workload.clients import ClientStream
+
+    overrides = row_overrides(row, shared, seed=1, platform="this-machine-mvdsv")
+    scenario = load_scenario(str(SCENARIO), [*overrides, f"run.duration_s={seconds!r}"])
+    rng = run_streams(scenario.run)
+    start = scenario.run.warmup_s
+    stream = ClientStream(
+        scenario.clients, build_world(scenario, rng), rng["clients"], (start, start + seconds)
+    )
+    packets = stream.release_until(start + seconds)
+    counts = packets["visible_count"][packets["arrival_s"] > start]
+    return float(counts.mean()) if len(counts) else 0.0
