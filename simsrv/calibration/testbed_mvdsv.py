@@ -186,13 +186,14 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         tables.append(table)
         table = table.sort_values("start_s")
         window = table.assign(gap_us=idle_gaps_us(table))[table["measured"]]
+        condition = condition_of(row["label"])
         window = window.assign(
-            condition=condition_of(row["label"]),
+            condition=condition,
             entities=int(row["config.clients"]) + _map_entities(shared.map_file(row["config.map"])),
         )
         frames.append(window)
-        if window["condition"].iloc[0] not in visible:
-            visible[window["condition"].iloc[0]] = visible_per_reply(row.to_dict(), shared)
+        if condition not in visible:  # the repeats of a condition share the model's count
+            visible[condition] = visible_per_reply(row.to_dict(), shared)
     allf = pd.concat(frames)
 
     def pooled(column: str, count: str) -> float:

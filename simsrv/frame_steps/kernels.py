@@ -151,7 +151,7 @@ def next_frame(loop):
             return stop(loop, NO_ARRIVAL)
         break
     taken = min(ints[LIMIT], cut - read)
-    if ints[READ_ALL]:  # the packets that arrive while the frame reads join it
+    if ints[READ_ALL] and taken < ints[LIMIT]:  # packets arriving while it reads join it
         packets = loop.buffer
         t = advance_read(floats, read_start(floats, now),
                          packets["range_count"][read : read + taken])  # fmt: skip

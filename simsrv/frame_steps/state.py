@@ -61,7 +61,7 @@ draws' seed, and the quantiles of its distribution that follow the float registe
 constant ``floats[WAKEUP]``)."""
 READ_ALL = 31
 """1: the frame reads until the socket is empty (``server.read_until_empty``): a packet that
-arrives while the frame is reading joins it (:func:`~simsrv.frame_steps.kernels.read_extent`)."""
+arrives while the frame is reading joins it (:func:`~simsrv.frame_steps.kernels.next_frame`)."""
 INT_REGISTERS = 32
 
 # -- floats registers -----------------------------------------------------------------------
