@@ -243,7 +243,8 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
 
 def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
     """Nine targets per calibration condition, on the mean of its repeats (module
-    docstring)."""
+    docstring); the model replays the first repeat's measured send times
+    (:func:`simsrv.testbed.model.row_overrides`)."""
     from simsrv.testbed.build import find_shared
     from simsrv.testbed.campaign import pool_repeats
     from simsrv.testbed.model import SCENARIO, row_overrides
@@ -253,7 +254,9 @@ def targets(data: Path, runs: pd.DataFrame) -> list[Target]:
     for _, row in pool_repeats(runs).iterrows():
         overrides = tuple(
             o
-            for o in row_overrides(row.to_dict(), shared, seed=1, platform=PLATFORM_NAME)
+            for o in row_overrides(
+                row.to_dict(), shared, seed=1, platform=PLATFORM_NAME, store=Path(data)
+            )
             if not o.startswith(("run.seed=", "machine.platform=", "run.duration_s="))
         )
         for measured, quantity, relative in TARGET_QUANTITIES:

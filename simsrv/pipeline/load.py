@@ -32,6 +32,7 @@ from simsrv.scenario.schema import (
     ServerSection,
 )
 from simsrv.strategies import STRATEGIES
+from simsrv.workload.send_times import load_send_times
 from simsrv.world.maps import MAP_KINDS
 from simsrv.world.mobility import MOBILITY_MODELS
 
@@ -156,6 +157,8 @@ def build_scenario(raw: dict[str, Any]) -> Scenario:
     clients = validate(ClientsSection, sections["clients"], "clients")
     check_run_measures_packets(run, players, clients)
     check_client_hosts(players, clients)
+    if clients.send_times_file:  # readable, and exactly the players at the rate
+        load_send_times(clients.send_times_file, players.count, clients.rate_hz)
     cluster = build_cluster(raw, players) if "cluster" in raw else None
     return Scenario(
         run=run,

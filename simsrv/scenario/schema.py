@@ -133,6 +133,15 @@ class ClientsSection(StrictModel):
         description="with hosts: the window in which a host sends its processes' packets of "
         "one tick, s (0 to 1/rate_hz; 1/rate_hz = evenly spaced round robin)",
     )
+    send_times_file: str = Field(
+        "",
+        strict=True,
+        max_length=4096,
+        description="a load generator's measured send times to replay (a testbed run's "
+        "sends.parquet: client, tick, due_s, sent_s; simsrv/workload/send_times.py); each "
+        "client's phase and lateness come from it, with jitter_s = 0 and hosts = 0; "
+        "'' = the phases and jitter above",
+    )
 
     @model_validator(mode="after")
     def _jitter_below_period(self) -> ClientsSection:
@@ -140,6 +149,16 @@ class ClientsSection(StrictModel):
             raise ValueError(
                 f"jitter_s: must be smaller than 1/rate_hz = {1.0 / self.rate_hz:g} s, "
                 f"got {self.jitter_s}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _send_times_replace_the_draws(self) -> ClientsSection:
+        if self.send_times_file and (self.jitter_s or self.hosts or self.host_burst_s):
+            field = "jitter_s" if self.jitter_s else "hosts" if self.hosts else "host_burst_s"
+            raise ValueError(
+                f"{field}: must be 0 with send_times_file (the measured send times replace "
+                f"the phases and jitter), got {getattr(self, field)}"
             )
         return self
 
@@ -394,6 +413,8 @@ class Scenario(BaseModel):
             del out["run"]["map_seed"]  # unset: the layout (and hash) of scenarios before it
         if not self.server.read_until_empty:
             del out["server"]["read_until_empty"]  # the papers' rule: the layout without it
+        if not self.clients.send_times_file:
+            del out["clients"]["send_times_file"]  # drawn send times: the layout without it
         out["map"] = {"kind": self.map.kind, **_dump(self.map.params)}
         players = out["players"]
         players["behaviour"] = _dump(self.players.behaviour)

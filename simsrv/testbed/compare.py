@@ -33,9 +33,16 @@ from simsrv.testbed.run import TestbedConfig
 from simsrv.validation.jobs import RunJob, execute
 
 
-def model_jobs(row: dict, shared, platform: str, seeds: int) -> list[RunJob]:
+def model_jobs(
+    row: dict, shared, platform: str, seeds: int, store: Path | None = None
+) -> list[RunJob]:
+    """The model's runs of a stored condition, one per seed; with the campaign's ``store``,
+    seed ``i`` replays repeat ``i``'s measured send times (:func:`row_overrides`)."""
     return [
-        RunJob(str(SCENARIO), tuple(row_overrides(row, shared, seed=seed, platform=platform)))
+        RunJob(
+            str(SCENARIO),
+            tuple(row_overrides(row, shared, seed=seed, platform=platform, store=store)),
+        )
         for seed in range(1, seeds + 1)
     ]
 
@@ -49,10 +56,16 @@ def execute_all(jobs: list[RunJob], workers: int) -> list[dict[str, float]]:
 
 
 def run_model(
-    rows: list[dict], shared, platform: str, seeds: int, workers: int, log: Callable[[str], None]
+    rows: list[dict],
+    shared,
+    platform: str,
+    seeds: int,
+    workers: int,
+    log: Callable[[str], None],
+    store: Path | None = None,
 ) -> list[dict[str, float]]:
     """The model's mean quantities for each measured row (seed-averaged)."""
-    jobs = [model_jobs(row, shared, platform, seeds) for row in rows]
+    jobs = [model_jobs(row, shared, platform, seeds, store) for row in rows]
     flat = [job for group in jobs for job in group]
     log(f"model: {len(flat)} runs ({len(rows)} conditions x {seeds} seeds)")
     results = execute_all(flat, workers)
@@ -265,7 +278,7 @@ def compare_campaign(
     measured_runs = pd.read_parquet(store / "runs.parquet")
     measured = pool_repeats(measured_runs)
     rows = [r.to_dict() for _, r in measured.iterrows()]
-    model = run_model(rows, shared, platform, seeds, workers, log)
+    model = run_model(rows, shared, platform, seeds, workers, log, store)
     out.mkdir(parents=True, exist_ok=True)
     runs = measured[["condition", "label", "role", "question"]].copy()
     for key in (

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simsrv.testbed.build import SharedFolder
+from simsrv.testbed.campaign import condition_of
 from simsrv.testbed.run import TestbedConfig
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "testbed" / "mvdsv-dm1.toml"
@@ -130,10 +131,28 @@ def _measured(row: dict, key: str, default: float) -> float:
     return default if value is None or value != value else float(value)
 
 
-def row_overrides(row: dict, shared: SharedFolder, *, seed: int, platform: str) -> list[str]:
+def sends_file(store: Path | None, row: dict, seed: int) -> Path | None:
+    """The load generator's measured send times to replay for model seed ``seed`` of a stored
+    condition: repeat ``seed``'s ``sends.parquet`` (the row's own run's when the condition
+    has fewer repeats), or None (no store, or the run recorded none)."""
+    if store is None:
+        return None
+    condition = condition_of(str(row["label"]))
+    for label in (f"{condition}-s{seed}", str(row["label"])):
+        path = Path(store) / "runs" / label / "sends.parquet"
+        if path.is_file():
+            return path
+    return None
+
+
+def row_overrides(
+    row: dict, shared: SharedFolder, *, seed: int, platform: str, store: Path | None = None
+) -> list[str]:
     """:func:`scenario_overrides` of a stored campaign row, with the timing and socket
-    capacity that run measured."""
-    return scenario_overrides(
+    capacity that run measured; with the campaign's ``store``, the clients send when the
+    load generator sent (its measured send times replayed: :func:`sends_file`,
+    :mod:`simsrv.workload.send_times`) rather than with drawn phases and jitter."""
+    out = scenario_overrides(
         config_from_row(row),
         shared,
         seed=seed,
@@ -144,6 +163,15 @@ def row_overrides(row: dict, shared: SharedFolder, *, seed: int, platform: str) 
             _measured(row, "socket_buffer_packets", DEFAULT_SOCKET_BUFFER_PACKETS)
         ),
     )
+    sends = sends_file(store, row, seed)
+    if sends is not None:
+        out = [o for o in out if not o.startswith(REPLAYED)]
+        out += [*(f"{key}=0" for key in REPLAYED), f"clients.send_times_file={sends}"]
+    return out
+
+
+REPLAYED = ("clients.jitter_s", "clients.hosts", "clients.host_burst_s")
+"""The drawn send timing a replay of measured send times replaces."""
 
 
 def visible_per_reply(row: dict, shared: SharedFolder, seconds: float = 2.0) -> float:

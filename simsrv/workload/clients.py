@@ -4,7 +4,9 @@ Each client sends one move packet per client frame at ``rate_hz`` (31.25/s by de
 QuakeWorld client's rate for ``rate`` 2500 [MODEL §8]), independently of the server's replies.
 Client ``c`` sends the packet of tick ``k`` at ``k / rate_hz + phase_c + jitter``, with the phase
 uniform in one period (or set by its client machine's schedule with ``clients.hosts``:
-:mod:`simsrv.workload.hosts`) and the jitter uniform in ``[0, jitter_s)`` (both seeded); it
+:mod:`simsrv.workload.hosts`) and the jitter uniform in ``[0, jitter_s)`` (both seeded), or
+both replayed from a load generator's measured send times (``clients.send_times_file``:
+:mod:`simsrv.workload.send_times`); it
 arrives after ``latency_s``; it is lost with probability ``packet_loss``.  The packet carries
 the world state of that tick (action-range and visible counts).
 
@@ -34,6 +36,7 @@ import numpy as np
 from simsrv.scenario.schema import ClientsSection
 from simsrv.workload.hosts import send_phases
 from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE, merge_by_arrival, sort_by_arrival
+from simsrv.workload.send_times import load_send_times
 from simsrv.world.world import TickState, World
 
 CHUNK_TICKS = 32
@@ -77,9 +80,19 @@ class ClientStream:
         self.world = world
         self.rng = rng
         self.dt_s = 1.0 / clients.rate_hz
-        self.phase_s = send_phases(
-            world.players, self.dt_s, clients.hosts, clients.host_burst_s, rng
+        self.send_times = (
+            load_send_times(clients.send_times_file, world.players, clients.rate_hz)
+            if clients.send_times_file
+            else None
         )
+        """The measured send times replayed (:mod:`simsrv.workload.send_times`), or None."""
+        self.phase_s = (
+            send_phases(world.players, self.dt_s, clients.hosts, clients.host_burst_s, rng)
+            if self.send_times is None
+            else self.send_times.phase_s
+        )
+        # the client tick at which the measured window starts: the replay's first tick
+        self._window_tick = int(np.ceil(window[0] / self.dt_s)) if np.isfinite(window[0]) else 0
         # the backlog: blocks sorted by (arrival, client, tick), each arriving before the next;
         # the first one is ``_buffer`` (released up to ``_head``), the others ``_later``; each
         # block with its arrival times (a contiguous copy, for searchsorted)
@@ -379,7 +392,11 @@ class ClientStream:
         """Send times (s) of every client's packet of ``tick`` and which are not lost (None:
         no loss), from the stream's random draws (jitter, then losses)."""
         n = self.world.players
-        sent = tick * self.dt_s + self.phase_s + self.rng.uniform(0.0, self.cfg.jitter_s, n)
+        if self.send_times is None:
+            late = self.rng.uniform(0.0, self.cfg.jitter_s, n)
+        else:
+            late = self.send_times.lateness(tick, self._window_tick)
+        sent = tick * self.dt_s + self.phase_s + late
         if self.cfg.packet_loss > 0:
             return sent, ~(self.rng.random(n) < self.cfg.packet_loss)
         return sent, None
