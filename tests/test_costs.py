@@ -134,6 +134,8 @@ def test_the_rules_are_the_model_equations_in_their_order(seed):
         + p["reply_per_pvs_room"] * rooms
     )
     assert c.net_send_us(k, r) == p["net_send_per_reply"] * r
+    idle = float(rng.random())
+    assert c.send_wake_us(k, r, idle) == (p["net_send_wake"] * idle if r else 0.0)
     assert c.lock_us(k, locks, nodes) == p["lock_acquire"] * locks + p["lock_per_node"] * nodes
     assert c.sort_us(k, m, depth) == (p["queue_per_message"] + p["lock_per_node"] * depth) * m
     assert c.resume_us(k) == p["context_switch"] + p["thread_cache_refill"]
@@ -142,14 +144,14 @@ def test_the_rules_are_the_model_equations_in_their_order(seed):
     assert c.copy_us(k, e) == p["copy_per_entity"] * e
     assert c.cow_us(k, 2.5 * n) == p["cow_per_page"] * (2.5 * n)
     physics = bool(rng.integers(0, 2))
-    assert c.frame_costs(k, physics, e, m, cmds, r, n, r, v, rooms) == (
+    assert c.frame_costs(k, physics, e, m, cmds, r, n, r, v, rooms, idle) == (
         p["frame_overhead"],
         c.world_us(k, e) if physics else 0.0,
         c.net_recv_us(k, m),
         c.request_us(k, m, cmds, r),
         c.reply_info_us(k, n),
         c.reply_us(k, r, v, rooms),
-        c.net_send_us(k, r),
+        c.net_send_us(k, r) + c.send_wake_us(k, r, idle),
     )
 
 

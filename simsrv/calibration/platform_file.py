@@ -9,6 +9,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from simsrv.platforms.profile import Costs
+
+COST_FIELDS = frozenset(Costs.model_fields)
+"""The ``[costs]`` keys (the rest of a platform's numbers are top-level)."""
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename, so an interrupted
@@ -52,7 +57,7 @@ class PlatformFiles:
     def __call__(self, values: dict[str, float]) -> str:
         self.count += 1
         path = Path(self.tmpdir.name) / f"platform-{self.count}.toml"
-        costs = {k: v for k, v in values.items() if k in self.data["costs"]}
+        costs = {k: v for k, v in values.items() if k in COST_FIELDS}
         top = {k: v for k, v in values.items() if k not in costs}
         path.write_text(dump_toml({**self.data, **top, "costs": costs}))
         return json.dumps(str(path))

@@ -100,12 +100,18 @@ server's stages).  The wake-up latency: the distribution of the time from the pa
 wakes an idle server to its frame's start (:func:`simsrv.testbed.frames.wakeup_latencies_us`),
 as 100 quantiles (``wakeup_latency_us`` is then 0).  The cold start: the frames' CPU time
 against the idle time before them (:func:`simsrv.testbed.frames.cold_start_fit`)."""
-SET_FROM_ESTIMATE = ("reply_per_visible_entity", *MEASURED)
+SET_FROM_ESTIMATE = (
+    "reply_per_visible_entity",
+    "net_send_wake",
+    *MEASURED,
+)
 """Written from the direct estimate, not fitted.  The per-visible-entity part of building a
 reply is the slope of the measured build time per reply against the entities the model's
 replies list in each calibration condition (a crowd condition among them spreads them); the
-fit's targets do not pin it apart from the fixed part, so it is set, not fitted; and
-:data:`MEASURED`."""
+fit's targets do not pin it apart from the fixed part, so it is set, not fitted.  The wake-up of
+a sleeping receiver: measured on the frames' send calls against the load generator's idle
+share (:func:`simsrv.testbed.frames.send_wake_fit`, with the per-reply cost it also gives as
+the joint fit's start).  And :data:`MEASURED`."""
 
 RATE_TOLERANCE, SHARE_TOLERANCE = 0.10, 0.05
 TARGET_QUANTITIES = (  # (measured column, model quantity, relative?)
@@ -171,11 +177,13 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         frames_cold_us,
         idle_gaps_us,
         latency_quantiles,
+        send_wake_fit,
         wakeup_latencies_us,
     )
-    from simsrv.testbed.model import visible_per_reply
+    from simsrv.testbed.model import receiver_idle_share, visible_per_reply
 
     shared = find_shared()
+    counts_map = bool(tomllib.loads(PLATFORM.read_text()).get("world_counts_map_entities", True))
     frames, wakeups, tables = [], [], []
     visible: dict[str, float] = {}  # the model's entities per reply, by condition
     for _, row in runs.iterrows():
@@ -187,9 +195,9 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         table = table.sort_values("start_s")
         window = table.assign(gap_us=idle_gaps_us(table))[table["measured"]]
         condition = condition_of(row["label"])
+        map_entities = _map_entities(shared.map_file(row["config.map"])) if counts_map else 0
         window = window.assign(
-            condition=condition,
-            entities=int(row["config.clients"]) + _map_entities(shared.map_file(row["config.map"])),
+            condition=condition, entities=int(row["config.clients"]) + map_entities
         )
         frames.append(window)
         if condition not in visible:  # the repeats of a condition share the model's count
@@ -219,6 +227,8 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     rslope, rintercept = np.polyfit(visible, reply, 1)
     rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
     cold = cold_start_fit(tables)
+    idle = [receiver_idle_share(row.to_dict()) for _, row in runs.iterrows()]
+    sends = send_wake_fit(list(zip(tables, idle, strict=True)))
     # the per-frame work of a frame that follows no idleness: the cold start is the machine's
     cold_us = frames_cold_us(
         allf["gap_us"].to_numpy(), cold["wake_us"], cold["refill_us"], cold["decay_us"]
@@ -237,7 +247,8 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         "request_per_message": pooled("execute_us", "packets"),
         "reply_per_client": float(rintercept),
         "reply_per_visible_entity": float(rslope),
-        "net_send_per_reply": pooled("send_syscall_us", "replies"),
+        "net_send_per_reply": sends["per_reply_us"],
+        "net_send_wake": sends["wake_us"],
     }
 
 

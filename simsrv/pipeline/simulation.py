@@ -129,7 +129,7 @@ def simulate(
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     stream = ClientStream(scenario.clients, world, rng["clients"], window)
     socket = SocketQueue(scenario.clients.socket_buffer_messages, window)
-    builder = FrameBuilder(scenario, world.entity_count)
+    builder = FrameBuilder(scenario, world.physics_entities(platform.world_counts_map_entities))
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, scenario.machine.cpus, world, rng["strategy"])
     strategy = kind.create(scenario.server.options, context)

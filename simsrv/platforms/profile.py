@@ -54,6 +54,12 @@ class Costs(StrictModel):
     reply_per_visible_entity: float = _us("per entity in the client's visible set")
     reply_per_pvs_room: float = _us("per room (leaf) in the client's PVS row")
     net_send_per_reply: float = _us("send system call per reply")
+    net_send_wake: float = _us(
+        "a frame's first send to a receiver that sleeps on the same machine, extra: the "
+        "loopback's delivery and wake-up run in the sender's sendto(); charged x "
+        "clients.receiver_idle_share once per frame with replies (the single-CPU frame: "
+        "sequential); 0 = none"
+    )
     grouping_per_message: float = _us(
         "BSP-group: the graph and union-find beyond the action lists, per packet"
     )
@@ -136,6 +142,15 @@ class Platform(StrictModel):
         le=1e6,
         description="CPU time refilling caches and TLB after a long idle spell, at most, us "
         "(the part of the cold start that grows with the idle time)",
+    )
+    world_counts_map_entities: bool = Field(
+        True,
+        strict=True,
+        description="whether world physics charges world_per_entity for the map's entities "
+        "besides the players (true: the papers' model, E = players + map entities); false: "
+        "players only, for a server whose physics step leaves idle map entities (items, "
+        "unmoved doors) at a negligible cost and grows with what the players do (QuakeWorld's "
+        "SV_Physics, docs/testbed.md)",
     )
     cold_decay_us: float = Field(
         1000.0,

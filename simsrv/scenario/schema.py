@@ -133,6 +133,15 @@ class ClientsSection(StrictModel):
         description="with hosts: the window in which a host sends its processes' packets of "
         "one tick, s (0 to 1/rate_hz; 1/rate_hz = evenly spaced round robin)",
     )
+    receiver_idle_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="the share of time the replies' receiver sleeps on the server's own "
+        "machine (a load generator over the loopback: its measured idle share), which a "
+        "frame's first reply then wakes at the platform's net_send_wake; 0 = clients on "
+        "other machines (no wake-up charged to the server)",
+    )
     send_times_file: str = Field(
         "",
         strict=True,
@@ -415,6 +424,8 @@ class Scenario(BaseModel):
             del out["server"]["read_until_empty"]  # the papers' rule: the layout without it
         if not self.clients.send_times_file:
             del out["clients"]["send_times_file"]  # drawn send times: the layout without it
+        if not self.clients.receiver_idle_share:
+            del out["clients"]["receiver_idle_share"]  # remote clients: the layout without it
         out["map"] = {"kind": self.map.kind, **_dump(self.map.params)}
         players = out["players"]
         players["behaviour"] = _dump(self.players.behaviour)

@@ -352,7 +352,7 @@ def _plan(
     code, a, b, d = packet_workers_kernel(thread_of, flags[0])
     frame = c.frame_costs(
         k, physics, entities, len(messages), commands, range_entities, connected, len(clients),
-        visible, pvs,
+        visible, pvs, 0.0,
     )  # fmt: skip
     thread, kind, cost, arg, activity, boundary, spread = _build_plan(
         flags, k, xmit, frame, resume, step, thread_of, held, packed, messages["commands"],

@@ -71,7 +71,7 @@ class FrameCosts(NamedTuple):
     reply: float
     """Building the replies (:func:`reply_us`)."""
     net_send: float
-    """Sending them (:func:`net_send_us`)."""
+    """Sending them (:func:`net_send_us`, plus :func:`send_wake_us`)."""
 
 
 @inlinable
@@ -121,14 +121,26 @@ def net_send_us(k, replies):
 
 
 @inlinable
+def send_wake_us(k, replies, receiver_idle):
+    """Waking the replies' receiver, us: ``net_send_wake * receiver_idle`` for a frame that
+    sends a reply (its first send finds the receiver asleep with probability
+    ``receiver_idle``; the later ones find it awake), else 0 (docs/model.md, loopback
+    replies)."""
+    if replies == 0:
+        return 0.0
+    return k[0].net_send_wake * receiver_idle
+
+
+@inlinable
 def frame_costs(
     k, physics, entities, messages, commands, range_entities, connected, replies,
-    visible_entities, pvs_rooms,
+    visible_entities, pvs_rooms, receiver_idle,
 ):  # fmt: skip
     """The :class:`FrameCosts` of a frame run on one CPU, us, from its counts: whether world
     physics runs, the entities it simulates, the packets read with their user commands and
     action-range entities, the connected clients, the replies with their visible entities and
-    PVS rooms."""
+    PVS rooms; ``receiver_idle``: the probability that the replies' receiver sleeps
+    (:func:`send_wake_us`)."""
     return FrameCosts(
         k[0].frame_overhead,
         world_us(k, entities) if physics else 0.0,
@@ -136,7 +148,7 @@ def frame_costs(
         request_us(k, messages, commands, range_entities),
         reply_info_us(k, connected),
         reply_us(k, replies, visible_entities, pvs_rooms),
-        net_send_us(k, replies),
+        net_send_us(k, replies) + send_wake_us(k, replies, receiver_idle),
     )
 
 

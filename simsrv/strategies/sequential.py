@@ -23,7 +23,8 @@ class Sequential(Strategy):
     """The whole frame on CPU 0."""
 
     def plan(self, frame: FrameWorkload) -> FramePlan:
-        ops = frame_phases(self.cost_vector, frame, self.connected_clients)
+        receiver_idle = self.context.scenario.clients.receiver_idle_share
+        ops = frame_phases(self.cost_vector, frame, self.connected_clients, receiver_idle)
         return FramePlan((Thread("main", 0, ops),))
 
 

@@ -168,7 +168,9 @@ def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
 
     Its frames with one packet from a client, no world tick and no connectionless packet
     differ mostly in the idle time ``g`` before them; their CPU time (the frame's and the
-    ``select()`` wake-up's before it) is fitted, over the frames of every run in ``runs``
+    ``select()`` wake-up's before it, without the ``sendto()`` calls, whose part after
+    idleness :func:`send_after_idle_fit` measures) is fitted, over the frames of every run in
+    ``runs``
     (each a :data:`COLUMNS` table), to ``a_r + cold(g)``, ``cold(g) = wake + refill (1 -
     exp(-g / decay))`` (:func:`frames_cold_us`: 0 for a frame that started at once, its
     packet queued), with ``a_r`` one warm cost per run (the runs' client counts differ).
@@ -181,7 +183,8 @@ def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
     for frames in runs:
         frames = frames.sort_values("start_s")
         gap = idle_gaps_us(frames)
-        cpu = (frames["cpu_us"] + frames["select_us"]).to_numpy()
+        # the send calls' idle part is the send's own (send_after_idle_fit)
+        cpu = (frames["cpu_us"] + frames["select_us"] - frames["send_syscall_us"]).to_numpy()
         keep = (
             frames["measured"].to_numpy().astype(bool)
             & (frames["physics_ran"].to_numpy() == 0)
@@ -217,6 +220,55 @@ def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
         "refill_us": refill,
         "decay_us": decay,
         "frames": int(sum(len(g) for g, _ in data)),
+        "median_abs_residual_us": float(np.median(np.abs(fit.fun))),
+    }
+
+
+SEND_STALL_US = 1000.0
+"""A frame's send calls taking longer than this (us) were stalled (the virtual CPU
+descheduled), not sending: left out of :func:`send_wake_fit`."""
+
+
+def send_wake_fit(runs: list[tuple[pd.DataFrame, float]]) -> dict[str, float]:
+    """The replies' sends and the wake-up of their receiver (the platform's
+    ``net_send_per_reply`` and ``net_send_wake``, docs/model.md "loopback replies").
+
+    Each run comes with the share of its time the load generator (the replies' receiver)
+    was idle.  Over the frames with replies of every run, the CPU of their ``sendto()``
+    calls is fitted to ``per_reply x replies + wake x idle_share``: the first reply of a
+    frame wakes the receiver when it sleeps, the others find it awake.  Least squares, so
+    that the fit follows the mean (a frame's first send is either cheap or pays the whole
+    wake-up: its distribution is two humps, and the model charges the mean); frames whose
+    sends took over :data:`SEND_STALL_US` (a virtual CPU's stall) are left out.  Returns
+    ``per_reply_us``, ``wake_us``, the frames used and the median absolute residual (us)."""
+    from scipy.optimize import least_squares
+
+    replies, idle, send = [], [], []
+    for frames, idle_share in runs:
+        keep = (
+            frames["measured"].to_numpy().astype(bool)
+            & (frames["replies"].to_numpy() > 0)
+            & (frames["send_syscall_us"].to_numpy() < SEND_STALL_US)
+        )
+        replies.append(frames["replies"].to_numpy()[keep].astype(float))
+        idle.append(np.full(int(keep.sum()), float(idle_share)))
+        send.append(frames["send_syscall_us"].to_numpy()[keep])
+    r, i, y = np.concatenate(replies), np.concatenate(idle), np.concatenate(send)
+    if len(r) < 10 or np.ptp(i) <= 0.0:
+        raise ValueError(
+            "the sends' fit needs frames with replies from runs whose receiver was idle for "
+            "different shares of the time"
+        )
+    fit = least_squares(
+        lambda p: p[0] * r + p[1] * i - y,
+        [float(np.median(y / r)), 10.0],
+        bounds=([0.0, 0.0], [1e4, 1e4]),
+    )
+    per_reply, wake = (float(v) for v in fit.x)
+    return {
+        "per_reply_us": per_reply,
+        "wake_us": wake,
+        "frames": len(r),
         "median_abs_residual_us": float(np.median(np.abs(fit.fun))),
     }
 

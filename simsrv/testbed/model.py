@@ -131,6 +131,14 @@ def _measured(row: dict, key: str, default: float) -> float:
     return default if value is None or value != value else float(value)
 
 
+def receiver_idle_share(row: dict) -> float:
+    """The share of a stored run's measured window its load generator, the replies'
+    receiver on this machine, was idle: ``1 - client_window_cpu_share`` (0 where the run
+    did not measure it: no wake-up charged)."""
+    busy = _measured(row, "client_window_cpu_share", 1.0)
+    return min(max(1.0 - busy, 0.0), 1.0)
+
+
 def sends_file(store: Path | None, row: dict, seed: int) -> Path | None:
     """The load generator's measured send times to replay for model seed ``seed`` of a stored
     condition: repeat ``seed``'s ``sends.parquet`` (the row's own run's when the condition
@@ -163,6 +171,7 @@ def row_overrides(
             _measured(row, "socket_buffer_packets", DEFAULT_SOCKET_BUFFER_PACKETS)
         ),
     )
+    out.append(f"clients.receiver_idle_share={receiver_idle_share(row)!r}")
     sends = sends_file(store, row, seed)
     if sends is not None:
         out = [o for o in out if not o.startswith(REPLAYED)]

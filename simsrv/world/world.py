@@ -113,6 +113,11 @@ class World:
         """Entities simulated by world physics: players plus map entities."""
         return self.players + len(self.map.entities)
 
+    def physics_entities(self, map_entities: bool) -> int:
+        """The entities world physics charges per entity: :attr:`entity_count`, or the
+        players only (``map_entities`` false: the platform's ``world_counts_map_entities``)."""
+        return self.entity_count if map_entities else self.players
+
     def advance(self, dt_s: float) -> TickState:
         """Move every player by one tick of ``dt_s`` seconds and return the new state."""
         if self.combat is not None:

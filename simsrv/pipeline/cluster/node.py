@@ -88,7 +88,7 @@ def build_node(
         quota=CpuQuota.of(m),
         cold_start=ColdStart.of(platform),
     )
-    builder = FrameBuilder(scenario, world.entity_count)
+    builder = FrameBuilder(scenario, world.physics_entities(platform.world_counts_map_entities))
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     socket = NodeSocket(scenario.clients.socket_buffer_messages, window)
     table = FrameTable()

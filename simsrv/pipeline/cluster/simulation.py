@@ -248,7 +248,8 @@ def run_frame(
 ) -> None:
     """One frame of ``node`` starting at ``now`` s (its socket is not empty)."""
     batch = node.socket.read(limit)
-    node.builder.entities = entities = zoned.entities_at(node.index, now)
+    counts_map = node.strategy.context.platform.world_counts_map_entities
+    node.builder.entities = entities = zoned.entities_at(node.index, now, counts_map)
     counts: list[int] = []
 
     def with_interconnect(plan: Any) -> Any:  # the frame's interconnect work, run first

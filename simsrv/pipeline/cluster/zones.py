@@ -146,10 +146,14 @@ class ZonedWorld:
         tick = self.tick_at(t_s)
         return int((self._mirror[tick] - self._map_mirror[tick])[:, node].sum())
 
-    def entities_at(self, node: int, t_s: float) -> int:
+    def entities_at(self, node: int, t_s: float, map_entities: bool = True) -> int:
         """Entities node ``node``'s world physics simulates at ``t_s``: the players and map
-        entities in its zone plus those mirrored onto it."""
+        entities in its zone plus those mirrored onto it (``map_entities`` false: the
+        players only, the platform's ``world_counts_map_entities``)."""
         tick = self.tick_at(t_s)
         owned = int(np.count_nonzero(self._owner[tick] == node))
+        if not map_entities:
+            mirrored = self._mirror[tick][:, node].sum() - self._map_mirror[tick][:, node].sum()
+            return owned + int(mirrored)
         owned += int(self._map_owned[tick][node])
         return owned + int(self._mirror[tick][:, node].sum())
