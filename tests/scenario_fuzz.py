@@ -117,6 +117,8 @@ def values(field: SchemaField) -> tuple[st.SearchStrategy, st.SearchStrategy]:
         )
     if annotation in (int, float):
         return _numbers(field, annotation is int)
+    if field.key == "clients.send_times_file":  # a path: '' (none) or a readable table
+        return st.just(""), st.sampled_from(["nope", 3, "x" * 5000])
     if annotation is str:
         registries = {"server.options.balancer": BALANCERS, "machine.engine": ENGINES}
         registry = registries.get(field.key)

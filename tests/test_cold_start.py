@@ -1,7 +1,7 @@
 """The cold start of an idle CPU (:mod:`simsrv.machine.cold_start`): exact timelines on both
-engines, the engines' agreement on random plans (alone, with SMT, with a CPU quota), the
-rule's own invariant (every cold start is ``cold(g)`` of the idle time before it) and the
-platform fields' refusals."""
+engines (its wake-up ``cold_start`` then its refill ``cold_refill``), the engines' agreement
+on random plans (alone, with SMT, with a CPU quota), the rule's own invariant (every cold
+start is ``cold(g)`` of the idle time before it) and the platform fields' refusals."""
 
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ ENGINES = [Machine, SimpyMachine]
 COLD = ColdStart(5.0, 50.0, 1000.0)
 
 
+def refill(g: float) -> float:
+    """:data:`COLD`'s refill after ``g`` us of idleness (its wake-up is 5 us)."""
+    return COLD.refill_part(g)
+
+
 def run_frames(engine, frames, cold=COLD, cpus=1, **kwargs):
     """Execute ``(plan, start_us)`` frames in turn; the ends (us) and the machine."""
     machine = engine(cpus, cold_start=cold, **kwargs)
@@ -41,6 +46,8 @@ def test_the_cost_is_the_wake_up_plus_a_refill_that_grows_with_the_idle_time():
     assert COLD.cost(1e-9) == pytest.approx(5.0)
     assert COLD.cost(1000.0) == pytest.approx(5.0 + 50.0 * (1.0 - math.exp(-1.0)), rel=1e-15)
     assert COLD.cost(1e6) == 55.0
+    assert COLD.wake_part(1e-9) == 5.0 and COLD.wake_part(0.0) == 0.0
+    assert COLD.refill_part(1000.0) == 50.0 * -math.expm1(-1.0)
     costs = [COLD.cost(g) for g in (1.0, 10.0, 100.0, 1000.0, 5000.0)]
     assert costs == sorted(costs) and costs[-1] < 55.0
     with pytest.raises(ValueError, match="decay_us > 0"):
@@ -57,16 +64,17 @@ def test_a_frame_after_idleness_first_computes_its_cold_start_and_one_after_anot
     # frame 0 at 0 (idle for 0: nothing), frame 1 right at frame 0's end (not idle), frame 2
     # after 1000 us of idleness
     ends, m = run_frames(engine, [(plan, 0.0), (plan, 120.0), (plan, 1240.0)])
-    cold = cold_us(5.0, 50.0, 1000.0, 1000.0)
-    assert ends == [120.0, 240.0, 1240.0 + cold + 120.0]
+    t = 1245.0 + refill(1000.0)  # the wake-up (5 us), then the refill
+    assert ends == [120.0, 240.0, t + 120.0]
     assert rows(m) == [
         (0, "main", "work", 0.0, 100.0),
         (0, "main", "send", 100.0, 120.0),
         (0, "main", "work", 120.0, 220.0),
         (0, "main", "send", 220.0, 240.0),
-        (0, "main", "cold_start", 1240.0, 1240.0 + cold),
-        (0, "main", "work", 1240.0 + cold, 1340.0 + cold),
-        (0, "main", "send", 1340.0 + cold, 1360.0 + cold),
+        (0, "main", "cold_start", 1240.0, 1245.0),
+        (0, "main", "cold_refill", 1245.0, t),
+        (0, "main", "work", t, t + 100.0),
+        (0, "main", "send", t + 100.0, t + 120.0),
     ]
 
 
@@ -80,16 +88,18 @@ def test_a_cpu_handed_to_a_queued_thread_is_not_idle_and_each_cpu_has_its_own_id
         )
     )
     ends, m = run_frames(engine, [(plan, 500.0)], cpus=2)
-    cold = cold_us(5.0, 50.0, 1000.0, 500.0)
+    t = 505.0 + refill(500.0)
     assert rows(m) == [
-        (0, "a", "cold_start", 500.0, 500.0 + cold),
-        (1, "c", "cold_start", 500.0, 500.0 + cold),
-        (0, "a", "work", 500.0 + cold, 510.0 + cold),
-        (1, "c", "work", 500.0 + cold, 510.0 + cold),
-        (0, "b", "work", 510.0 + cold, 520.0 + cold),
-        (0, "a", "join_wait", 510.0 + cold, 520.0 + cold),
+        (0, "a", "cold_start", 500.0, 505.0),
+        (1, "c", "cold_start", 500.0, 505.0),
+        (0, "a", "cold_refill", 505.0, t),
+        (1, "c", "cold_refill", 505.0, t),
+        (0, "a", "work", t, t + 10.0),
+        (1, "c", "work", t, t + 10.0),
+        (0, "b", "work", t + 10.0, t + 20.0),
+        (0, "a", "join_wait", t + 10.0, t + 20.0),
     ]
-    assert ends == [520.0 + cold]
+    assert ends == [t + 20.0]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -101,12 +111,13 @@ def test_a_spin_section_pays_its_cold_start_before_it_tries_the_lock(engine):
         )
     )
     ends, m = run_frames(engine, [(plan, 1000.0)], cpus=2)
-    cold = cold_us(5.0, 50.0, 1000.0, 1000.0)
-    t = 1000.0 + cold
+    t = 1005.0 + refill(1000.0)
     # both CPUs start cold; a holds S from t to t + 30, b spins from t + 5 (its CPU warm)
     assert rows(m) == [
-        (0, "a", "cold_start", 1000.0, t),
-        (1, "b", "cold_start", 1000.0, t),
+        (0, "a", "cold_start", 1000.0, 1005.0),
+        (1, "b", "cold_start", 1000.0, 1005.0),
+        (0, "a", "cold_refill", 1005.0, t),
+        (1, "b", "cold_refill", 1005.0, t),
         (0, "a", "xmit", t, t + 30.0),
         (1, "b", "work", t, t + 5.0),
         (1, "b", "lock_spin", t + 5.0, t + 30.0),
@@ -123,11 +134,12 @@ def test_a_cold_start_uses_the_cpu_quota_and_stands_still_when_it_runs_out(engin
     ends, m = run_frames(engine, [(plan, 10_000.0)], cold, quota=CpuQuota(30.0, 1000.0))
     c = cold.cost(10_000.0)
     assert c == 50.0
-    # 30 us of the cold start in period 10, 20 more in period 11, then the work: 10 us there,
-    # 30 in each of the next periods
+    # 30 us of the cold start in period 10 (its 10 us wake-up, 20 of the refill), 20 more
+    # in period 11, then the work: 10 us there, 30 in each of the next periods
     assert rows(m) == [
-        (0, "main", "cold_start", 10_000.0, 10_030.0),
-        (0, "main", "cold_start", 11_000.0, 11_020.0),
+        (0, "main", "cold_start", 10_000.0, 10_010.0),
+        (0, "main", "cold_refill", 10_010.0, 10_030.0),
+        (0, "main", "cold_refill", 11_000.0, 11_020.0),
         (0, "main", "work", 11_020.0, 11_030.0),
         (0, "main", "work", 12_000.0, 12_030.0),
         (0, "main", "work", 13_000.0, 13_030.0),
@@ -146,11 +158,11 @@ def test_an_smt_sibling_computing_slows_a_cold_start_as_any_computation(engine):
     )
     cold = ColdStart(0.0, 10.0, 1.0)  # 10 us after any idleness of ms
     ends, m = run_frames(engine, [(plan, 5000.0)], cold, cpus=2, smt_per_core=2, smt_throughput=0.5)
-    # both cold starts run shared at half speed: 20 us; then the work shared until b's 20
-    # are done (40 us, a's 20 too), a's other 80 alone
+    # both cold starts (refills only: no wake-up part) run shared at half speed: 20 us; then
+    # the work shared until b's 20 are done (40 us, a's 20 too), a's other 80 alone
     assert rows(m) == [
-        (0, "a", "cold_start", 5000.0, 5020.0),
-        (1, "b", "cold_start", 5000.0, 5020.0),
+        (0, "a", "cold_refill", 5000.0, 5020.0),
+        (1, "b", "cold_refill", 5000.0, 5020.0),
         (0, "a", "work", 5020.0, 5140.0),
         (1, "b", "work", 5020.0, 5060.0),
     ]
@@ -188,18 +200,29 @@ def test_every_cold_start_is_the_cost_of_the_idle_time_before_it_and_work_is_all
         if "wait" in activity:
             continue
         on_cpu[cpu].append((start, end, activity))
-        if activity not in ("lock_spin", "cold_start"):
+        if activity not in ("lock_spin", "cold_start", "cold_refill"):
             traced[frame] += end - start
+    wake, refill_us, decay = cold
     for busy in on_cpu.values():
         busy.sort()
-        last_end = 0.0
+        last_end, idle_end, idle = 0.0, 0.0, 0.0  # the last idle spell: its end and length
         for start, end, activity in busy:
-            if activity == "cold_start":
-                assert start > last_end  # only after idleness
-                assert end - start == pytest.approx(cold_us(*cold, start - last_end), rel=1e-12)
+            if activity == "cold_start":  # the wake-up, only after idleness
+                assert start > last_end
+                assert end - start == pytest.approx(wake, rel=1e-12)
+                idle_end, idle = start, start - last_end
+            elif activity == "cold_refill":  # the refill: after the wake-up, or alone
+                if wake == 0.0:
+                    assert start > last_end
+                    idle_end, idle = start, start - last_end
+                else:
+                    assert start == pytest.approx(last_end, abs=1e-9)
+                expected = cold_us(0.0, refill_us, decay, idle)
+                assert end - start == pytest.approx(expected, rel=1e-12, abs=1e-12)
             else:
                 assert start == pytest.approx(last_end, abs=1e-9) or start > last_end
             last_end = max(last_end, end)
+        assert idle_end <= last_end
     for frame, plan in enumerate(frames):
         assert traced[frame] == pytest.approx(plan.charged_us(), abs=1e-9)
 
@@ -228,7 +251,10 @@ def test_a_scenario_with_cold_starts_gives_the_same_trace_on_both_engines(tmp_pa
     )
     _assert_identical(fast, slow)
     starts = fast.trace[fast.trace.activity == "cold_start"]
-    assert len(starts) > 100 and (starts.end_s - starts.start_s).max() * 1e6 <= 50.0
+    refills = fast.trace[fast.trace.activity == "cold_refill"]
+    assert len(starts) > 100 and len(refills) == len(starts)
+    assert (starts.end_s - starts.start_s).max() * 1e6 == pytest.approx(10.0, abs=1e-6)
+    assert (refills.end_s - refills.start_s).max() * 1e6 <= 40.0
 
 
 @pytest.mark.parametrize(

@@ -134,3 +134,52 @@ def test_the_sends_fit_recovers_the_cost_per_reply_and_the_wake_up():
     assert fit["wake_us"] == pytest.approx(18.0, abs=0.5)
     with pytest.raises(ValueError, match="different shares"):
         send_wake_fit([(runs[0][0], 0.5), (runs[1][0], 0.5)])
+
+
+def _frames_table(rng, n, gap_us, warm, cold, refill_in_frame=0.5):
+    """Synthetic frame records: one packet and one reply each, after ``gap_us`` of idleness,
+    with the warm stage costs plus a cold start (wake, refill, decay) split between the
+    per-frame work (the wake-up and ``refill_in_frame`` of the refill) and the execution."""
+    from simsrv.testbed.frames import frames_cold_us
+
+    wake, refill, decay = cold
+    total = frames_cold_us(gap_us, wake, refill, decay)
+    refill_part = np.where(total > 0, total - wake, 0.0)
+    frame_cold = np.where(total > 0, wake, 0.0) + refill_in_frame * refill_part
+    noise = rng.normal(0.0, 0.3, (3, n))
+    wall_us = np.full(n, 50.0)
+    start = np.cumsum(gap_us + wall_us) * 1e-6
+    return pd.DataFrame(
+        {
+            "start_s": start,
+            "wall_us": wall_us,
+            "measured": True,
+            "physics_ran": 0,
+            "packets": 1,
+            "connectionless": 0,
+            "replies": 1,
+            "other_us": warm[0] / 2 + frame_cold + noise[0],
+            "select_us": np.full(n, warm[0] / 2),
+            "recv_syscall_us": warm[1] + noise[1],
+            "execute_us": warm[2] + (1 - refill_in_frame) * refill_part + noise[2],
+            "send_syscall_us": np.full(n, 3.0),
+        }
+    )
+
+
+def test_the_cold_start_fit_recovers_the_warm_costs_the_cold_start_and_its_split():
+    from simsrv.testbed.frames import cold_start_fit, warm_costs
+
+    rng = np.random.default_rng(5)
+    warm, cold = (4.0, 1.5, 7.0), (10.0, 45.0, 2000.0)
+    crowd = _frames_table(rng, 3000, np.full(3000, 1.0), warm, cold)  # back to back
+    idle = _frames_table(rng, 3000, rng.exponential(1500.0, 3000) + 6.0, warm, cold)
+    measured = warm_costs([crowd, idle])
+    assert measured["frame_us"] == pytest.approx(4.0, abs=0.05)
+    assert measured["recv_us"] == pytest.approx(1.5, abs=0.05)
+    assert measured["execute_us"] == pytest.approx(7.0, abs=0.05)
+    fit = cold_start_fit([crowd, idle], measured)
+    assert fit["wake_us"] == pytest.approx(10.0, abs=0.5)
+    assert fit["refill_us"] == pytest.approx(45.0, rel=0.05)
+    assert fit["decay_us"] == pytest.approx(2000.0, rel=0.1)
+    assert fit["refill_frame_share"] == pytest.approx(0.5, abs=0.02)

@@ -163,9 +163,9 @@ def test_bad_tables_are_refused_in_one_line(tmp_path):
 def test_drawn_timing_beside_a_replay_is_refused(tmp_path):
     good = _table(tmp_path, np.array([1.0, 1.0]), np.zeros((2, 3)), np.array([0, 0]))
     line = _refused(good, extra=["clients.jitter_s=0.001"])
-    assert line.startswith("clients.jitter_s: must be 0 with send_times_file")
+    assert line.startswith("clients.send_times_file: needs clients.jitter_s = 0")
     line = _refused(good, extra=["clients.hosts=1"])
-    assert "clients.hosts: must be 0 with send_times_file" in line
+    assert "clients.send_times_file: needs clients.hosts = 0" in line
 
 
 def test_the_cli_refuses_a_bad_table_with_exit_2(tmp_path):

@@ -94,6 +94,7 @@ MEASURED = (
     "cold_start_us",
     "cold_refill_us",
     "cold_decay_us",
+    "cold_refill_frame_share",
 )
 """Measured on the calibration runs' frames, not fitted (the platform's machine, not the
 server's stages).  The wake-up latency: the distribution of the time from the packet that
@@ -174,11 +175,11 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     from simsrv.testbed.campaign import condition_of
     from simsrv.testbed.frames import (
         cold_start_fit,
-        frames_cold_us,
         idle_gaps_us,
         latency_quantiles,
         send_wake_fit,
         wakeup_latencies_us,
+        warm_costs,
     )
     from simsrv.testbed.model import receiver_idle_share, visible_per_reply
 
@@ -204,9 +205,6 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
             visible[condition] = visible_per_reply(row.to_dict(), shared)
     allf = pd.concat(frames)
 
-    def pooled(column: str, count: str) -> float:
-        return float(allf[column].sum() / max(allf[count].sum(), 1))
-
     per_run = allf.groupby("entities").agg(
         physics=("physics_us", "sum"), ticks=("physics_ran", "sum")
     )
@@ -226,25 +224,22 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     visible = np.array([visible[c] for c in per_condition.index])
     rslope, rintercept = np.polyfit(visible, reply, 1)
     rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
-    cold = cold_start_fit(tables)
+    warm = warm_costs(tables)
+    cold = cold_start_fit(tables, warm)
     idle = [receiver_idle_share(row.to_dict()) for _, row in runs.iterrows()]
     sends = send_wake_fit(list(zip(tables, idle, strict=True)))
-    # the per-frame work of a frame that follows no idleness: the cold start is the machine's
-    cold_us = frames_cold_us(
-        allf["gap_us"].to_numpy(), cold["wake_us"], cold["refill_us"], cold["decay_us"]
-    )
-    per_frame = allf["other_us"] + allf["select_us"] - cold_us
     return {
         "wakeup_latency_us": 0.0,
         "wakeup_latency_quantiles_us": latency_quantiles(np.concatenate(wakeups)),
         "cold_start_us": cold["wake_us"],
         "cold_refill_us": cold["refill_us"],
         "cold_decay_us": cold["decay_us"],
-        "frame_overhead": float(max(per_frame.mean(), 0.1)),
+        "cold_refill_frame_share": cold["refill_frame_share"],
+        "frame_overhead": warm["frame_us"],
         "world_base": float(intercept),
         "world_per_entity": float(slope),
-        "net_recv_per_message": pooled("recv_syscall_us", "packets"),
-        "request_per_message": pooled("execute_us", "packets"),
+        "net_recv_per_message": warm["recv_us"],
+        "request_per_message": warm["execute_us"],
         "reply_per_client": float(rintercept),
         "reply_per_visible_entity": float(rslope),
         "net_send_per_reply": sends["per_reply_us"],

@@ -16,7 +16,9 @@ the spell took from its caches:
   off once the footprint is gone; Linux's ``Documentation/admin-guide/pm/cpuidle.rst`` adds
   that deeper idle states, entered after longer spells, flush more of the caches.
 
-The rule is that shape with three numbers:
+The rule is that shape with three numbers (charged as two computations, ``cold_start`` the
+wake-up and then ``cold_refill`` the refill, each when it is not 0: a server's own stage
+timers see the wake-up in its ``select()`` and the refill spread over the work that follows):
 
     cold(g) = wake_us + refill_us * (1 - exp(-g / decay_us))   for g > 0,   cold(0) = 0,
 
@@ -42,9 +44,9 @@ import math
 from dataclasses import dataclass
 
 from simsrv.core.compiled import inlinable
-from simsrv.machine.trace import COLD_START
+from simsrv.machine.trace import COLD_REFILL, COLD_START
 
-__all__ = ["COLD_START", "ColdStart", "cold_us"]
+__all__ = ["COLD_REFILL", "COLD_START", "ColdStart", "cold_us"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,14 @@ class ColdStart:
     def cost(self, idle_us: float) -> float:
         """The cold start after ``idle_us`` of idleness, us."""
         return cold_us(self.wake_us, self.refill_us, self.decay_us, idle_us)
+
+    def wake_part(self, idle_us: float) -> float:
+        """Its wake-up part (``cold_start``), us: ``wake_us`` after any idleness."""
+        return cold_us(self.wake_us, 0.0, 1.0, idle_us)
+
+    def refill_part(self, idle_us: float) -> float:
+        """Its refill part (``cold_refill``), us: ``refill_us (1 - exp(-g / decay_us))``."""
+        return cold_us(0.0, self.refill_us, self.decay_us, idle_us)
 
 
 @inlinable

@@ -100,9 +100,9 @@ DONE = -2
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
     R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
     R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE, R_SPIN_ACT, R_SECTIONS,
-    R_QUOTA, R_Q_THROTTLED, R_Q_RATE, R_COLD, R_COLD_ACT,
-) = range(43)  # fmt: skip
-INT_REGISTERS = 43
+    R_QUOTA, R_Q_THROTTLED, R_Q_RATE, R_COLD, R_COLD_ACT, R_REFILL_ACT,
+) = range(44)  # fmt: skip
+INT_REGISTERS = 44
 # -- float registers (rf) --------------------------------------------------------------------
 (
     F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON,
@@ -116,8 +116,8 @@ FLOAT_REGISTERS = 15
     T_SPIN, T_COLD,
 ) = range(22)  # fmt: skip
 THREAD_INTS = 22
-TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST, TF_SIGNAL = range(6)
-THREAD_FLOATS = 6
+TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST, TF_SIGNAL, TF_REFILL = range(7)
+THREAD_FLOATS = 7
 # -- heap entries (hi; ht holds the times) ---------------------------------------------------
 H_FRAME, H_RANK, H_SEQ, H_KIND, H_SLOT, H_TOKEN = range(6)
 # -- barriers (bi), CPUs (ci), locks (li, lf) ------------------------------------------------
@@ -223,7 +223,7 @@ def new_arrays(
     ri[R_QUOTA] = quota_us > 0.0
     ri[R_SPEEDS] = smt or ri[R_BACKGROUND] or interrupts or ri[R_QUOTA]
     ri[R_COLD] = cold_wake_us > 0.0 or cold_refill_us > 0.0
-    ri[R_COLD_ACT] = -1
+    ri[R_COLD_ACT] = ri[R_REFILL_ACT] = -1
     ri[R_LOCK_WAIT] = ri[R_JOIN_WAIT] = ri[R_RUNQ_WAIT] = ri[R_SPIN_ACT] = -1
     rf = np.zeros(FLOAT_REGISTERS)
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
@@ -978,8 +978,9 @@ def _begin_compute(m, s):
 @inlined
 def _cold_start(m, s, cpu, now):
     """Slot ``s`` has taken ``cpu`` at ``now``: if the CPU was idle, its idle time ``g`` ends
-    and, when ``g`` > 0, the slot first computes ``cold(g)`` as a cold start (True; its end
-    begins the computation, :func:`_end_compute`; :mod:`simsrv.machine.cold_start`)."""
+    and, when ``g`` > 0, the slot first computes the cold start (True; its end begins the
+    computation, :func:`_end_compute`; :mod:`simsrv.machine.cold_start`): the wake-up
+    (``cold_start``) and then the refill (``cold_refill``), each when it is not 0."""
     since = m.idle_since[cpu]
     if since < 0.0:
         return False
@@ -987,23 +988,35 @@ def _cold_start(m, s, cpu, now):
     if now <= since:
         return False
     rf = m.rf
-    cost = cold_us(rf[F_COLD_WAKE], rf[F_COLD_REFILL], rf[F_COLD_DECAY], now - since)
-    ti = m.ti
-    ti[s, T_COLD] = 1
+    wake = cold_us(rf[F_COLD_WAKE], 0.0, 1.0, now - since)
+    refill = cold_us(0.0, rf[F_COLD_REFILL], rf[F_COLD_DECAY], now - since)
+    if wake > 0.0:
+        m.ti[s, T_COLD] = 1
+        m.tf[s, TF_REFILL] = refill
+        _cold_part(m, s, now, wake)
+    else:
+        m.ti[s, T_COLD] = 2
+        _cold_part(m, s, now, refill)
+    return True
+
+
+@inlined
+def _cold_part(m, s, now, cost):
+    """Slot ``s`` computes ``cost`` us of its cold start from ``now`` (the part its
+    ``T_COLD`` names)."""
     m.tf[s, TF_BEGAN] = now
     if m.ri[R_SPEEDS]:
         _begin_smt(m, s, cost)
     else:
-        ti[s, T_TOKEN] += 1
+        m.ti[s, T_TOKEN] += 1
         _push(m, now + cost, s, FINISH)
-    return True
 
 
 @inlined
 def _activity(m, s):
     """The activity code of slot ``s``'s current computation."""
     if m.ti[s, T_COLD]:
-        return m.ri[R_COLD_ACT]
+        return m.ri[R_COLD_ACT] if m.ti[s, T_COLD] == 1 else m.ri[R_REFILL_ACT]
     return m.ov[m.ti[s, T_PC]]
 
 
@@ -1074,6 +1087,10 @@ def _end_compute(m, s):
         _quota_run(m, -1)
     if m.ri[R_SMT] and not _irq_stalls(m, cpu):  # (in a softirq the logical CPU stays busy)
         _smt_change(m, cpu, STOPS)
+    if ti[s, T_COLD] == 1 and m.tf[s, TF_REFILL] > 0.0:  # the wake-up is over: the refill
+        ti[s, T_COLD] = 2
+        _cold_part(m, s, m.rf[F_NOW], m.tf[s, TF_REFILL])
+        return False
     if ti[s, T_COLD]:  # the cold start is over: the computation begins (the CPU is held)
         ti[s, T_COLD] = 0
         _begin_compute(m, s)

@@ -27,6 +27,7 @@ from simsrv.machine.plan import US_PER_S, FramePlan, PlanError
 from simsrv.machine.plan_arrays import PlanArrays, from_plan
 from simsrv.machine.quota import CpuQuota, check_quota_machine
 from simsrv.machine.trace import (
+    COLD_REFILL,
     COLD_START,
     LOCK_SPIN,
     SIGNAL_SEND,
@@ -135,6 +136,7 @@ class Machine:
         ri[engine.R_SPIN_ACT] = activities.code(LOCK_SPIN)
         if ri[engine.R_COLD]:
             ri[engine.R_COLD_ACT] = activities.code(COLD_START)
+            ri[engine.R_REFILL_ACT] = activities.code(COLD_REFILL)
         if ri[engine.R_SIGNALS]:
             ri[engine.R_SEND_ACT] = activities.code(SIGNAL_SEND)
             ri[engine.R_WAKEUP_ACT] = activities.code(SIGNAL_WAKEUP)

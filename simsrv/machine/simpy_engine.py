@@ -134,6 +134,7 @@ from simsrv.machine.plan import (
 from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.machine.quota import CpuQuota, check_quota_machine
 from simsrv.machine.trace import (
+    COLD_REFILL,
     COLD_START,
     LOCK_SPIN,
     SIGNAL_SEND,
@@ -436,9 +437,12 @@ class SimpyMachine:
             return
         self._idle_since[state.cpu] = None
         if self.env.now > since:
-            yield from self._computation(
-                state, COLD_START, self.cold_start.cost(self.env.now - since)
-            )
+            idle = self.env.now - since
+            wake, refill = self.cold_start.wake_part(idle), self.cold_start.refill_part(idle)
+            if wake > 0.0:
+                yield from self._computation(state, COLD_START, wake)
+            if refill > 0.0:
+                yield from self._computation(state, COLD_REFILL, refill)
 
     def _give_up(self, cpu: int, request: simpy.Resource) -> None:
         """The thread gives its CPU up: to the next thread queued for it, or the CPU is idle

@@ -56,7 +56,10 @@ LOCK_SPIN = "lock_spin"
 COLD_START = "cold_start"
 """The activity of a CPU's cold start: the extra CPU time of the first computation after the
 CPU was idle (:mod:`simsrv.machine.cold_start`)."""
-MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP, LOCK_SPIN, COLD_START)
+COLD_REFILL = "cold_refill"
+"""The activity of a cold start's refill: the part that grows with the idle time
+(:mod:`simsrv.machine.cold_start`); ``cold_start`` is then its fixed wake-up part."""
+MACHINE_CHARGED = (SIGNAL_SEND, SIGNAL_WAKEUP, LOCK_SPIN, COLD_START, COLD_REFILL)
 """Activities the machine charges itself: they hold a CPU but no plan charged them."""
 
 

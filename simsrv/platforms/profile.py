@@ -143,6 +143,15 @@ class Platform(StrictModel):
         description="CPU time refilling caches and TLB after a long idle spell, at most, us "
         "(the part of the cold start that grows with the idle time)",
     )
+    cold_refill_frame_share: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="where a measured server's own stage timers see a cold start's refill "
+        "(cold_refill): this share in its per-frame work, the rest in receiving and executing "
+        "its first packet (the wake-up part, cold_start, is per-frame work); only the stage "
+        "shares compared with a measured server read it",
+    )
     world_counts_map_entities: bool = Field(
         True,
         strict=True,

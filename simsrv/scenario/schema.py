@@ -166,8 +166,8 @@ class ClientsSection(StrictModel):
         if self.send_times_file and (self.jitter_s or self.hosts or self.host_burst_s):
             field = "jitter_s" if self.jitter_s else "hosts" if self.hosts else "host_burst_s"
             raise ValueError(
-                f"{field}: must be 0 with send_times_file (the measured send times replace "
-                f"the phases and jitter), got {getattr(self, field)}"
+                f"send_times_file: needs clients.{field} = 0 (the measured send times replace "
+                f"the drawn phases and jitter), got {field} = {getattr(self, field)}"
             )
         return self
 

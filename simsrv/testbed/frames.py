@@ -163,64 +163,96 @@ def frames_cold_us(gap_us: np.ndarray, wake: float, refill: float, decay: float)
     return np.where(idle > QUEUED_GAP_US, wake + refill * -np.expm1(-idle / decay), 0.0)
 
 
-def cold_start_fit(runs: list[pd.DataFrame]) -> dict[str, float]:
-    """The cold start (:mod:`simsrv.machine.cold_start`) the real server's frames show.
-
-    Its frames with one packet from a client, no world tick and no connectionless packet
-    differ mostly in the idle time ``g`` before them; their CPU time (the frame's and the
-    ``select()`` wake-up's before it, without the ``sendto()`` calls, whose part after
-    idleness :func:`send_after_idle_fit` measures) is fitted, over the frames of every run in
-    ``runs``
-    (each a :data:`COLUMNS` table), to ``a_r + cold(g)``, ``cold(g) = wake + refill (1 -
-    exp(-g / decay))`` (:func:`frames_cold_us`: 0 for a frame that started at once, its
-    packet queued), with ``a_r`` one warm cost per run (the runs' client counts differ).
-    Robust least squares (soft L1 at 20 us: a virtual CPU's occasional stalls of
-    milliseconds are not the rule).  Returns ``wake_us``, ``refill_us``, ``decay_us``, the
-    frames used and the median absolute residual (us)."""
-    from scipy.optimize import least_squares
-
-    data = []
+def warm_costs(runs: list[pd.DataFrame]) -> dict[str, float]:
+    """The server's costs where nothing cooled down: over the frames of every run in ``runs``
+    that started within :data:`QUEUED_GAP_US` of the previous one's end (back to back, their
+    packet already queued), the per-frame work (other + ``select()``) per frame and the
+    receive calls and the execution per packet (us); ``frames``: how many."""
+    picked = []
     for frames in runs:
         frames = frames.sort_values("start_s")
         gap = idle_gaps_us(frames)
-        # the send calls' idle part is the send's own (send_after_idle_fit)
-        cpu = (frames["cpu_us"] + frames["select_us"] - frames["send_syscall_us"]).to_numpy()
+        keep = frames["measured"].to_numpy().astype(bool) & (gap <= QUEUED_GAP_US)
+        picked.append(frames[keep])
+    warm = pd.concat(picked)
+    packets = float(warm["packets"].sum())
+    if len(warm) < 10 or packets == 0:
+        raise ValueError(
+            "no run has frames that followed the previous one at once (a crowd condition "
+            "among the calibration runs gives them)"
+        )
+    return {
+        "frame_us": float((warm["other_us"] + warm["select_us"]).mean()),
+        "recv_us": float(warm["recv_syscall_us"].sum() / packets),
+        "execute_us": float(warm["execute_us"].sum() / packets),
+        "frames": len(warm),
+    }
+
+
+COLD_CPU_STALL_US = 1000.0
+"""A one-packet frame whose work (per-frame, receive, execute) took longer than this (us)
+was stalled (the virtual CPU descheduled): left out of :func:`cold_start_fit`."""
+
+
+def cold_start_fit(runs: list[pd.DataFrame], warm: dict[str, float]) -> dict[str, float]:
+    """The cold start (:mod:`simsrv.machine.cold_start`) the real server's frames show.
+
+    Its frames with one packet from a client, no world tick and no connectionless packet
+    differ mostly in the idle time ``g`` before them.  Their per-frame work, receive call and
+    execution (the stages a cold start slows; the send calls' excess is the receiver's
+    wake-up, :func:`send_wake_fit`; the reply's build varies with the condition) are fitted,
+    over the frames of every run in ``runs``, to the ``warm`` level (:func:`warm_costs`: the
+    same stages back to back) plus ``cold(g) = wake + refill (1 - exp(-g / decay))``
+    (:func:`frames_cold_us`: 0 for a frame that started at once).  Least squares, so that
+    the fit follows the mean (after long idleness the cost is skewed: most frames pay a
+    little, some much more, and the model charges the mean); frames over
+    :data:`COLD_CPU_STALL_US` are left out.  Returns ``wake_us``, ``refill_us``, ``decay_us``,
+    ``refill_frame_share`` (the share of the excess beyond the wake-ups that the per-frame
+    work shows, the rest being in the receive call and the execution: where the server's
+    own stage timers see a cold start's refill),
+    the frames used and the mean absolute residual (us)."""
+    from scipy.optimize import least_squares
+
+    gaps, works, frame_parts = [], [], []
+    for frames in runs:
+        frames = frames.sort_values("start_s")
+        gap = idle_gaps_us(frames)
+        frame = (frames["other_us"] + frames["select_us"]).to_numpy()
+        work = frame + (frames["recv_syscall_us"] + frames["execute_us"]).to_numpy()
         keep = (
             frames["measured"].to_numpy().astype(bool)
             & (frames["physics_ran"].to_numpy() == 0)
             & (frames["packets"].to_numpy() == 1)
             & (frames["connectionless"].to_numpy() == 0)
             & ~np.isnan(gap)
+            & (work < COLD_CPU_STALL_US)
         )
-        if keep.sum() >= 10:
-            data.append((gap[keep], cpu[keep]))
-    if not data:
+        gaps.append(gap[keep])
+        works.append(work[keep])
+        frame_parts.append(frame[keep])
+    gap, work, frame = np.concatenate(gaps), np.concatenate(works), np.concatenate(frame_parts)
+    if len(gap) < 10:
         raise ValueError("no run has frames of one packet to measure the cold start on")
-    n = len(data)
-
-    def residuals(p: np.ndarray) -> np.ndarray:
-        wake, refill, decay = p[n:]
-        out = []
-        for r, (gap, cpu) in enumerate(data):
-            out.append(p[r] + frames_cold_us(gap, wake, refill, decay) - cpu)
-        return np.concatenate(out)
-
-    start = [float(np.median(cpu)) for _, cpu in data] + [10.0, 40.0, 1000.0]
-    low, high = COLD_START_BOUNDS
+    level = warm["frame_us"] + warm["recv_us"] + warm["execute_us"]
     fit = least_squares(
-        residuals,
-        start,
-        bounds=([0.0] * n + list(low), [1e4] * n + list(high)),
-        loss="soft_l1",
-        f_scale=20.0,
+        lambda p: level + frames_cold_us(gap, *p) - work,
+        [10.0, 40.0, 1000.0],
+        bounds=COLD_START_BOUNDS,
     )
-    wake, refill, decay = (float(v) for v in fit.x[n:])
+    wake, refill, decay = (float(v) for v in fit.x)
+    # the refills' part in the per-frame work: its excess beyond the wake-ups, over the
+    # whole excess beyond them
+    cold = gap > QUEUED_GAP_US
+    wakes = wake * int(cold.sum())
+    refills = float((work[cold] - level).sum()) - wakes
+    frame_refills = float((frame[cold] - warm["frame_us"]).sum()) - wakes
     return {
         "wake_us": wake,
         "refill_us": refill,
         "decay_us": decay,
-        "frames": int(sum(len(g) for g, _ in data)),
-        "median_abs_residual_us": float(np.median(np.abs(fit.fun))),
+        "refill_frame_share": min(max(frame_refills / refills, 0.0), 1.0) if refills > 0 else 1.0,
+        "frames": len(gap),
+        "mean_abs_residual_us": float(np.mean(np.abs(fit.fun))),
     }
 
 

@@ -180,14 +180,40 @@ def _busy_share_quantity(activities: tuple[str, ...], doc: str) -> Quantity:
 
 
 # The testbed's stage shares (simsrv.testbed: the patched server's thread CPU per stage).
+def _cold_refill_frame_share(scenario: Scenario) -> float:
+    from simsrv.platforms.profile import load_platform
+
+    return load_platform(scenario.machine.platform).cold_refill_frame_share
+
+
+def _stage_share_with_cold(activities: tuple[str, ...], frame_part: bool, doc: str) -> Quantity:
+    """A stage's share with the part of the cold starts its stage timer sees: per-frame work
+    (``frame_part``) the wake-ups and the platform's ``cold_refill_frame_share`` of the
+    refills, executing packets the rest of the refills."""
+
+    def read(summary: Summary, scenario: Scenario) -> float:
+        share = _cold_refill_frame_share(scenario)
+        refill = busy_share(summary, ("cold_refill",))
+        if frame_part:
+            return busy_share(summary, (*activities, "cold_start")) + refill * share
+        return busy_share(summary, activities) + refill * (1.0 - share)
+
+    read.__doc__ = doc
+    return read
+
+
 QUANTITIES.register(
     "net_recv_share",
     _busy_share_quantity(("net_recv",), "Share of the busy CPU time in the receive system calls."),
 )
 QUANTITIES.register(
     "request_share",
-    _busy_share_quantity(
-        ("request",), "Share of the busy CPU time executing packets (after the receive call)."
+    _stage_share_with_cold(
+        ("request",),
+        False,
+        "Share of the busy CPU time executing packets (after the receive call), with the "
+        "share of the cold starts' refills that the real server's thread clock shows there "
+        "(1 - the platform's cold_refill_frame_share).",
     ),
 )
 QUANTITIES.register(
@@ -200,10 +226,12 @@ QUANTITIES.register(
 )
 QUANTITIES.register(
     "frame_share",
-    _busy_share_quantity(
-        ("frame", "cold_start"),
-        "Share of the busy CPU time in per-frame work (wake-up, timeouts, console) and cold "
-        "starts after idleness (which the real server's thread clock shows mostly in select()).",
+    _stage_share_with_cold(
+        ("frame",),
+        True,
+        "Share of the busy CPU time in per-frame work (wake-up, timeouts, console), with the "
+        "cold starts' wake-ups and the share of their refills that the real server's thread "
+        "clock shows there (the platform's cold_refill_frame_share).",
     ),
 )
 
