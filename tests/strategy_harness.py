@@ -29,6 +29,10 @@ class FakeWorld:
     def players(self) -> int:
         return len(self._positions)
 
+    @property
+    def entity_count(self) -> int:
+        return self.players + len(self.map.entities)
+
     def keep_neighbours(self, ticks: int) -> None:
         pass
 

@@ -24,8 +24,11 @@ from tests.strategy_harness import floor, make_strategy
 
 
 def random_costs(rng: np.random.Generator) -> dict[str, float]:
-    """Every cost of the platform random (fractional, so that rounding tells orders apart)."""
-    return {name: float(rng.uniform(0.0, 300.0)) for name in Costs.model_fields}
+    """Every cost of the platform random (fractional, so that rounding tells orders apart),
+    but the scan of the entity list, which a strategy folds into ``reply_per_client`` once
+    (``tests/test_scanned_entities.py``), so that the plans' replies read the vector drawn."""
+    costs = {name: float(rng.uniform(0.0, 300.0)) for name in Costs.model_fields}
+    return {**costs, "reply_per_scanned_entity": 0.0}
 
 
 def random_frame(rng: np.random.Generator, players: int) -> FrameWorkload:

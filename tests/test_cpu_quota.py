@@ -188,7 +188,7 @@ def test_no_period_holds_more_than_the_quota_and_every_computation_is_charged(sc
 
 
 def test_a_scenario_with_a_quota_gives_the_same_trace_on_both_engines():
-    quota = ["machine.cpu_quota_us=1000", "machine.cpu_period_us=20000", "players.count=24"]
+    quota = ["machine.cpu_quota_us=1000", "machine.cpu_period_us=20000", "players.count=48"]
     short = ["run.duration_s=0.3", "run.warmup_s=0.1"]
     path = "scenarios/testbed/mvdsv-dm1.toml"
     fast = simulate(load_scenario(path, [*short, *quota]), KEEP_ALL, keep_frames=KEEP_ALL)

@@ -49,7 +49,7 @@ def _scenario(tmp_path, name, idle=0.0, counts_map=False, extra=()):
         "world_per_entity": WORLD_ENTITY_US, "net_recv_per_message": RECV_US,
         "request_per_message": EXECUTE_US, "request_per_command": 0.0,
         "request_per_range_entity": 0.0, "reply_per_client": 0.0,
-        "reply_per_visible_entity": 0.0, "reply_per_pvs_room": 0.0,
+        "reply_per_visible_entity": 0.0, "reply_per_pvs_room": 0.0, "reply_per_scanned_entity": 0.0,
         "net_send_per_reply": SEND_US, "net_send_wake": WAKE_US,
     }  # fmt: skip
     sets = [

@@ -47,7 +47,8 @@ def _scenario(tmp_path: Path, cold=(0.0, 0.0, 1.0), name="p", extra=()):
         "frame_overhead": FIXED_US, "world_base": 0.0, "world_per_entity": 0.0,
         "net_recv_per_message": RECV_US, "request_per_message": EXECUTE_US,
         "request_per_command": 0.0, "request_per_range_entity": 0.0, "reply_per_client": 0.0,
-        "reply_per_visible_entity": 0.0, "reply_per_pvs_room": 0.0, "net_send_per_reply": SEND_US,
+        "reply_per_visible_entity": 0.0, "reply_per_pvs_room": 0.0, "reply_per_scanned_entity": 0.0,
+        "net_send_per_reply": SEND_US,
     }  # fmt: skip
     sets = [
         "run.duration_s=0.3", "run.warmup_s=0.1", "players.count=12", "clients.hosts=3",

@@ -135,11 +135,13 @@ def test_frame_records_become_a_table_and_a_partial_record_is_dropped(tmp_path):
     records["cpu_send_s"] = 20e-6
     records["cpu_sendto_s"] = 12e-6
     records["packets"] = [1, 2, 3]
-    header = struct.pack("<IIII", 0x31425453, RECORD.itemsize, 0, 0)
+    records["edicts"] = [120, 121, 512]
+    header = struct.pack("<IIII", 0x32425453, RECORD.itemsize, 0, 0)
     path = tmp_path / "frames.bin"
     path.write_bytes(header + records.tobytes() + b"\x01\x02\x03")
     table = read_frames(path)
     assert list(table["packets"]) == [1, 2, 3]
+    assert list(table["edicts"]) == [120, 121, 512]
     assert table["wall_us"].round(3).tolist() == [100.0, 200.0, 300.0]
     assert table["execute_us"].round(6).tolist() == [25.0] * 3
     assert table["build_us"].round(6).tolist() == [8.0] * 3

@@ -5,7 +5,7 @@ as ``simsrv testbed --compare`` does), runs the model on ``this-machine-mvdsv`` 
 of parameters scaled by 0.5, 1 and 1.5 and writes the server's CPU busy fraction, frames/s and
 messages/frame per run::
 
-    python tools/testbed_sensitivity.py results/testbed2 --out docs/testbed-sensitivity.csv
+    python tools/testbed_sensitivity.py results/testbed3 --out docs/testbed-sensitivity.csv
 
 The groups: the cold start of a frame after idleness (``cold_start_us`` and
 ``cold_refill_us`` together) and the receiver's wake-up charged to the send calls

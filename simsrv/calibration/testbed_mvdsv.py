@@ -103,13 +103,15 @@ as 100 quantiles (``wakeup_latency_us`` is then 0).  The cold start: the frames'
 against the idle time before them (:func:`simsrv.testbed.frames.cold_start_fit`)."""
 SET_FROM_ESTIMATE = (
     "reply_per_visible_entity",
+    "reply_per_scanned_entity",
     "net_send_wake",
     *MEASURED,
 )
-"""Written from the direct estimate, not fitted.  The per-visible-entity part of building a
-reply is the slope of the measured build time per reply against the entities the model's
-replies list in each calibration condition (a crowd condition among them spreads them); the
-fit's targets do not pin it apart from the fixed part, so it is set, not fitted.  The wake-up of
+"""Written from the direct estimate, not fitted.  The per-entity parts of building a reply,
+per entity the model's replies list and per edict of the server's list they scan, are the
+slopes of the measured build time per reply against both counts in each calibration
+condition (:func:`reply_fit`; a crowd condition among them spreads them); the fit's targets
+do not pin them apart from the fixed part, so they are set, not fitted.  The wake-up of
 a sleeping receiver: measured on the frames' send calls against the load generator's idle
 share (:func:`simsrv.testbed.frames.send_wake_fit`, with the per-reply cost it also gives as
 the joint fit's start).  And :data:`MEASURED`."""
@@ -215,15 +217,7 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         # is taken as proportional to the entities (the runs pooled), not as that line
         slope, intercept = float(tick @ entities / (entities @ entities)), 0.1
     slope = max(slope, 1e-3)
-    # A reply lists the entities its client sees: its build time per reply, condition by
-    # condition, against the entities the model's replies list there (the model's unit)
-    per_condition = allf.groupby("condition").agg(
-        build=("build_us", "sum"), replies=("replies", "sum")
-    )
-    reply = (per_condition["build"] / per_condition["replies"]).to_numpy()
-    visible = np.array([visible[c] for c in per_condition.index])
-    rslope, rintercept = np.polyfit(visible, reply, 1)
-    rslope, rintercept = max(rslope, 1e-3), max(rintercept, 0.1)
+    rintercept, rslope, rscan = reply_fit(allf, visible)
     warm = warm_costs(tables)
     cold = cold_start_fit(tables, warm)
     idle = [receiver_idle_share(row.to_dict()) for _, row in runs.iterrows()]
@@ -242,9 +236,40 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         "request_per_message": warm["execute_us"],
         "reply_per_client": float(rintercept),
         "reply_per_visible_entity": float(rslope),
+        "reply_per_scanned_entity": float(rscan),
         "net_send_per_reply": sends["per_reply_us"],
         "net_send_wake": sends["wake_us"],
     }
+
+
+def reply_fit(frames: pd.DataFrame, visible: dict[str, float]) -> tuple[float, float, float]:
+    """The cost of building a reply (us): fixed, per entity the model's reply lists, per
+    entity of the server's list it scans.  Condition by condition (``frames``' ``condition``
+    column), the build time per reply against the entities the model's replies list there
+    (``visible``, :func:`simsrv.testbed.model.visible_per_reply`) and the server's edicts
+    its replies scanned (the frames' ``edicts`` weighted by their replies), by non-negative
+    least squares.  Without the ``edicts`` column (a campaign measured before the patch
+    recorded it) the scan is not separated: a line against the listed entities, scan 0."""
+    from scipy.optimize import nnls
+
+    frames = (
+        frames.assign(scanned=frames["edicts"] * frames["replies"])
+        if ("edicts" in frames)
+        else frames
+    )
+    agg = {"build": ("build_us", "sum"), "replies": ("replies", "sum")}
+    if "scanned" in frames:
+        agg["scanned"] = ("scanned", "sum")
+    per_condition = frames.groupby("condition").agg(**agg)
+    replies = per_condition["replies"].to_numpy(dtype=float)
+    reply = per_condition["build"].to_numpy() / replies
+    columns = [np.ones(len(reply)), np.array([visible[c] for c in per_condition.index])]
+    if "scanned" in per_condition:
+        columns.append(per_condition["scanned"].to_numpy() / replies)
+    coefficients, _ = nnls(np.column_stack(columns), reply)
+    fixed, per_visible = max(coefficients[0], 0.1), coefficients[1]
+    per_scanned = coefficients[2] if len(coefficients) > 2 else 0.0
+    return float(fixed), float(per_visible), float(per_scanned)
 
 
 def targets(data: Path, runs: pd.DataFrame) -> list[Target]:

@@ -35,8 +35,9 @@ class Costs(StrictModel):
     entity in its action range L_a; every frame pays ``reply_info_per_client`` per
     connected client (the score and broadcast messages); each reply pays ``reply_per_client`` plus
     ``reply_per_visible_entity`` per entity in the client's potentially visible set plus
-    ``net_send_per_reply`` (sendto).  Operating-system and synchronisation costs are used by the
-    parallel strategies.
+    ``reply_per_scanned_entity`` per entity of the server's list it scans
+    (``server.scanned_entities``) plus ``net_send_per_reply`` (sendto).  Operating-system and
+    synchronisation costs are used by the parallel strategies.
     """
 
     frame_overhead: float = _us("fixed work of every server frame")
@@ -53,6 +54,11 @@ class Costs(StrictModel):
     reply_per_client: float = _us("building one reply")
     reply_per_visible_entity: float = _us("per entity in the client's visible set")
     reply_per_pvs_room: float = _us("per room (leaf) in the client's PVS row")
+    reply_per_scanned_entity: float = _us(
+        "per entity of the server's entity list each reply scans (QuakeWorld's "
+        "SV_WriteEntitiesToClient tests every edict against the client's PVS; the count is "
+        "server.scanned_entities); 0 = none"
+    )
     net_send_per_reply: float = _us("send system call per reply")
     net_send_wake: float = _us(
         "a frame's first send to a receiver that sleeps on the same machine, extra: the "

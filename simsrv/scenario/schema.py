@@ -199,6 +199,16 @@ class ServerSection(StrictModel):
     reply_max_bytes: int = Field(
         1450, ge=1, le=65507, description="largest datagram, bytes (UDP/IPv4: 65507)"
     )
+    scanned_entities: int = Field(
+        0,
+        ge=0,
+        le=10_000_000,
+        strict=True,
+        description="entities in the server's list that building each reply scans "
+        "(QuakeWorld: every edict up to sv.num_edicts, the map's, the players' and those the "
+        "game spawned: bodies, gibs, backpacks); charged reply_per_scanned_entity each; "
+        "0 = the world's own, players + map entities",
+    )
     read_until_empty: bool = Field(
         False,
         strict=True,
@@ -420,6 +430,8 @@ class Scenario(BaseModel):
             del out["cluster"]  # a single server: the layout of scenarios without the section
         if self.run.map_seed is None:
             del out["run"]["map_seed"]  # unset: the layout (and hash) of scenarios before it
+        if not self.server.scanned_entities:
+            del out["server"]["scanned_entities"]  # the world's own: the layout without it
         if not self.server.read_until_empty:
             del out["server"]["read_until_empty"]  # the papers' rule: the layout without it
         if not self.clients.send_times_file:

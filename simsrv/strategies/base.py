@@ -37,7 +37,7 @@ from simsrv.machine.plan import FramePlan
 from simsrv.machine.plan_arrays import PlanArrays
 from simsrv.platforms.profile import Platform
 from simsrv.scenario.schema import Scenario
-from simsrv.strategies.costs import cost_vector
+from simsrv.strategies.costs import cost_vector, with_scanned_entities
 from simsrv.workload.frame import FrameWorkload
 from simsrv.world.world import World
 
@@ -93,6 +93,10 @@ class Strategy:
         self.options = options
         self.context = context
         self.costs = context.platform.costs
+        """The platform's costs, with the scan of the entity list in the per-reply cost."""
+        if self.costs.reply_per_scanned_entity:
+            scanned = context.scenario.server.scanned_entities or context.world.entity_count
+            self.costs = with_scanned_entities(self.costs, scanned)
         self.cost_vector = cost_vector(self.costs)
         """:attr:`costs` as the cost functions read them (:mod:`simsrv.strategies.costs`)."""
 

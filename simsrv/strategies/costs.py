@@ -47,6 +47,18 @@ COST_DTYPE = np.dtype([(name, np.float64) for name in Costs.model_fields], align
 :class:`~simsrv.platforms.profile.Costs`, same names, same order, us."""
 
 
+def with_scanned_entities(costs: Costs, scanned: int) -> Costs:
+    """``costs`` with the scan of the server's entity list folded into the per-reply cost,
+    us: ``reply_per_client + reply_per_scanned_entity * scanned`` (each reply tests
+    ``scanned`` entities against the client's PVS, ``docs/model.md`` §3; the count is one per
+    run, so the scan is a fixed part of every reply).  ``costs`` itself when the platform has
+    no scan cost."""
+    if costs.reply_per_scanned_entity == 0.0:
+        return costs
+    per_reply = costs.reply_per_client + costs.reply_per_scanned_entity * scanned
+    return costs.model_copy(update={"reply_per_client": per_reply})
+
+
 def cost_vector(costs: Costs) -> np.ndarray:
     """``costs`` as a cost vector: a read-only (1,) array of :data:`COST_DTYPE`, us."""
     vector = np.array([tuple(getattr(costs, name) for name in COST_DTYPE.names)], COST_DTYPE)

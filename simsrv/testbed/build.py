@@ -106,6 +106,10 @@ class ServerBuild:
     digest: str
     max_clients: int = 256
 
+    def command(self, basedir: Path, port: int) -> list[str]:
+        """The server's command line, on ``port`` of the loopback address."""
+        return [str(self.binary), "-basedir", str(basedir), "-port", str(port), "-ip", "127.0.0.1"]
+
 
 def _digest(shared: SharedFolder) -> str:
     h = hashlib.sha256()

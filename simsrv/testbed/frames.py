@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-MAGIC = 0x31425453
+MAGIC = 0x32425453  # "STB2"
 RECORD = np.dtype(
     [
         ("wall_start_s", "<f8"),
@@ -33,6 +33,8 @@ RECORD = np.dtype(
         ("chokes", "<i4"),
         ("active_clients", "<i4"),
         ("physics_ran", "<i4"),
+        ("edicts", "<i4"),
+        ("reserved", "<i4"),
     ]
 )
 
@@ -58,6 +60,8 @@ COLUMNS = {
     "chokes": "replies held back by the rate limit",
     "active_clients": "clients in the game at the frame's end",
     "physics_ran": "1 when the frame ran a world tick (sv_mintic passed)",
+    "edicts": "the server's edicts at the frame's end (sv.num_edicts: the map's, the players' "
+    "and those the game spawned, free ones among them): the entity list each reply scans",
 }
 
 
@@ -107,6 +111,7 @@ def frames_table(records: np.ndarray) -> pd.DataFrame:
             "chokes": r["chokes"].astype(np.int64),
             "active_clients": r["active_clients"].astype(np.int64),
             "physics_ran": r["physics_ran"].astype(np.int64),
+            "edicts": r["edicts"].astype(np.int64),
         }
     )
     assert list(table.columns) == list(COLUMNS)

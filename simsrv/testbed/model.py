@@ -159,7 +159,10 @@ def row_overrides(
     """:func:`scenario_overrides` of a stored campaign row, with the timing and socket
     capacity that run measured; with the campaign's ``store``, the clients send when the
     load generator sent (its measured send times replayed: :func:`sends_file`,
-    :mod:`simsrv.workload.send_times`) rather than with drawn phases and jitter."""
+    :mod:`simsrv.workload.send_times`) rather than with drawn phases and jitter.  The
+    server's entity list its replies scanned (``edicts_per_reply``: the map's edicts, the
+    players' and the bodies, gibs and backpacks the game spawned, which the model's world does
+    not hold) is the run's measurement too (``server.scanned_entities``)."""
     out = scenario_overrides(
         config_from_row(row),
         shared,
@@ -172,6 +175,9 @@ def row_overrides(
         ),
     )
     out.append(f"clients.receiver_idle_share={receiver_idle_share(row)!r}")
+    edicts = _measured(row, "edicts_per_reply", 0.0)
+    if edicts > 0:  # the game's entity list as the real server held it (a run's measurement)
+        out.append(f"server.scanned_entities={round(edicts)}")
     sends = sends_file(store, row, seed)
     if sends is not None:
         out = [o for o in out if not o.startswith(REPLAYED)]

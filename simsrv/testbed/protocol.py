@@ -131,17 +131,22 @@ def load_checksum_table(common_c: str) -> bytes:
     """The 1,024-byte ``chktbl`` read from the text of the server's ``src/common.c``.
 
     Only the table's first bytes are initialised in the source; the rest are zeros (as the
-    C compiler fills them).  Raises :class:`ValueError` when the table is not found.
+    C compiler fills them).  QuakeWorld 2.40 (QuakeTM) declares it ``chktbl[1024 + 4]`` and
+    takes the sequence modulo ``sizeof - 8``, mvdsv ``chktbl[1024]`` modulo ``sizeof - 4``:
+    the same 1,024 bytes and the same modulus, so the padding is dropped.  Raises
+    :class:`ValueError` when the table is not found.
     """
-    match = re.search(r"chktbl\s*\[\s*(\d+)\s*\]\s*=\s*\{(.*?)\};", common_c, re.S)
+    match = re.search(
+        r"chktbl\s*\[\s*(\d+)\s*(?:\+\s*(\d+)\s*)?\]\s*=\s*\{(.*?)\};", common_c, re.S
+    )
     if not match:
         raise ValueError("no chktbl table in the server's common.c")
-    size = int(match.group(1))
-    body = re.sub(r"//[^\n]*", "", match.group(2))
+    size, padding = int(match.group(1)), int(match.group(2) or 0)
+    body = re.sub(r"//[^\n]*", "", match.group(3))
     values = [int(tok, 16) for tok in re.findall(r"0x[0-9a-fA-F]{1,2}", body)]
-    if not values or len(values) > size:
+    if not values or len(values) > size + padding:
         raise ValueError("chktbl in common.c does not have the expected shape")
-    return bytes(values) + bytes(size - len(values))
+    return (bytes(values) + bytes(size + padding - len(values)))[:size]
 
 
 def _crc_table() -> list[int]:

@@ -143,6 +143,16 @@ class TestbedResult:
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
 
 
+def _edicts_per_reply(window: pd.DataFrame) -> float:
+    """The server's edict count each reply of the window scanned, on average (weighted by
+    the frames' replies; ``SV_WriteEntitiesToClient`` tests every edict up to
+    ``sv.num_edicts`` against the client's PVS); NaN without replies."""
+    replies = window["replies"].to_numpy(dtype=float)
+    if replies.sum() == 0:
+        return float("nan")
+    return float((window["edicts"].to_numpy(dtype=float) * replies).sum() / replies.sum())
+
+
 def _quantiles_ms(values: np.ndarray) -> dict[str, float]:
     if len(values) == 0:
         return {k: float("nan") for k in ("mean", "p50", "p95", "p99", "max")}
@@ -314,6 +324,7 @@ def summarize(
             "build": per("build_us", "replies"),
         },
         "us_per_world_tick": per("physics_us", "physics_ran"),
+        "edicts_per_reply": _edicts_per_reply(window),
         "us_per_frame": {
             "other": float(window["other_us"].mean()) if n_frames else float("nan"),
             "select": float(window["select_us"].mean()) if n_frames else float("nan"),

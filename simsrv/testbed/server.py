@@ -22,6 +22,7 @@ from simsrv.machine.quota import CpuQuota
 from simsrv.scenario.schema import MAX_PERIOD_US, MIN_QUOTA_US
 from simsrv.testbed.build import ServerBuild, SharedFolder
 from simsrv.testbed.processes import stop_group, tie_and_pin
+from simsrv.testbed.quaketm import QuakeTMBuild
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 MAX_MAP_BYTES = 64 << 20  # a GPL deathmatch map is ~0.3-1.5 MB unpacked
@@ -123,16 +124,18 @@ class ServerProcess:
 
     def __init__(
         self,
-        build: ServerBuild,
+        build: ServerBuild | QuakeTMBuild,
         basedir: Path,
         port: int,
         frames_file: Path,
         *,
         cpu: int | None = None,
         quota: CpuQuota | None = None,
+        args: tuple[str, ...] = (),
     ) -> None:
         self.build, self.basedir, self.port = build, basedir, port
         self.frames_file, self.cpu, self.quota = frames_file, cpu, quota
+        self.args = args
         self.process: subprocess.Popen | None = None
         self.cgroup: Path | None = None
         self.log_path = basedir / "server.log"
@@ -156,15 +159,7 @@ class ServerProcess:
         env = dict(os.environ, SIMSRV_TESTBED_FRAMES=str(self.frames_file))
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [
-                str(self.build.binary),
-                "-basedir",
-                str(self.basedir),
-                "-port",
-                str(self.port),
-                "-ip",
-                "127.0.0.1",
-            ],
+            [*self.build.command(self.basedir, self.port), *self.args],
             cwd=self.basedir,
             env=env,
             stdin=subprocess.PIPE,
