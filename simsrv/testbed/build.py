@@ -118,6 +118,50 @@ def _digest(shared: SharedFolder) -> str:
     return h.hexdigest()[:16]
 
 
+def cached_build(
+    digest: str,
+    archive: Path,
+    tree_name: str,
+    patch: Path,
+    commands: list[tuple[list[str], str]],
+    binary: str,
+    what: str,
+    quiet: bool = True,
+) -> Path:
+    """The unpacked tree ``tree_name`` of ``archive``, patched with ``patch`` and built by
+    ``commands`` (each a command line and the tree's sub-folder it runs in, created if
+    missing), kept in the cache under ``digest`` until ``binary`` (a path in the tree)
+    exists: each build runs once per machine.  Concurrent builds wait on a file lock; a
+    failed one leaves nothing in the cache."""
+    home = cache_root() / digest
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f"{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (home / tree_name / binary).is_file():
+            return home / tree_name
+        if home.exists():
+            shutil.rmtree(home)
+        staging = home.with_name(digest + ".staging")
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir()
+        with tarfile.open(archive) as packed:
+            packed.extractall(staging, filter="data")
+        tree = staging / tree_name
+        out = subprocess.DEVNULL if quiet else None
+        try:
+            subprocess.run(
+                ["patch", "-p1", "--quiet", "-i", str(patch)], cwd=tree, check=True, stdout=out
+            )
+            for command, folder in commands:
+                (tree / folder).mkdir(exist_ok=True)
+                subprocess.run(command, cwd=tree / folder, check=True, stdout=out, stderr=out)
+        except subprocess.CalledProcessError as error:
+            raise RuntimeError(f"building {what} failed: {error}") from error
+        staging.rename(home)
+    return home / tree_name
+
+
 def build_server(shared: SharedFolder, *, max_clients: int = 32, quiet: bool = True) -> ServerBuild:
     """Unpack, patch and build the server once per (source, patch, MAX_CLIENTS)."""
     if max_clients not in SERVER_MAX_CLIENTS:
@@ -129,48 +173,21 @@ def build_server(shared: SharedFolder, *, max_clients: int = 32, quiet: bool = T
             "(Debian: apt-get install cmake build-essential patch)"
         )
     digest = f"{_digest(shared)}-c{max_clients}"
-    home = cache_root() / digest
-    home.parent.mkdir(parents=True, exist_ok=True)
-    binary = home / "mvdsv-0.35" / "build" / "mvdsv"
-    with open(home.parent / f"{digest}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.is_file():
-            return ServerBuild(binary, home / "mvdsv-0.35", digest, max_clients)
-        if home.exists():
-            shutil.rmtree(home)
-        staging = home.with_name(digest + ".staging")
-        if staging.exists():
-            shutil.rmtree(staging)
-        staging.mkdir()
-        with tarfile.open(shared.archive) as archive:
-            archive.extractall(staging, filter="data")
-        tree = staging / "mvdsv-0.35"
-        out = subprocess.DEVNULL if quiet else None
-        try:
-            subprocess.run(
-                ["patch", "-p1", "--quiet", "-i", str(PATCH)], cwd=tree, check=True, stdout=out
-            )
-            (tree / "build").mkdir()
-            subprocess.run(
-                [
-                    "cmake",
-                    "-DCMAKE_BUILD_TYPE=Release",
-                    f"-DCMAKE_C_FLAGS=-DSIMSRV_MAX_CLIENTS={max_clients}",
-                    "..",
-                ],
-                cwd=tree / "build",
-                check=True,
-                stdout=out,
-                stderr=out,
-            )
-            subprocess.run(
-                ["make", f"-j{os.cpu_count() or 2}"],
-                cwd=tree / "build",
-                check=True,
-                stdout=out,
-                stderr=out,
-            )
-        except subprocess.CalledProcessError as error:
-            raise RuntimeError(f"building the testbed server failed: {error}") from error
-        staging.rename(home)
-    return ServerBuild(binary, home / "mvdsv-0.35", digest, max_clients)
+    cmake = [
+        "cmake",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_C_FLAGS=-DSIMSRV_MAX_CLIENTS={max_clients}",
+        "..",
+    ]
+    make = ["make", f"-j{os.cpu_count() or 2}"]
+    tree = cached_build(
+        digest,
+        shared.archive,
+        "mvdsv-0.35",
+        PATCH,
+        [(cmake, "build"), (make, "build")],
+        "build/mvdsv",
+        "the testbed server",
+        quiet,
+    )
+    return ServerBuild(tree / "build" / "mvdsv", tree, digest, max_clients)

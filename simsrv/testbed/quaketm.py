@@ -19,16 +19,12 @@ fixed period of S seconds (0.1 stock).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import shutil
-import subprocess
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from simsrv.core.errors import InputError
-from simsrv.testbed.build import SharedFolder, cache_root, missing_build_tools
+from simsrv.testbed.build import SharedFolder, cached_build, missing_build_tools
 
 ARCHIVE = "quaketm-f024c83.tar.gz"
 TREE = "quaketm-f024c83"
@@ -95,36 +91,9 @@ def build_quaketm(shared: SharedFolder, variant: str, *, quiet: bool = True) -> 
             "(Debian: apt-get install build-essential patch)"
         )
     digest = _digest(archive, variant)
-    home = cache_root() / digest
-    home.parent.mkdir(parents=True, exist_ok=True)
-    server = home / TREE / "server"
-    binary = server / "qwsv"
-    with open(home.parent / f"{digest}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.is_file():
-            return QuakeTMBuild(binary, home / TREE, variant, digest)
-        if home.exists():
-            shutil.rmtree(home)
-        staging = home.with_name(digest + ".staging")
-        if staging.exists():
-            shutil.rmtree(staging)
-        staging.mkdir()
-        with tarfile.open(archive) as packed:
-            packed.extractall(staging, filter="data")
-        tree = staging / TREE
-        out = subprocess.DEVNULL if quiet else None
-        try:
-            subprocess.run(
-                ["patch", "-p1", "--quiet", "-i", str(PATCH)], cwd=tree, check=True, stdout=out
-            )
-            subprocess.run(
-                ["make", f"run={VARIANTS[variant]}"],
-                cwd=tree / "server",
-                check=True,
-                stdout=out,
-                stderr=out,
-            )
-        except subprocess.CalledProcessError as error:
-            raise RuntimeError(f"building QuakeTM ({variant}) failed: {error}") from error
-        staging.rename(home)
-    return QuakeTMBuild(binary, home / TREE, variant, digest)
+    make = ["make", f"run={VARIANTS[variant]}"]
+    tree = cached_build(
+        digest, archive, TREE, PATCH, [(make, "server")], "server/qwsv", f"QuakeTM ({variant})",
+        quiet,
+    )  # fmt: skip
+    return QuakeTMBuild(tree / "server" / "qwsv", tree, variant, digest)
