@@ -19,6 +19,7 @@ from simsrv.pipeline.load import load_scenario
 from simsrv.pipeline.seeding import run_streams
 from simsrv.pipeline.simulation import build_map, simulate
 from simsrv.testbed.frames import send_wake_fit
+from tests.platform_files import platform_with
 
 SCENARIO = "scenarios/testbed/mvdsv-dm1.toml"
 FIXED_US, RECV_US, EXECUTE_US, SEND_US, WAKE_US = 5.0, 3.0, 17.0, 11.0, 23.0
@@ -26,21 +27,11 @@ WORLD_BASE_US, WORLD_ENTITY_US = 7.0, 0.5
 
 
 def _platform(tmp_path: Path, name: str, counts_map: bool) -> str:
-    source = Path("simsrv/platforms/this-machine-mvdsv.toml").read_text()
-    kept = [
-        line
-        for line in source.splitlines()
-        if not line.startswith(
-            ("wakeup_latency", "cold_start_us", "cold_refill_us", "world_counts_map")
-        )
-    ]
-    head = (
-        f"wakeup_latency_us = 2.0\ncold_start_us = 0\ncold_refill_us = 0\n"
-        f"world_counts_map_entities = {'true' if counts_map else 'false'}\n\n[costs]"
-    )
-    path = tmp_path / f"{name}.toml"  # (platforms are cached by path)
-    path.write_text("\n".join(kept).replace("[costs]", head, 1))
-    return f'machine.platform="{path}"'
+    fields = {
+        "wakeup_latency_us": 2.0, "cold_start_us": 0, "cold_refill_us": 0,
+        "world_counts_map_entities": counts_map,
+    }  # fmt: skip
+    return platform_with(tmp_path, name, fields, drop=("wakeup_latency_quantiles_us",))
 
 
 def _scenario(tmp_path, name, idle=0.0, counts_map=False, extra=()):

@@ -19,6 +19,7 @@ from simsrv.pipeline.load import load_scenario
 from simsrv.pipeline.seeding import run_streams
 from simsrv.pipeline.simulation import build_world, simulate
 from simsrv.workload.clients import ClientStream
+from tests.platform_files import platform_with
 
 SCENARIO = "scenarios/testbed/mvdsv-dm1.toml"
 WAKE_US, FIXED_US, RECV_US, EXECUTE_US, SEND_US = 7.0, 5.0, 3.0, 17.0, 11.0
@@ -27,19 +28,11 @@ send call (everything else 0)."""
 
 
 def _platform(tmp_path: Path, cold: tuple[float, float, float], name: str) -> str:
-    source = Path("simsrv/platforms/this-machine-mvdsv.toml").read_text()
-    kept = [
-        line
-        for line in source.splitlines()
-        if not line.startswith(("wakeup_latency", "cold_start_us", "cold_refill_us", "cold_decay"))
-    ]
-    head = (
-        f"wakeup_latency_us = {WAKE_US}\ncold_start_us = {cold[0]}\n"
-        f"cold_refill_us = {cold[1]}\ncold_decay_us = {cold[2]}\n\n[costs]"
-    )
-    path = tmp_path / f"{name}.toml"  # (platforms are cached by path)
-    path.write_text("\n".join(kept).replace("[costs]", head, 1))
-    return f'machine.platform="{path}"'
+    fields = {
+        "wakeup_latency_us": WAKE_US, "cold_start_us": cold[0], "cold_refill_us": cold[1],
+        "cold_decay_us": cold[2],
+    }  # fmt: skip
+    return platform_with(tmp_path, name, fields, drop=("wakeup_latency_quantiles_us",))
 
 
 def _scenario(tmp_path: Path, cold=(0.0, 0.0, 1.0), name="p", extra=()):
