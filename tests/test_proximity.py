@@ -136,3 +136,36 @@ def test_the_budget_stops_the_search_at_the_first_pair_over_it(monkeypatch):
     monkeypatch.setattr(proximity, "MAX_PAIRS", exact - 10)
     with pytest.raises(InputError, match=rf"stand in more than {exact - 10:,} pairs"):
         neighbour_lists(players, entities, 256.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(0, 300),
+    spread=st.floats(0.5, 5000.0),
+    radius=st.floats(0.25, 600.0),
+    stacked=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_quick_refusal_never_counts_more_pairs_than_there_are(n, spread, radius, stacked, seed):
+    """The one-pass bound that refuses a crowd before the search (pairs within one cube
+    narrower than the range) is a lower bound of the exact count, so it refuses nothing the
+    search would accept; on a dense crowd it is most of the count."""
+    from simsrv.world.cell_list import _pairs_at_least
+
+    rng = np.random.default_rng(seed)
+    points = rng.uniform(0, spread, (n, 3))
+    points[: min(stacked, n)] = points[0] if n else points[:0]
+    bound = _pairs_at_least(points, radius)
+    exact = count_pairs(points, radius)
+    assert 0 <= bound <= exact
+    if n >= 2 and spread <= radius / 2:  # every point in one cube: the bound is exact
+        assert bound == exact == n * (n - 1) // 2
+
+
+def test_a_dense_crowd_is_refused_by_the_bound_with_the_same_answer():
+    rng = np.random.default_rng(4)
+    points = rng.uniform(0, 500, (3000, 3))
+    exact = count_pairs(points, 128.0)
+    for limit in (exact // 10, exact - 1):
+        assert neighbour_rows(points, 3000, 128.0, limit)[2] == limit + 1
+    assert neighbour_rows(points, 3000, 128.0, exact)[2] == exact

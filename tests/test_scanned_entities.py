@@ -99,23 +99,26 @@ def test_the_count_is_a_whole_non_negative_number_refused_in_one_line():
 
 def test_the_reply_fit_recovers_the_fixed_listed_and_scanned_costs():
     rng = np.random.default_rng(11)
-    visible = {"a": 6.0, "b": 14.0, "c": 60.0, "d": 30.0}
-    edicts = {"a": 120, "b": 170, "c": 512, "d": 512}
+    visible = {"a": 6.0, "b": 14.0, "c": 60.0}
+    # three repeats per condition: same listed entities, different edicts scanned
+    edicts = {"a": (110, 120, 105), "b": (190, 220, 250), "c": (512, 512, 512)}
     frames = []
-    for condition in visible:
-        replies = rng.integers(1, 4, 2000)
-        build = replies * (3.0 + 0.05 * visible[condition] + 0.025 * edicts[condition])
-        build = build + rng.normal(0.0, 0.2, 2000)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "condition": condition,
-                    "replies": replies,
-                    "build_us": build,
-                    "edicts": edicts[condition],
-                }
+    for condition, counts in edicts.items():
+        for repeat, scanned in enumerate(counts):
+            replies = rng.integers(1, 4, 2000)
+            build = replies * (3.0 + 0.05 * visible[condition] + 0.025 * scanned)
+            build = build + rng.normal(0.0, 0.2, 2000)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "run": f"{condition}-s{repeat}",
+                        "condition": condition,
+                        "replies": replies,
+                        "build_us": build,
+                        "edicts": scanned,
+                    }
+                )
             )
-        )
     fixed, per_visible, per_scanned = reply_fit(pd.concat(frames), visible)
     assert fixed == pytest.approx(3.0, abs=0.05)
     assert per_visible == pytest.approx(0.05, abs=0.002)

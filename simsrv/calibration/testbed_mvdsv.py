@@ -200,7 +200,9 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         condition = condition_of(row["label"])
         map_entities = _map_entities(shared.map_file(row["config.map"])) if counts_map else 0
         window = window.assign(
-            condition=condition, entities=int(row["config.clients"]) + map_entities
+            run=row["label"],
+            condition=condition,
+            entities=int(row["config.clients"]) + map_entities,
         )
         frames.append(window)
         if condition not in visible:  # the repeats of a condition share the model's count
@@ -244,28 +246,32 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
 
 def reply_fit(frames: pd.DataFrame, visible: dict[str, float]) -> tuple[float, float, float]:
     """The cost of building a reply (us): fixed, per entity the model's reply lists, per
-    entity of the server's list it scans.  Condition by condition (``frames``' ``condition``
-    column), the build time per reply against the entities the model's replies list there
-    (``visible``, :func:`simsrv.testbed.model.visible_per_reply`) and the server's edicts
-    its replies scanned (the frames' ``edicts`` weighted by their replies), by non-negative
-    least squares.  Without the ``edicts`` column (a campaign measured before the patch
-    recorded it) the scan is not separated: a line against the listed entities, scan 0."""
+    edict of the server's list it scans.  Run by run (``frames``' ``run`` column; its
+    ``condition`` names the entities the model's replies list there, ``visible``,
+    :func:`simsrv.testbed.model.visible_per_reply`), the build time per reply against those
+    entities and the server's edicts the run's replies scanned (the frames' ``edicts``
+    weighted by their replies), by non-negative least squares.  The repeats of a condition
+    list the same entities but scan different edict counts (the game spawns what the
+    players' deaths leave), which is what tells the scan from the listed entities.  Without
+    the ``edicts`` column (a campaign measured before the patch recorded it) the scan is
+    not separated: a line against the listed entities, scan 0."""
     from scipy.optimize import nnls
 
-    frames = (
-        frames.assign(scanned=frames["edicts"] * frames["replies"])
-        if ("edicts" in frames)
-        else frames
-    )
-    agg = {"build": ("build_us", "sum"), "replies": ("replies", "sum")}
+    if "edicts" in frames:
+        frames = frames.assign(scanned=frames["edicts"] * frames["replies"])
+    agg = {
+        "condition": ("condition", "first"),
+        "build": ("build_us", "sum"),
+        "replies": ("replies", "sum"),
+    }
     if "scanned" in frames:
         agg["scanned"] = ("scanned", "sum")
-    per_condition = frames.groupby("condition").agg(**agg)
-    replies = per_condition["replies"].to_numpy(dtype=float)
-    reply = per_condition["build"].to_numpy() / replies
-    columns = [np.ones(len(reply)), np.array([visible[c] for c in per_condition.index])]
-    if "scanned" in per_condition:
-        columns.append(per_condition["scanned"].to_numpy() / replies)
+    per_run = frames.groupby("run").agg(**agg)
+    replies = per_run["replies"].to_numpy(dtype=float)
+    reply = per_run["build"].to_numpy() / replies
+    columns = [np.ones(len(reply)), per_run["condition"].map(visible).to_numpy(dtype=float)]
+    if "scanned" in per_run:
+        columns.append(per_run["scanned"].to_numpy() / replies)
     coefficients, _ = nnls(np.column_stack(columns), reply)
     fixed, per_visible = max(coefficients[0], 0.1), coefficients[1]
     per_scanned = coefficients[2] if len(coefficients) > 2 else 0.0

@@ -78,6 +78,8 @@ def count_pairs(points: np.ndarray, radius: float) -> int:
 @compiled
 def _neighbour_rows(points, rows, radius, limit):  # pragma: no cover - compiled
     """:func:`neighbour_rows` on contiguous float64 ``points``."""
+    if limit >= 0 and _pairs_at_least(points, radius) > limit:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), limit + 1  # refused at once
     low, side, nx, ny, nz = _grid_shape(points, radius)
     cell, start, order = _bin(points, low, side, nx, ny, nz)
     first, second, pairs = _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz)
@@ -85,6 +87,35 @@ def _neighbour_rows(points, rows, radius, limit):  # pragma: no cover - compiled
         return np.zeros(0, np.int64), np.zeros(0, np.int32), pairs
     indptr, indices = _rows(first, second, rows)
     return indptr, indices, pairs
+
+
+@compiled
+def _pairs_at_least(points, radius):  # pragma: no cover - compiled
+    """A lower bound of the pairs within ``radius`` (Chebyshev), in one pass: bin the points
+    into cubes a little narrower than ``radius``, whose points are all within it of each
+    other, and count each cube's pairs.  0 when such a grid would hold more than
+    ``CELLS_PER_POINT`` cells per point (sparse points: the search decides)."""
+    n = len(points)
+    if n < 2 or radius <= 0.0:
+        return 0
+    low, high = _bounds(points)
+    side = radius * (1.0 - 1e-9)
+    counts = np.empty(3, np.float64)
+    for k in range(3):
+        counts[k] = np.floor((high[k] - low[k]) / side) + 1.0
+    if counts[0] * counts[1] * counts[2] > CELLS_PER_POINT * n + 1024:
+        return 0
+    nx, ny, nz = int(counts[0]), int(counts[1]), int(counts[2])
+    per_cell = np.zeros(nx * ny * nz, np.int64)
+    for i in range(n):
+        ix = min(int((points[i, 0] - low[0]) / side), nx - 1)
+        iy = min(int((points[i, 1] - low[1]) / side), ny - 1)
+        iz = min(int((points[i, 2] - low[2]) / side), nz - 1)
+        per_cell[(ix * ny + iy) * nz + iz] += 1
+    pairs = 0
+    for c in range(len(per_cell)):
+        pairs += per_cell[c] * (per_cell[c] - 1) // 2
+    return pairs
 
 
 @compiled
