@@ -328,3 +328,27 @@ def test_a_tolerance_is_the_repeats_spread_where_that_is_wider():
     assert share["tolerance"] == 0.05 and not share["tolerance_from_spread"]
     assert not share["within"]
     assert table.loc["messages/frame", "within"]
+
+
+def test_a_run_reused_by_a_capacity_search_is_one_row():
+    """The capacity search at 125 Hz reuses the pass's stored 192-client run (same label):
+    gathered once, so that pooling counts each measurement once."""
+    from simsrv.testbed.campaign import gather, pool_repeats
+
+    def row(label, fps, role="prediction"):
+        return {"label": label, "role": role, "frames_per_s": fps, "machine": {"cpu": "x"}}
+
+    rows = [
+        row("dm1-n192-125hz-independent-s1", 100.0),
+        row("dm1-n192-125hz-independent-s2", 300.0),
+        row("dm1-n192-125hz-independent-s1", 100.0, "capacity"),  # the search's reuse
+    ]
+    table = gather(rows)
+    assert list(table["label"]) == [
+        "dm1-n192-125hz-independent-s1",
+        "dm1-n192-125hz-independent-s2",
+    ]
+    assert "machine.cpu" not in table
+    pooled = pool_repeats(table)
+    assert pooled["repeats"].tolist() == [2]
+    assert pooled["frames_per_s"].tolist() == [200.0]

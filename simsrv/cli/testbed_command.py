@@ -189,7 +189,7 @@ def _campaign(args: argparse.Namespace) -> int:
     table = run_campaign(
         campaign, args.out, shared_root=args.shared, log=lambda line: sys.stderr.write(line + "\n")
     )
-    sys.stderr.write(f"wrote {args.out / 'runs.parquet'} ({len(table)} conditions)\n")
+    sys.stderr.write(f"wrote {args.out / 'runs.parquet'} ({len(table)} runs)\n")
     return 0
 
 

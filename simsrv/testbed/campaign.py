@@ -231,8 +231,12 @@ def run_capacity(
 
 
 def gather(rows: list[dict]) -> pd.DataFrame:
-    """One flat row per condition (nested summary keys joined with dots)."""
+    """One flat row per measured run (nested summary keys joined with dots).  A run that a
+    capacity search reuses from a pass (same label: the same stored measurement) is one row,
+    the pass's, so that pooling counts each measurement once."""
     table = pd.json_normalize(rows, sep=".")
+    if "label" in table:
+        table = table.drop_duplicates("label", keep="first").reset_index(drop=True)
     return table.drop(
         columns=[c for c in table.columns if c.startswith("machine.")] + ["kind"], errors="ignore"
     )

@@ -75,13 +75,11 @@ def _digest(archive: Path, variant: str) -> str:
 def build_quaketm(shared: SharedFolder, variant: str, *, quiet: bool = True) -> QuakeTMBuild:
     """Unpack, patch and build QuakeTM's ``variant`` once per (source, patch, variant)."""
     if variant not in VARIANTS:
-        raise InputError(
-            f"testbed --server: QuakeTM variants are {', '.join(VARIANTS)}, got {variant!r}"
-        )
+        raise InputError(f"QuakeTM variants are {', '.join(VARIANTS)}, got {variant!r}")
     archive = archive_path(shared)
     if not archive.is_file():
         raise InputError(
-            f"testbed --server quaketm-{variant}: QuakeTM's source is not at {archive} "
+            f"QuakeTM ({variant}): its source is not at {archive} "
             "(the shared folder's qw-parallel/)"
         )
     missing = [tool for tool in missing_build_tools() if tool != "cmake"]
