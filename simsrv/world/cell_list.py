@@ -78,8 +78,11 @@ def count_pairs(points: np.ndarray, radius: float) -> int:
 @compiled
 def _neighbour_rows(points, rows, radius, limit):  # pragma: no cover - compiled
     """:func:`neighbour_rows` on contiguous float64 ``points``."""
-    if limit >= 0 and _pairs_at_least(points, radius) > limit:
-        return np.zeros(0, np.int64), np.zeros(0, np.int32), limit + 1  # refused at once
+    n = len(points)
+    # a crowd that may hold more pairs than the budget: refused at once if a quick lower
+    # bound is already over it (fewer points cannot be, and skip the bound's pass)
+    if 0 <= limit < n * (n - 1) // 2 and _pairs_at_least(points, radius) > limit:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), limit + 1
     low, side, nx, ny, nz = _grid_shape(points, radius)
     cell, start, order = _bin(points, low, side, nx, ny, nz)
     first, second, pairs = _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz)
@@ -105,16 +108,11 @@ def _pairs_at_least(points, radius):  # pragma: no cover - compiled
         counts[k] = np.floor((high[k] - low[k]) / side) + 1.0
     if counts[0] * counts[1] * counts[2] > CELLS_PER_POINT * n + 1024:
         return 0
-    nx, ny, nz = int(counts[0]), int(counts[1]), int(counts[2])
-    per_cell = np.zeros(nx * ny * nz, np.int64)
-    for i in range(n):
-        ix = min(int((points[i, 0] - low[0]) / side), nx - 1)
-        iy = min(int((points[i, 1] - low[1]) / side), ny - 1)
-        iz = min(int((points[i, 2] - low[2]) / side), nz - 1)
-        per_cell[(ix * ny + iy) * nz + iz] += 1
+    _, start, _ = _bin(points, low, side, int(counts[0]), int(counts[1]), int(counts[2]))
     pairs = 0
-    for c in range(len(per_cell)):
-        pairs += per_cell[c] * (per_cell[c] - 1) // 2
+    for c in range(len(start) - 1):
+        k = start[c + 1] - start[c]
+        pairs += k * (k - 1) // 2
     return pairs
 
 
