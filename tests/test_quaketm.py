@@ -1,5 +1,5 @@
 """QuakeTM, the lock-based multithreaded QuakeWorld server, built from the shared GPL source
-with our patch and driven by simsrv's synthetic clients on two threads.
+with our patch and measured with simsrv's synthetic clients on two threads.
 
 Skips with a reason without the shared folder's ``qw-parallel/`` or a compiler."""
 
@@ -8,15 +8,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from simsrv.testbed import protocol as qw
 from simsrv.testbed.build import default_shared_root, missing_build_tools
-from simsrv.testbed.clients import ClientPlan, PhasePattern
-from simsrv.testbed.loadgen import compiler, run_loadgen
-from simsrv.testbed.quaketm import archive_path, build_quaketm, run_args
-from simsrv.testbed.server import ServerProcess, port_is_free, prepare_basedir
+from simsrv.testbed.loadgen import compiler
+from simsrv.testbed.quaketm import archive_path, build_quaketm
+from simsrv.testbed.run import TestbedConfig, run_testbed
+from simsrv.testbed.server import port_is_free
 
 CLIENTS, RATE_HZ, FRAME_S = 8, 40.0, 0.05
 PORT = 27640
@@ -40,35 +38,45 @@ def fine_build():
     return build_quaketm(_shared(), "fine")
 
 
-def test_every_client_signs_on_and_gets_a_reply_each_frame_on_two_threads(fine_build, tmp_path):
-    shared = _shared()
+def test_a_two_thread_fine_run_signs_every_client_on_and_records_each_thread(fine_build, tmp_path):
+    """``simsrv testbed --server quaketm-fine --threads 2``: every client plays, the server
+    replies once per client per frame at its fixed period, and each frame's request stage
+    has a record per thread whose parts add up to the team's time."""
+    _shared()
     if not port_is_free(PORT):
         pytest.skip(f"port {PORT} is taken")
-    basedir = prepare_basedir(tmp_path / "server", shared, "dm1", fine_build.max_clients)
-    table = qw.load_checksum_table(
-        (fine_build.source / "server" / "common.c").read_text(encoding="latin-1")
-    )
-    plan = ClientPlan(CLIENTS, RATE_HZ, PhasePattern.parse("independent"), seed=1)
-    with ServerProcess(
-        fine_build, basedir, PORT, tmp_path / "frames.bin", args=run_args(2, FRAME_S)
-    ) as server:
-        run = run_loadgen(
-            plan, PORT, table, warmup_s=1.0, duration_s=2.0, signon_timeout_s=20.0,
-            workdir=tmp_path,
-        )  # fmt: skip
-        assert server.exit_code_so_far() is None, server.last_log_line()
-    assert all(log.began_at is not None for log in run.logs)
-    start, end = run.window
-    for log in run.logs:
-        moves = np.array(log.move_times)
-        replies = np.array(log.reply_times)
-        assert ((moves >= start) & (moves < end)).sum() > 0.8 * RATE_HZ * (end - start)
-        # the server replies once per client per frame at a fixed period: ~(end - start) /
-        # FRAME_S replies, far fewer than the moves
-        in_window = ((replies >= start) & (replies < end)).sum()
-        assert 0.7 * (end - start) / FRAME_S <= in_window <= 1.3 * (end - start) / FRAME_S
-        assert log.parse_errors == 0
-    assert "Running with 2 threads" in Path(server.log_path).read_text(errors="replace")
+    config = TestbedConfig(
+        server="quaketm-fine", threads=2, clients=CLIENTS, rate_hz=RATE_HZ, frame_s=FRAME_S,
+        duration_s=2.0, warmup_s=1.0, port=PORT, server_cpu=None,
+    )  # fmt: skip
+    result = run_testbed(config, workdir=tmp_path)
+    s = result.summary
+    assert s["clients_began"] == CLIENTS
+    assert s["frames_per_s"] == pytest.approx(1 / FRAME_S, rel=0.05)
+    # one reply per client per frame, far fewer than the moves
+    assert s["replies_per_s"] == pytest.approx(CLIENTS / FRAME_S, rel=0.1)
+    assert s["messages_per_s"] == pytest.approx(CLIENTS * RATE_HZ, rel=0.1)
+    assert (result.clients["parse_errors"] == 0).all()
+    threads = result.threads[result.threads["measured"]]
+    busy = result.frames[result.frames["measured"] & (result.frames["packets"] > 0)]
+    assert len(busy) > 0 and set(threads["frame"]) == set(busy["frame"])
+    assert (threads.groupby("frame")["thread"].apply(sorted).map(tuple) == (0, 1)).all()
+    # each packet's tasks: one task per client with packets, every packet processed once
+    per_frame = threads.groupby("frame")[["tasks", "packets"]].sum()
+    assert (per_frame["tasks"] == busy.set_index("frame")["tasks"]).all()
+    assert (per_frame["packets"] == busy.set_index("frame")["packets"]).all()
+    # the fine build takes global_lock around SV_RunCmd's five sections (LOCK_COARSE)
+    assert s["request"]["lock_acquires_per_packet.global"] >= 4.5
+    parts = ("wake", "work", "lock_wait", "idle_end", "overhead", "join")
+    assert sum(s["request"][f"{k}_share"] for k in parts) == pytest.approx(1.0, abs=1e-9)
+    assert (threads["overhead_us"] >= -1.0).all()  # within the clocks' resolution
+    assert not [line for line in _processes() if str(fine_build.binary) in line]
+
+
+def _processes() -> list[str]:
+    import subprocess
+
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
 
 
 def test_an_unknown_variant_is_one_line():

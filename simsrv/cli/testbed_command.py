@@ -73,7 +73,37 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--period-us", type=_int, default=100_000, help="cgroup CPU period, us (100000)")
     p.add_argument("--port", type=_int, default=27600, help="server UDP port (27600)")
-    p.add_argument("--server-cpu", type=_int, default=1, help="CPU the server runs on (1)")
+    p.add_argument(
+        "--server",
+        default="mvdsv",
+        metavar="mvdsv|quaketm-serial|quaketm-global|quaketm-coarse|quaketm-fine",
+        help="the real server: mvdsv 0.35 (one thread) or one of QuakeTM's lock-based "
+        "OpenMP builds (mvdsv)",
+    )
+    p.add_argument("--threads", type=_int, default=1, help="QuakeTM's OpenMP threads, 1-8 (1)")
+    p.add_argument(
+        "--frame-s",
+        type=finite_float,
+        default=0.1,
+        help="QuakeTM's fixed frame period, s (0.1, the stock FRAMETIME)",
+    )
+    p.add_argument(
+        "--omp-wait",
+        default="passive",
+        metavar="passive|active",
+        help="QuakeTM's idle OpenMP threads sleep (passive) or spin (active) (passive)",
+    )
+    p.add_argument(
+        "--bind",
+        action="store_true",
+        help="QuakeTM: bind each OpenMP thread to one CPU (with --server-cpu all)",
+    )
+    p.add_argument(
+        "--server-cpu",
+        type=_cpu,
+        default="auto",
+        help="CPU the server runs on, or all (auto: 1; all for QuakeTM with 2+ threads)",
+    )
     p.add_argument("--client-cpu", type=_int, default=0, help="CPU the clients run on (0)")
     p.add_argument(
         "--shared",
@@ -115,6 +145,20 @@ def add_parser(subparsers) -> None:
     p.set_defaults(handler=handle)
 
 
+def _cpu(text: str) -> int | str | None:
+    """A CPU number, ``all`` (None: every CPU) or ``auto``."""
+    if text in ("auto", "all"):
+        return None if text == "all" else text
+    return _int(text)
+
+
+def server_cpu(value: int | str | None, server: str, threads: int) -> int | None:
+    """``--server-cpu``: ``auto`` is CPU 1, or every CPU for QuakeTM with 2+ threads."""
+    if value == "auto":
+        return None if server != "mvdsv" and threads > 1 else 1
+    return value
+
+
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv testbed``."""
     if args.compare is not None:
@@ -134,9 +178,14 @@ def handle(args: argparse.Namespace) -> int:
         quota_us=args.quota_us,
         period_us=args.period_us,
         port=args.port,
-        server_cpu=args.server_cpu,
+        server_cpu=server_cpu(args.server_cpu, args.server, args.threads),
         client_cpu=args.client_cpu,
         clients_impl=args.clients_impl,
+        server=args.server,
+        threads=args.threads,
+        frame_s=args.frame_s,
+        omp_wait=args.omp_wait,
+        bind=args.bind,
     ).checked()
     if args.out is not None:
         prepare_output_dir(args.out, "--out")
@@ -161,6 +210,8 @@ def handle(args: argparse.Namespace) -> int:
 
 def format_summary(s: dict) -> str:
     """The summary's main lines, for a terminal."""
+    if s.get("server", "mvdsv") != "mvdsv":
+        return format_quaketm_summary(s)
     rt = s["round_trip_ms"]
     share = ", ".join(f"{k} {v:.0%}" for k, v in s["cpu_share"].items())
     return "\n".join(
@@ -175,6 +226,32 @@ def format_summary(s: dict) -> str:
             f"  round trip ms: mean {rt['mean']:.2f}  p50 {rt['p50']:.2f}  p95 {rt['p95']:.2f}  "
             f"p99 {rt['p99']:.2f}  max {rt['max']:.2f}",
             f"  packets sent {s['packets_sent_by_clients']}, read {s['packets_read_by_server']}",
+        ]
+    )
+
+
+def format_quaketm_summary(s: dict) -> str:
+    """A QuakeTM run's main lines: the frame, the request stage and where its time went."""
+    r, fc = s["request"], s["frame_compute_ms"]
+    stages = ", ".join(f"{k} {v:.3f}" for k, v in s["stage_wall_ms_per_frame"].items())
+    waits = ", ".join(
+        f"{c} {r[f'lock_wait_share.{c}']:.1%}" for c in ("global", "areanode", "client", "other")
+    )
+    return "\n".join(
+        [
+            f"real server {s['label']}: {s['clients_began']} clients signed on, "
+            f"{s['clients_moved']} moved",
+            f"  frames/s {s['frames_per_s']:.1f}   messages/frame {s['messages_per_frame']:.1f}   "
+            f"replies/s {s['replies_per_s']:.1f}   reply ratio {s['reply_ratio']:.3f}",
+            f"  frame compute ms: mean {fc['mean']:.3f}  p95 {fc['p95']:.3f}  max {fc['max']:.3f}"
+            f"   (period {s['frame_s'] * 1e3:g} ms, overrun {s['overrun_share']:.1%})",
+            f"  stage wall ms per frame: {stages}",
+            f"  request stage ({s['threads']} threads): waking {r['wake_share']:.1%}, work "
+            f"{r['work_share']:.1%}, lock waits {r['lock_wait_share']:.1%} ({waits}), idle "
+            f"at the barrier {r['idle_end_share']:.1%}, overheads {r['overhead_share']:.1%}, "
+            f"join {r['join_share']:.1%}",
+            f"  request work us/packet {r['work_us_per_packet']:.2f}   server CPU "
+            f"{s['server_cpu_utilization']:.1%}   clients' CPU {s['client_window_cpu_share']:.0%}",
         ]
     )
 

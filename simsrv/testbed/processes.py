@@ -12,14 +12,15 @@ import subprocess
 PR_SET_PDEATHSIG = 1
 
 
-def tie_and_pin(cpu: int | None) -> None:
+def tie_and_pin(cpu: int | frozenset[int] | None) -> None:
     """In the child, before it runs: it gets SIGKILL when simsrv dies (``prctl``), leads its
-    own session (a Ctrl-C reaches simsrv, which stops it), and runs on ``cpu`` (None: any)."""
+    own session (a Ctrl-C reaches simsrv, which stops it), and runs on ``cpu`` (a CPU, a set
+    of CPUs its threads may use, or None: any)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setsid()
     if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
+        os.sched_setaffinity(0, {cpu} if isinstance(cpu, int) else cpu)
 
 
 def stop_group(process: subprocess.Popen, grace_s: float = 0.0) -> None:

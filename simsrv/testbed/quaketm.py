@@ -38,6 +38,8 @@ VARIANTS = {
 """Our name of each variant -> its ``make run=`` target."""
 MAX_CLIENTS = 32
 """QuakeWorld 2.40's ``MAX_CLIENTS`` (QuakeTM keeps it)."""
+MAX_THREADS = 8
+"""QuakeTM's ``MAXNUMTHR`` and the thread slots of its per-frame record."""
 
 
 def archive_path(shared: SharedFolder) -> Path:

@@ -40,6 +40,9 @@ from simsrv.testbed.clients import (
 )
 from simsrv.testbed.frames import read_frames, wakeup_latencies_us
 from simsrv.testbed.loadgen import build_loadgen, run_loadgen
+from simsrv.testbed.quaketm import MAX_CLIENTS as QUAKETM_MAX_CLIENTS
+from simsrv.testbed.quaketm import MAX_THREADS as QUAKETM_MAX_THREADS
+from simsrv.testbed.quaketm import VARIANTS as QUAKETM_VARIANTS
 from simsrv.testbed.server import (
     ServerProcess,
     kernel_quota,
@@ -50,6 +53,9 @@ from simsrv.testbed.server import (
 
 MAX_CLIENTS = qw.MAX_CLIENTS
 CLIENT_IMPLS = ("c", "python")
+SERVERS = ("mvdsv", *(f"quaketm-{variant}" for variant in QUAKETM_VARIANTS))
+"""The real servers: mvdsv 0.35 (one thread) and QuakeTM's builds (OpenMP threads)."""
+OMP_WAIT_POLICIES = ("passive", "active")
 MAX_SEND_LATENESS_P95_MS = 1.0
 """A run whose sends leave later than this after their due time (95th percentile, the
 burst's own width excluded, see :func:`send_lateness_p95_ms`) had a load generator that
@@ -68,7 +74,15 @@ def signon_timeout_s(clients: int) -> float:
 
 @dataclass(frozen=True)
 class TestbedConfig:
-    """One measured condition of the real server."""
+    """One measured condition of the real server.
+
+    ``server`` is mvdsv or one of QuakeTM's builds (``quaketm-serial|global|coarse|fine``);
+    QuakeTM runs ``threads`` OpenMP threads, frames at the fixed period ``frame_s`` (0.1 s
+    stock) and its idle threads wait as ``omp_wait`` says (libgomp's ``OMP_WAIT_POLICY``:
+    ``passive`` sleeps, ``active`` spins).  ``server_cpu`` None lets the server's threads
+    use every CPU; with ``bind`` each OpenMP thread is bound to one CPU, thread 0 away from
+    the clients' CPU (``OMP_PROC_BIND=close``, ``OMP_PLACES``).
+    """
 
     __test__ = False  # not a pytest class
 
@@ -82,17 +96,33 @@ class TestbedConfig:
     quota_us: int | None = None
     period_us: int = 100_000
     port: int = 27600
-    server_cpu: int = 1
+    server_cpu: int | None = 1
     client_cpu: int = 0
     clients_impl: str = "c"
+    server: str = "mvdsv"
+    threads: int = 1
+    frame_s: float = 0.1
+    omp_wait: str = "passive"
+    bind: bool = False
+
+    @property
+    def quaketm(self) -> str | None:
+        """QuakeTM's variant (serial, global, coarse, fine), or None for mvdsv."""
+        return self.server.removeprefix("quaketm-") if self.server != "mvdsv" else None
 
     def checked(self) -> TestbedConfig:
         """This config, or one :class:`InputError` line naming the bad field."""
-        if not 1 <= self.clients <= MAX_CLIENTS:
+        if self.server not in SERVERS:
             raise InputError(
-                f"testbed --clients must be in [1, {MAX_CLIENTS}] (MAX_CLIENTS of the "
-                f"patched server), got {self.clients}"
+                f"testbed --server must be one of {', '.join(SERVERS)}, got {self.server!r}"
             )
+        most = MAX_CLIENTS if self.quaketm is None else QUAKETM_MAX_CLIENTS
+        if not 1 <= self.clients <= most:
+            raise InputError(
+                f"testbed --clients must be in [1, {most}] (MAX_CLIENTS of the "
+                f"patched {self.server}), got {self.clients}"
+            )
+        self._check_threads()
         if self.clients_impl not in CLIENT_IMPLS:
             raise InputError(
                 f"testbed --clients-impl must be one of {', '.join(CLIENT_IMPLS)}, "
@@ -108,19 +138,57 @@ class TestbedConfig:
             raise InputError(f"testbed --port must be in [1024, 65535], got {self.port}")
         cpus = sorted(os.sched_getaffinity(0))
         for name, cpu in (("server-cpu", self.server_cpu), ("client-cpu", self.client_cpu)):
+            if cpu is None and name == "server-cpu":
+                continue
             if cpu not in cpus:
                 raise InputError(
                     f"testbed --{name} must be one of this process's CPUs {cpus}, got {cpu}"
                 )
         PhasePattern.parse(self.phases)
         if self.quota_us is not None:
+            if self.quaketm is not None:
+                raise InputError("testbed --quota-us applies to mvdsv only (--server mvdsv)")
             kernel_quota(self.quota_us, self.period_us)
         return self
+
+    def _check_threads(self) -> None:
+        if self.quaketm is None:
+            if self.threads != 1:
+                raise InputError(
+                    f"testbed --threads applies to QuakeTM (mvdsv has one thread), got "
+                    f"{self.threads}"
+                )
+            return
+        most = 1 if self.quaketm == "serial" else QUAKETM_MAX_THREADS
+        if not 1 <= self.threads <= most:
+            raise InputError(
+                f"testbed --threads must be in [1, {most}] for {self.server}, got {self.threads}"
+            )
+        if not 0.005 <= self.frame_s <= 1.0:
+            raise InputError(f"testbed --frame-s must be in [0.005, 1], got {self.frame_s}")
+        if self.bind and self.server_cpu is not None:
+            raise InputError(
+                "testbed --bind binds QuakeTM's threads to every CPU: use it with --server-cpu all"
+            )
+        if self.omp_wait not in OMP_WAIT_POLICIES:
+            raise InputError(
+                f"testbed --omp-wait must be one of {', '.join(OMP_WAIT_POLICIES)}, "
+                f"got {self.omp_wait!r}"
+            )
 
     @property
     def label(self) -> str:
         quota = "" if self.quota_us is None else f"-q{self.quota_us}"
-        return f"{self.map}-n{self.clients}-{self.rate_hz:g}hz-{self.phases}{quota}-s{self.seed}"
+        server = ""
+        if self.quaketm is not None:
+            cpu = "all" if self.server_cpu is None else str(self.server_cpu)
+            wait = "" if self.omp_wait == "passive" else f"-{self.omp_wait}"
+            wait += "-bind" if self.bind else ""
+            server = f"{self.server}-t{self.threads}-f{self.frame_s * 1e3:g}ms-cpu{cpu}{wait}-"
+        return (
+            f"{server}{self.map}-n{self.clients}-{self.rate_hz:g}hz-{self.phases}{quota}"
+            f"-s{self.seed}"
+        )
 
 
 @dataclass
@@ -133,6 +201,8 @@ class TestbedResult:
     summary: dict = field(default_factory=dict)
     sends: pd.DataFrame | None = None
     """every packet the clients sent in the measured window: client, tick, due_s, sent_s"""
+    threads: pd.DataFrame | None = None
+    """QuakeTM: one row per frame and thread of its request stage (``quaketm_frames``)"""
 
     def write(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -140,6 +210,8 @@ class TestbedResult:
         self.clients.to_parquet(out / "clients.parquet", index=False)
         if self.sends is not None:
             self.sends.to_parquet(out / "sends.parquet", index=False)
+        if self.threads is not None:
+            self.threads.to_parquet(out / "threads.parquet", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
 
 
@@ -396,6 +468,10 @@ def run_testbed(
 ) -> TestbedResult:
     """Measure the real server under ``config`` (see the module docstring)."""
     config = config.checked()
+    if config.quaketm is not None:
+        from simsrv.testbed.quaketm_run import run_quaketm
+
+        return run_quaketm(config, shared_root=shared_root, workdir=workdir)
     shared = find_shared(shared_root)
     if not port_is_free(config.port):
         raise InputError(

@@ -129,13 +129,14 @@ class ServerProcess:
         port: int,
         frames_file: Path,
         *,
-        cpu: int | None = None,
+        cpu: int | frozenset[int] | None = None,
         quota: CpuQuota | None = None,
         args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.build, self.basedir, self.port = build, basedir, port
         self.frames_file, self.cpu, self.quota = frames_file, cpu, quota
-        self.args = args
+        self.args, self.env = args, dict(env or {})
         self.process: subprocess.Popen | None = None
         self.cgroup: Path | None = None
         self.log_path = basedir / "server.log"
@@ -156,7 +157,7 @@ class ServerProcess:
             self.cgroup.mkdir(exist_ok=True)
             (self.cgroup / "cpu.cfs_period_us").write_text(str(int(self.quota.period_us)))
             (self.cgroup / "cpu.cfs_quota_us").write_text(str(int(self.quota.quota_us)))
-        env = dict(os.environ, SIMSRV_TESTBED_FRAMES=str(self.frames_file))
+        env = dict(os.environ, **self.env, SIMSRV_TESTBED_FRAMES=str(self.frames_file))
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [*self.build.command(self.basedir, self.port), *self.args],
