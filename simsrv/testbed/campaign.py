@@ -137,12 +137,19 @@ STANDARD = "standard"
 
 
 def load_campaign(source: str | Path, duration_s: float | None = None) -> Campaign:
-    """``standard`` or a TOML file of ``[[run]]`` tables (TestbedConfig fields + ``role``)."""
+    """``standard``, ``quaketm`` or a TOML file of ``[[run]]`` tables (TestbedConfig fields +
+    ``role``)."""
     if str(source) == STANDARD:
         return standard_campaign(duration_s or 10.0)
+    if str(source) == "quaketm":
+        from simsrv.testbed.quaketm_campaign import quaketm_campaign
+
+        return quaketm_campaign(duration_s or 6.0)
     path = Path(source)
     if not path.is_file():
-        raise InputError(f"testbed --campaign: {STANDARD!r} or a TOML file, got {str(source)!r}")
+        raise InputError(
+            f"testbed --campaign: {STANDARD!r}, 'quaketm' or a TOML file, got {str(source)!r}"
+        )
     try:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:

@@ -80,32 +80,39 @@ def compiler() -> str | None:
 
 def build_loadgen() -> Path:
     """Compile ``loadgen.c`` once per digest of its source; return the binary's path."""
-    cc = compiler()
-    if cc is None:
+    if compiler() is None:
         raise InputError(
             "testbed --clients-impl c: the load generator needs a C compiler (cc or gcc) on "
             "PATH (Debian: apt-get install build-essential), or use --clients-impl python"
         )
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()[:16]
-    home = cache_root() / f"loadgen-{digest}"
-    binary = home / "loadgen"
+    return compile_once("loadgen", SOURCE, ["-O2", "-std=gnu11", "-Wall"], ["-lm"])
+
+
+def compile_once(name: str, source: Path, flags: list[str], libraries: list[str]) -> Path:
+    """Compile the C file ``source`` once per digest of its text and flags (kept in the cache
+    as ``NAME-DIGEST/NAME``; concurrent builds wait on a file lock); the binary's path."""
+    cc = compiler()
+    if cc is None:
+        raise InputError(f"testbed: {name} needs a C compiler (cc or gcc) on PATH")
+    h = hashlib.sha256(source.read_bytes())
+    h.update(" ".join(flags + libraries).encode())
+    digest = h.hexdigest()[:16]
+    home = cache_root() / f"{name}-{digest}"
+    binary = home / name
     home.parent.mkdir(parents=True, exist_ok=True)
-    with open(home.parent / f"loadgen-{digest}.lock", "w") as lock:
+    with open(home.parent / f"{name}-{digest}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if binary.is_file():
             return binary
         home.mkdir(parents=True, exist_ok=True)
-        staging = home / "loadgen.staging"
+        staging = home / f"{name}.staging"
         out = subprocess.run(
-            [cc, "-O2", "-std=gnu11", "-Wall", "-o", str(staging), str(SOURCE), "-lm"],
+            [cc, *flags, "-o", str(staging), str(source), *libraries],
             capture_output=True,
             text=True,
         )
         if out.returncode != 0:
-            raise RuntimeError(
-                f"compiling the load generator failed: {out.stderr.strip().splitlines()[-1:]}"
-            )
+            raise RuntimeError(f"compiling {name} failed: {out.stderr.strip().splitlines()[-1:]}")
         staging.rename(binary)
     return binary
 
