@@ -195,6 +195,27 @@ def test_generated_plans_with_signal_wakeups_give_the_same_trace_on_both_engines
     assert fast.charged_us == slow.charged_us
 
 
+@pytest.mark.parametrize("smt", SMT)
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    script=scripts_with_run_first(),
+    send=st.sampled_from([0.0, 0.5, 2.0]),
+    wakeup=st.sampled_from([0.0, 1.0, 3.5, 20.0]),
+)
+def test_generated_plans_with_barging_locks_give_the_same_trace_on_both_engines(
+    script, smt, send, wakeup
+):
+    """Futex mutexes (a release frees the lock and wakes a waiter who tries again): the same
+    trace, lock holds and frame ends on both engines, to the bit."""
+    cpus, frames, gaps = script
+    kwargs = {"signal_send_us": send, "signal_wakeup_us": wakeup, "lock_barging": True}
+    fast = Machine(cpus, *smt, **kwargs)
+    slow = SimpyMachine(cpus, *smt, **kwargs)
+    assert _execute(fast, frames, gaps) == _execute(slow, frames, gaps)
+    assert fast.charged_us == slow.charged_us
+    assert sorted(fast.lock_holds.rows, key=repr) == sorted(slow.lock_holds.rows, key=repr)
+
+
 class _Arrivals:
     """Packet arrivals handed to a machine ``chunk_us`` at a time, as the client stream does
     (the machine asks for the next chunk when it must look past the last one)."""

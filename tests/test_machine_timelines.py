@@ -474,3 +474,63 @@ def test_a_softirq_interrupts_a_spinner_and_its_section(engine):
         (0, "b", "net_send", 6.0, 9.0),
         (0, "b", "net_send", 11.0, 13.0),
     ]
+
+
+# -- futex mutexes: a release frees the lock and wakes a waiter, who must try again ---------
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_barging_release_lets_the_releaser_take_the_lock_again_before_the_woken_waiter(
+    engine,
+):
+    """a holds L 0-10, b asks at 2 and sleeps.  At 10 a frees L and wakes b (send 1: a's
+    futex wake, 10-11), who tries again at 10 + 1 + 4 = 15; a, after 1 us of work (11-12),
+    takes L again at 12 (free: barging) and holds it 12-22.  b finds it held at 15 and sleeps;
+    a's release at 22 wakes it (a's send 22-23) and b takes L at 27.  b's wait is one row,
+    2-27; the locks' holds are a's two and b's."""
+    m = engine(2, signal_send_us=1.0, signal_wakeup_us=4.0, lock_barging=True)
+    a_ops = (
+        Acquire("L"), Compute("request", 10.0), Release("L"), Compute("frame", 1.0),
+        Acquire("L"), Compute("request", 10.0), Release("L"), Join("b"),
+    )  # fmt: skip
+    b_ops = (Compute("frame", 2.0), Acquire("L"), Compute("lock", 5.0), Release("L"))
+    plan = FramePlan(threads=(Thread("a", 0, a_ops), Thread("b", 1, b_ops)))
+    m.execute(plan, 0, 0.0)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "request", 0.0, 10.0),
+        (0, "a", "signal_send", 10.0, 11.0),
+        (0, "a", "frame", 11.0, 12.0),
+        (0, "a", "request", 12.0, 22.0),
+        (0, "a", "signal_send", 22.0, 23.0),
+        (0, "a", "join_wait", 23.0, 32.0),
+        (1, "b", "frame", 0.0, 2.0),
+        (1, "b", "lock_wait", 2.0, 27.0),
+        (1, "b", "lock", 27.0, 32.0),
+    ]
+    holds = sorted((h[2], h[3], h[4]) for h in m.lock_holds.rows)
+    assert holds == [("a", 0.0, 10.0), ("a", 12.0, 22.0), ("b", 27.0, 32.0)]
+
+
+@pytest.mark.parametrize("engine", _signal_engines())
+def test_a_barging_waiter_woken_while_the_lock_is_free_takes_it(engine):
+    """The same plan with a releaser that does not come back: b, woken by the release at 10,
+    takes the free lock at 15."""
+    m = engine(2, signal_send_us=1.0, signal_wakeup_us=4.0, lock_barging=True)
+    plan = FramePlan(
+        threads=(
+            Thread("a", 0, (Acquire("L"), Compute("request", 10.0), Release("L"), Join("b"))),
+            Thread("b", 1, (Compute("frame", 2.0), Acquire("L"), Compute("lock", 5.0),
+                            Release("L"))),
+        )
+    )  # fmt: skip
+    m.execute(plan, 0, 0.0)
+    m.finish()
+    assert sorted(rows(m), key=lambda r: (r[1], r[3])) == [
+        (0, "a", "request", 0.0, 10.0),
+        (0, "a", "signal_send", 10.0, 11.0),
+        (0, "a", "join_wait", 11.0, 20.0),
+        (1, "b", "frame", 0.0, 2.0),
+        (1, "b", "lock_wait", 2.0, 15.0),
+        (1, "b", "lock", 15.0, 20.0),
+    ]

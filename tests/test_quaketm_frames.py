@@ -34,6 +34,7 @@ def _two_thread_frame() -> np.ndarray:
         580e-6,
         940e-6,
         (20e-6, 0, 0, 0),
+        (400e-6, 30e-6, 0, 0),
         (6, 9, 1, 2),
         (1, 0, 0, 0),
         2,
@@ -49,6 +50,7 @@ def _two_thread_frame() -> np.ndarray:
         585e-6,
         655e-6,
         (50e-6, 5e-6, 0, 0),
+        (200e-6, 10e-6, 0, 0),
         (3, 4, 0, 1),
         (1, 1, 0, 0),
         1,
@@ -73,6 +75,8 @@ def test_a_hand_made_frame_reads_back_exactly(tmp_path):
     assert f["request_work_us"] == pytest.approx(1180.0)
     assert f["lock_wait_global_us"] == pytest.approx(70.0)
     assert f["lock_wait_areanode_us"] == pytest.approx(5.0)
+    assert f["lock_held_global_us"] == pytest.approx(600.0)
+    assert f["lock_held_areanode_us"] == pytest.approx(40.0)
     assert f["lock_acquires_areanode"] == 13 and f["lock_contended_global"] == 2
     assert f["wake_us"] == pytest.approx(300.0)
     assert f["join_us"] == pytest.approx(2 * 1000.0 - 950.0 - 960.0)

@@ -135,6 +135,13 @@ def add_parser(subparsers) -> None:
         "the validation table and figure into DIR",
     )
     p.add_argument(
+        "--primitives",
+        action="store_true",
+        help="measure this machine's primitive costs of a lock-based OpenMP server (lock, "
+        "contended hand-off, cache-line transfer, team wake-up, task, barrier; both wait "
+        "policies) and write primitives.parquet into --out",
+    )
+    p.add_argument(
         "--platform",
         default="this-machine-mvdsv",
         help="platform the model runs on with --compare (this-machine-mvdsv)",
@@ -161,6 +168,8 @@ def server_cpu(value: int | str | None, server: str, threads: int) -> int | None
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv testbed``."""
+    if args.primitives:
+        return _primitives(args)
     if args.compare is not None:
         return _compare(args)
     if args.campaign is not None:
@@ -270,7 +279,22 @@ def _campaign(args: argparse.Namespace) -> int:
     return 0
 
 
+def _primitives(args: argparse.Namespace) -> int:
+    from simsrv.testbed.primitives import measure_primitives, summary
+
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    table = measure_primitives()
+    print(summary(table).to_string(index=False))
+    if args.out is not None:
+        table.to_parquet(args.out / "primitives.parquet", index=False)
+        sys.stderr.write(f"wrote {args.out / 'primitives.parquet'}\n")
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from simsrv.testbed.compare import compare_campaign
 
     store = args.compare
@@ -282,6 +306,20 @@ def _compare(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise InputError(f"testbed --seeds must be >= 1, got {args.seeds}")
     out = args.out or store
+    servers = pd.read_parquet(store / "runs.parquet", columns=None).get("config.server")
+    if servers is not None and servers.astype(str).str.startswith("quaketm").all():
+        from simsrv.testbed.quaketm_compare import compare_quaketm
+
+        table, gains = compare_quaketm(
+            store, out, seeds=args.seeds, shared_root=args.shared,
+            log=lambda line: sys.stderr.write(line + "\n"),
+        )  # fmt: skip
+        sys.stderr.write(
+            f"wrote {out / 'quaketm-validation.parquet'}, quaketm-validation.md, figure: "
+            f"{int(table['within'].sum())}/{len(table)} quantities and "
+            f"{int(gains['within'].sum())}/{len(gains)} speedups within tolerance\n"
+        )
+        return 0
     table = compare_campaign(
         store,
         out,

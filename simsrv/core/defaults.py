@@ -35,6 +35,7 @@ CALIBRATED_PLATFORMS = (
     "cordeiro2007-xeon",
     "libvip2004",
     "this-machine-mvdsv",
+    "this-machine-quaketm",
 )
 """``simsrv calibrate PLATFORM``: the platforms that have a calibrator (sorted; each module of
 :mod:`simsrv.calibration` registers one, and a test checks that the two lists agree)."""

@@ -47,6 +47,7 @@ from simsrv.frame_steps.state import (
     F_QUEUED,
     F_REPLIES,
     FRAME,
+    FRAME_PERIOD,
     GAPLESS,
     HEAD,
     HEADER_BYTES,
@@ -63,6 +64,7 @@ from simsrv.frame_steps.state import (
     NEED,
     NEW_CHUNK,
     NEXT_BLOCK,
+    NEXT_START,
     NO_ARRIVAL,
     NOW,
     PHYSICS,
@@ -130,10 +132,15 @@ def _released(arrivals, head, now):
 def next_frame(loop):
     """Release the packets arrived by the clock, read the frame's packets and build the frame
     (``CUT`` ... ``PVS``); True when a frame is ready.  With nothing queued the clock jumps to
-    the next arrival plus the wake-up latency."""
+    the next arrival plus the wake-up latency; with a fixed frame period (``FRAME_PERIOD``)
+    the clock first waits for the period's next start, and a frame runs there with whatever
+    is queued, nothing included."""
     ints, floats, arrivals = loop.ints, loop.floats, loop.arrivals
     n = len(arrivals)
+    periodic = floats[FRAME_PERIOD] > 0.0
     while True:
+        if periodic and floats[NOW] < floats[NEXT_START]:
+            floats[NOW] = floats[NEXT_START]  # asleep until the period's next start
         now = floats[NOW]
         if now >= floats[STOP]:
             return stop(loop, STOPPED)
@@ -144,7 +151,7 @@ def next_frame(loop):
         cut = _released(arrivals, head, now)
         if cut == n and ints[LATER]:
             return stop(loop, NEXT_BLOCK)
-        if cut == head and read == head:  # nothing queued, nothing arrived
+        if cut == head and read == head and not periodic:  # nothing queued, nothing arrived
             if head < n and arrivals[head] < floats[HORIZON]:
                 floats[NOW] = arrivals[head] + wakeup_s(ints, floats)  # asleep until woken
                 continue
@@ -362,6 +369,8 @@ def commit(loop, end):
     ints[FRAME] += 1
     ints[ROW] += 1
     floats[NOW] = floats[LAST_END] = end
+    if floats[FRAME_PERIOD] > 0.0:  # the next start: a period on, or at once after an overrun
+        floats[NEXT_START] = max(now + floats[FRAME_PERIOD], end)
 
 
 @compiled

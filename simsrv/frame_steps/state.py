@@ -98,7 +98,14 @@ a frame's fixed work, world physics, a packet's receive call and execution with 
 command, and per entity in its action range."""
 READ_SPEED = 17
 """The reading CPU's speed (its share left by background load), for the read clock."""
-FLOAT_REGISTERS = 18
+FRAME_PERIOD = 18
+"""The server's fixed frame period, s (0: a frame starts when a packet waits, QuakeWorld's
+``select`` loop; > 0: frames start every period whether packets wait or not, a frame that
+overran starting at once: QuakeTM's ``SV_Frame``)."""
+NEXT_START = 19
+"""With a fixed period, when the next frame starts, s (the last start plus the period, or
+the last frame's end if it overran)."""
+FLOAT_REGISTERS = 20
 
 # -- reasons a call returns (every one but STOPPED: run one frame in Python, then call again) -
 STOPPED = 0

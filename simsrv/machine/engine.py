@@ -100,9 +100,9 @@ DONE = -2
     R_JOIN_WAIT, R_RUNQ_WAIT, R_ERROR, R_ERR_SLOT, R_ERR_ARG, R_NEED_SLOTS, R_NEED_OPS,
     R_NEED_BARS, R_NEED_HEAP, R_NEED_ROWS, R_LOADS, R_SIGNALS, R_SEND_ACT, R_WAKEUP_ACT,
     R_IRQ_CPU, R_IRQ_PERIODS, R_IRQ_NEXT, R_IRQ_BACKLOG, R_IRQ_THROTTLE, R_SPIN_ACT, R_SECTIONS,
-    R_QUOTA, R_Q_THROTTLED, R_Q_RATE, R_COLD, R_COLD_ACT, R_REFILL_ACT,
-) = range(44)  # fmt: skip
-INT_REGISTERS = 44
+    R_QUOTA, R_Q_THROTTLED, R_Q_RATE, R_COLD, R_COLD_ACT, R_REFILL_ACT, R_BARGING,
+) = range(45)  # fmt: skip
+INT_REGISTERS = 45
 # -- float registers (rf) --------------------------------------------------------------------
 (
     F_NOW, F_POS, F_THROUGHPUT, F_SEND, F_WAKEUP, F_IRQ_COST, F_IRQ_LAST, F_IRQ_HORIZON,
@@ -113,9 +113,9 @@ FLOAT_REGISTERS = 15
 (
     T_PC, T_END, T_FRAME, T_RANK, T_CPU, T_FIN, T_TOKEN, T_RUN_END, T_RUN_ID, T_HELD, T_NEXT,
     T_JHEAD, T_JTAIL, T_CODE, T_SPAWNED, T_LIVE, T_FIRST, T_TARGET, T_LOAD, T_SIGNAL_ACT,
-    T_SPIN, T_COLD,
-) = range(22)  # fmt: skip
-THREAD_INTS = 22
+    T_SPIN, T_COLD, T_RETRY,
+) = range(23)  # fmt: skip
+THREAD_INTS = 23
 TF_BEGAN, TF_RUN_START, TF_REMAINING, TF_SPEED, TF_LAST, TF_SIGNAL, TF_REFILL = range(7)
 THREAD_FLOATS = 7
 # -- heap entries (hi; ht holds the times) ---------------------------------------------------
@@ -200,6 +200,7 @@ def new_arrays(
     cold_wake_us: float = 0.0,
     cold_refill_us: float = 0.0,
     cold_decay_us: float = 1.0,
+    lock_barging: bool = False,
 ):
     """The engine's own arrays and registers for a fresh machine (a dict of
     :class:`MachineState` fields without the column stores); the activity codes of the wait
@@ -209,7 +210,9 @@ def new_arrays(
     the server's threads may run ``quota_us`` of CPU time per ``period_us`` (CFS bandwidth
     control, :func:`_quota_event`).  ``cold_wake_us`` or ``cold_refill_us`` > 0: a computation
     that starts on a CPU idle for ``g`` > 0 us first computes ``cold_wake_us + cold_refill_us *
-    (1 - exp(-g / cold_decay_us))`` (:func:`_cold_start`)."""
+    (1 - exp(-g / cold_decay_us))`` (:func:`_cold_start`).  ``lock_barging``: a release does
+    not hand a lock to its first waiter; it frees the lock and wakes the waiter, which tries
+    again once woken (:func:`_release`)."""
     share = np.ones(cpus)
     share[: len(background)] = [1.0 - b for b in background[:cpus]]
     smt = smt_per_core > 1 and smt_throughput < 1.0
@@ -229,6 +232,7 @@ def new_arrays(
     rf[F_POS], rf[F_THROUGHPUT] = -1.0, smt_throughput
     rf[F_SEND], rf[F_WAKEUP] = signal_send_us, signal_wakeup_us
     ri[R_SIGNALS] = signal_send_us > 0.0 or signal_wakeup_us > 0.0
+    ri[R_BARGING] = lock_barging
     rf[F_IRQ_COST], rf[F_IRQ_LAST], rf[F_IRQ_HORIZON] = softirq_us, -np.inf, 0.0
     rf[F_Q_QUOTA], rf[F_Q_PERIOD] = quota_us, period_us
     rf[F_COLD_WAKE], rf[F_COLD_REFILL], rf[F_COLD_DECAY] = (
@@ -810,6 +814,8 @@ def _step(m):
                 _quota_run(m, -1)
             _begin_compute(m, s)
             return NONE
+        if k == ACQUIRE and ti[s, T_RETRY]:  # woken by a barging release: it tries again
+            return _retry_acquire(m, s, pc, time)
         if k == ACQUIRE:
             act = m.ri[R_LOCK_WAIT]
         elif k == JOIN:
@@ -1606,9 +1612,29 @@ def _log_hold(m, lock, end):
 
 
 @inlined
+def _retry_acquire(m, s, pc, time):
+    """Slot ``s``, woken by a barging release of the lock its op ``pc`` acquires, tries it
+    again: with the lock it goes on (one ``lock_wait`` row from its first try: the waits and
+    wake-ups between are one wait), else it waits again; :func:`_wake`'s result."""
+    ti = m.ti
+    ti[s, T_RETRY] = 0
+    began = m.tf[s, TF_BEGAN]
+    if _acquire(m, s, m.oa[pc]):
+        if time > began:
+            _row(m, ti[s, T_FRAME], ti[s, T_CPU], ti[s, T_CODE], m.ri[R_LOCK_WAIT], began, time)
+        ti[s, T_PC] = pc + 1
+        return s
+    m.tf[s, TF_BEGAN] = began  # (queued again: the wait goes on from its first try)
+    return NONE
+
+
+@inlined
 def _release(m, s, lock):
     """Release ``lock``: its first waiter, if any, takes it now and is woken (with signals:
-    when the releaser's signal reaches it; a spinner at once, without).  True when a
+    when the releaser's signal reaches it; a spinner at once, without).  With barging locks
+    (``R_BARGING``: a futex mutex, libgomp's and glibc's) a sleeping waiter is only woken: the
+    lock is free from now, anyone may take it, and the waiter tries again ``signal_send +
+    signal_wakeup`` after the release, its wake-up latency counted in its wait.  True when a
     sleeping waiter was woken."""
     ri, li, ti = m.ri, m.li, m.ti
     if not _holds(m, s, lock):
@@ -1623,6 +1649,11 @@ def _release(m, s, lock):
         li[lock, L_HEAD] = ti[waiter, T_NEXT]
         if li[lock, L_HEAD] < 0:
             li[lock, L_TAIL] = NONE
+        if ri[R_BARGING] and not ti[waiter, T_SPIN]:
+            li[lock, L_HOLDER] = NONE
+            ti[waiter, T_RETRY] = 1
+            _push(m, now + m.rf[F_SEND] + m.rf[F_WAKEUP], waiter, WAKE)
+            return True
         _take_lock(m, lock, waiter)
         if ti[waiter, T_SPIN]:  # a spinner sees the lock free: no signal
             _push(m, now, waiter, WAKE)

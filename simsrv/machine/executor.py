@@ -64,6 +64,11 @@ class Machine:
         A thread library that wakes sleepers with signals (LinuxThreads): each wake-up costs
         the waker ``signal_send_us`` of CPU (one ``kill()``) and the sleeper
         ``signal_wakeup_us`` once the signal reaches it (the return from ``sigsuspend``).
+    lock_barging:
+        Locks are futex mutexes (glibc's, libgomp's): a release frees the lock and wakes its
+        first sleeping waiter, which tries again ``signal_send_us + signal_wakeup_us`` later
+        (the wait and wake-up one ``lock_wait``), anyone taking the lock meanwhile; False: the
+        release hands the lock to the waiter (FIFO).
         0 and 0 (the default): wake-ups are free and immediate.
     irq_cpu, softirq_us, max_backlog:
         The CPU that takes the network card's interrupts (None: none), the softirq each
@@ -100,6 +105,7 @@ class Machine:
         interrupt_source: Callable[[], None] | None = None,
         quota: CpuQuota | None = None,
         cold_start: ColdStart | None = None,
+        lock_barging: bool = False,
     ) -> None:
         self.cpus = cpus
         if irq_cpu is not None and not 0 <= irq_cpu < cpus:
@@ -126,9 +132,10 @@ class Machine:
             0.0 if quota is None else quota.quota_us, 0.0 if quota is None else quota.period_us,
             0.0 if cold_start is None else cold_start.wake_us,
             0.0 if cold_start is None else cold_start.refill_us,
-            1.0 if cold_start is None else cold_start.decay_us,
+            1.0 if cold_start is None else cold_start.decay_us, lock_barging,
         )  # fmt: skip
         self.cold_start = cold_start
+        self.lock_barging = lock_barging
         ri, activities = self._arrays["ri"], self.trace.activities
         ri[engine.R_LOCK_WAIT] = activities.code("lock_wait")
         ri[engine.R_JOIN_WAIT] = activities.code("join_wait")

@@ -12,6 +12,9 @@ The model
   a wait interval (``barrier_wait`` or a named barrier's ``*_wait``, ``lock_wait``,
   ``join_wait``, ``runqueue_wait``) that does not count as busy.
 * Locks are FIFO mutexes that persist across frames; barriers belong to one frame's plan.
+  With ``lock_barging`` (a futex mutex) a release frees the lock and wakes its first sleeping
+  waiter, which tries again ``signal_send_us + signal_wakeup_us`` later (others may take it
+  meanwhile; its waits and wake-ups are one ``lock_wait``).
 * A :class:`SpinSection` (a kernel spinlock around a computation) takes the thread's CPU
   first, as a computation does, and keeps it: while another thread holds the lock the thread
   busy-waits there (a ``lock_spin`` interval, busy CPU time the machine charges itself; it
@@ -108,6 +111,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Generator, Hashable
 from heapq import heappush
 from typing import Any
@@ -197,6 +201,10 @@ class _ThreadState:
         self.requests: dict[Hashable, simpy.Resource] = {}  # the locks it holds
 
 
+_BARGING_HELD = object()
+"""``_ThreadState.requests``' entry for a barging lock the thread holds."""
+
+
 class SimpyMachine:
     """N simulated CPUs on simpy; the same interface and trace as
     :class:`simsrv.machine.executor.Machine` (``execute``, ``finish``, ``trace``,
@@ -219,12 +227,16 @@ class SimpyMachine:
         interrupt_source: Callable[[], None] | None = None,
         quota: CpuQuota | None = None,
         cold_start: ColdStart | None = None,
+        lock_barging: bool = False,
     ) -> None:
         self.cpus = cpus
         if irq_cpu is not None and not 0 <= irq_cpu < cpus:
             raise ValueError(f"irq_cpu: {irq_cpu} is not a CPU of 0..{cpus - 1}")
         check_quota_machine(quota, background, irq_cpu if softirq_us > 0.0 else None)
         self.quota = quota
+        self.lock_barging = lock_barging
+        self._holder: dict[Hashable, _ThreadState | None] = {}  # barging locks' holders
+        self._sleepers: dict[Hashable, deque] = {}  # their sleeping waiters: (state, event)
         self._q_used = 0.0  # CPU time the server used in the quota's period, us (at _q_last)
         self._q_last = 0.0  # when the running threads last changed, us
         self._q_rate = 0  # threads running since then
@@ -359,6 +371,8 @@ class SimpyMachine:
                 yield from self._compute(state, op)
             elif kind is BarrierWait:
                 yield from self._barrier(state, op, barriers)
+            elif kind is Acquire and self.lock_barging:
+                yield from self._acquire_barging(state, op.lock)
             elif kind is Acquire:
                 yield from self._acquire(state, op.lock)
             elif kind is SpinSection:
@@ -779,6 +793,24 @@ class SimpyMachine:
             return
         self._lock_since[lock] = self.env.now
 
+    def _acquire_barging(self, state: _ThreadState, lock: Hashable) -> Generator:
+        """Take a futex-like lock: free, at once; held, sleep until a release wakes this
+        thread, ``signal_send_us + signal_wakeup_us`` after which it tries again (others may
+        have taken the lock meanwhile).  One ``lock_wait`` from the first try to the taking."""
+        began = self.env.now
+        while self._holder.get(lock) is not None:
+            woken = self.env.event()
+            self._sleepers.setdefault(lock, deque()).append(woken)
+            yield woken
+            yield _Timer(
+                self.env, self._priority(state), self.signal_send_us + self.signal_wakeup_us
+            )
+        self._holder[lock] = state
+        state.requests[lock] = _BARGING_HELD
+        if self.env.now > began:
+            self._record(state, "lock_wait", began, self.env.now)
+        self._lock_since[lock] = self.env.now
+
     def _lock(self, lock: Hashable) -> simpy.Resource:
         """The lock's FIFO resource (made at its first use; it outlives the frame)."""
         resource = self._locks.get(lock)
@@ -795,6 +827,13 @@ class SimpyMachine:
         self.lock_holds.pending.append(
             (lock, state.frame, state.name, self._lock_since.pop(lock), self.env.now)
         )
+        if request is _BARGING_HELD:  # free from now; the first sleeper is woken to try again
+            self._holder[lock] = None
+            sleepers = self._sleepers.get(lock)
+            if sleepers:
+                sleepers.popleft().succeed()
+                return True
+            return False
         resource = self._locks[lock]
         # a waiter takes it (simpy grants it at this instant)
         handed = bool(resource.queue) and not getattr(resource.queue[0], "spins", False)

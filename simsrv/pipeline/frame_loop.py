@@ -108,6 +108,7 @@ class FrameLoop:
         self.cleartime = bandwidth.cleartime_s if bandwidth is not None else np.zeros(1)
         floats[s.STOP] = scenario.run.warmup_s + scenario.run.duration_s
         floats[s.MINTIC] = server.sv_mintic_s
+        floats[s.FRAME_PERIOD] = server.frame_period_s
         set_wakeup(ints, floats, wakeup_s, wakeup_quantiles_s, wakeup_seed)
         floats[s.MEASURE_FROM] = scenario.run.warmup_s
         floats[s.LAST_PHYSICS] = -np.inf  # physics runs in the first frame
@@ -327,13 +328,18 @@ class FrameLoop:
         """Frames on ``socket``: at each frame's start the packets arrived by then are released
         from ``stream`` into it (a bounded socket drops what does not fit), up to
         ``max_messages_per_frame`` read and run (:meth:`socket_frame`); an empty socket sleeps
-        until the next arrival plus the wake-up latency.  Until the run's end, or with
-        ``until_empty`` until the socket is empty; returns the clock.  ``drain`` and
+        until the next arrival plus the wake-up latency (with a fixed frame period, until the
+        period's next start, where a frame runs even on an empty socket).  Until the run's
+        end, or with ``until_empty`` until the socket is empty; returns the clock.  ``drain`` and
         ``on_new_ticks`` as :meth:`run_stream`'s."""
         floats, limit, made = self.floats, int(self.ints[s.LIMIT]), stream.next_tick
+        periodic = floats[s.FRAME_PERIOD] > 0.0
         while now < floats[s.STOP] and (len(socket) or not until_empty):
+            if periodic and now < floats[s.NEXT_START]:  # asleep until the period's next start
+                now = float(floats[s.NEXT_START])
+                continue
             arrived = stream.release_until(now)
-            if len(socket) == 0 and len(arrived) == 0:  # sleeps until a packet wakes it
+            if len(socket) == 0 and len(arrived) == 0 and not periodic:  # a packet wakes it
                 now = stream.next_arrival_s() + wakeup_s(self.ints, floats)
                 continue
             batch = socket.deliver_and_read(arrived, limit)  # a full socket is not empty

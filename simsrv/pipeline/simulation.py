@@ -147,6 +147,7 @@ def simulate(
         interrupt_source=stream.generate_next,
         quota=CpuQuota.of(scenario.machine),
         cold_start=ColdStart.of(platform),
+        lock_barging=platform.lock_release == "barging",
     )
     softirq_time = SoftirqTime(softirq_cost_us * 1e-6, window)
     if irq_cpu is not None:  # the card's interrupts: every packet the clients' stream brings,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -123,6 +124,13 @@ class Platform(StrictModel):
     )
     migration_delay_us: float = Field(
         0.0, ge=0, description="time before an idle CPU pulls a runnable task, us"
+    )
+    lock_release: Literal["handoff", "barging"] = Field(
+        "handoff",
+        description="what a contended lock's release does: 'handoff' gives it to the first "
+        "waiter (FIFO), 'barging' frees it and wakes the first sleeping waiter, which tries "
+        "again signal_send + signal_wakeup later while anyone may take it (a futex mutex: "
+        "glibc's, libgomp's config/linux/mutex.c)",
     )
     wakeup_latency_us: float = Field(
         0.0,

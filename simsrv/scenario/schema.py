@@ -193,6 +193,14 @@ class ServerSection(StrictModel):
         description="messages read per frame; 0 = one per client slot",
     )
     sv_mintic_s: float = Field(0.03, ge=0, le=1, description="minimum world-physics step, s")
+    frame_period_s: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="fixed frame period, s: frames start every period whether packets wait or "
+        "not, one that overran the period starting the next at once (QuakeTM's SV_Frame, "
+        "0.1 stock); 0 = a frame starts when a packet waits (QuakeWorld's select loop)",
+    )
     reply_header_bytes: int = Field(40, ge=0, le=1450, description="fixed bytes per reply")
     reply_bytes_per_entity: int = Field(12, ge=0, le=1450, description="bytes per entity")
     reply_max_entities: int = Field(64, ge=1, le=65536, description="entities per reply (QW: 64)")

@@ -118,8 +118,15 @@ def config_from_row(row: dict) -> TestbedConfig:
     }
     if values.get("quota_us") is not None and values["quota_us"] != values["quota_us"]:
         values["quota_us"] = None  # NaN from a column shared with quota-free rows
-    for key in ("clients", "seed", "period_us", "port", "server_cpu", "client_cpu"):
-        values[key] = int(values[key])
+    if values.get("server_cpu") is not None and values["server_cpu"] != values["server_cpu"]:
+        values["server_cpu"] = None  # NaN: the server's threads used every CPU
+    for key in ("clients", "seed", "period_us", "port", "client_cpu", "threads"):
+        if key in values:
+            values[key] = int(values[key])
+    if values.get("server_cpu") is not None:
+        values["server_cpu"] = int(values["server_cpu"])
+    if "bind" in values:
+        values["bind"] = bool(values["bind"])
     if values.get("quota_us") is not None:
         values["quota_us"] = int(values["quota_us"])
     return TestbedConfig(**values)

@@ -6,8 +6,8 @@ thread sleeps in the kernel at once; ``active``: it spins).  Each quantity is a 
 many repetitions, in nanoseconds: an uncontended lock and nested-lock pair, a cache line
 moving between the two CPUs, the hand-off of a contended lock (holder's release to the
 waiter's return) after holds of 1 us to 1 ms, a parallel region waking its second thread
-after the team was idle 0 s to 100 ms (a frame period), one task from a single producer
-(1 and 2 threads) and a barrier of two threads.
+after the team was idle 0, 1 ms, 20 ms and 100 ms (QuakeTM's frame periods among them), one
+task from a single producer (1 and 2 threads) and a barrier of two threads.
 
 :func:`measure_primitives` returns a tidy table: one row per (quantity, policy, parameter).
 These are the sources of the QuakeTM model's platform costs (docs/quaketm.md); each is

@@ -1,6 +1,6 @@
 """QuakeTM's per-frame records (written by the patched server) as two tidy tables.
 
-The record file starts with a 16-byte header (magic ``STQ1``, record size, thread slots, a
+The record file starts with a 16-byte header (magic ``STQ2``, record size, thread slots, a
 reserved word) followed by one fixed-size little-endian record per server frame; the layout
 is ``server/sv_testbed.h`` of the QuakeTM patch, mirrored by :data:`RECORD`.
 :func:`read_quaketm_frames` returns one row per frame (:data:`FRAME_COLUMNS`) and one row
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-MAGIC = 0x31515453  # "STQ1"
+MAGIC = 0x32515453  # "STQ2"
 THREAD_SLOTS = 8
 LOCK_CLASSES = ("global", "areanode", "client", "other")
 """The lock classes of the record, in its order: ``global_lock`` (the global build's lock
@@ -41,6 +41,7 @@ THREAD = np.dtype(
         ("task_cpu_s", "<f8"),
         ("region_cpu_s", "<f8"),
         ("lock_wait_s", "<f8", (4,)),
+        ("lock_held_s", "<f8", (4,)),
         ("lock_acquires", "<i4", (4,)),
         ("lock_contended", "<i4", (4,)),
         ("tasks", "<i4"),
@@ -113,6 +114,11 @@ FRAME_COLUMNS = {
         f"lock_wait_{c}_us": f"wall time waiting for {c} locks, summed over threads (us)"
         for c in LOCK_CLASSES
     },
+    **{
+        f"lock_held_{c}_us": f"wall time holding {c} locks (a thread's outermost hold), "
+        "summed over threads (us)"
+        for c in LOCK_CLASSES
+    },
     **{f"lock_acquires_{c}": f"{c} lock acquisitions in the request stage" for c in LOCK_CLASSES},
     **{f"lock_contended_{c}": "of those, found held by another thread" for c in LOCK_CLASSES},
     "wake_us": "wall time from the request stage's start to each thread's entry, summed over "
@@ -136,6 +142,7 @@ THREAD_COLUMNS = {
     "task_cpu_us": "thread CPU inside its tasks (us)",
     "region_cpu_us": "thread CPU from entering the stage to leaving it (us)",
     **{f"lock_wait_{c}_us": f"wall time waiting for {c} locks (us)" for c in LOCK_CLASSES},
+    **{f"lock_held_{c}_us": f"wall time holding {c} locks (us)" for c in LOCK_CLASSES},
     **{f"lock_acquires_{c}": f"{c} lock acquisitions" for c in LOCK_CLASSES},
     **{f"lock_contended_{c}": f"{c} acquisitions found held" for c in LOCK_CLASSES},
     "tasks": "tasks it ran",
@@ -194,6 +201,7 @@ def threads_table(records: np.ndarray) -> pd.DataFrame:
             "task_cpu_us": t["task_cpu_s"] * us,
             "region_cpu_us": t["region_cpu_s"] * us,
             **_by_class("lock_wait_{}_us", t["lock_wait_s"] * us),
+            **_by_class("lock_held_{}_us", t["lock_held_s"] * us),
             **_by_class("lock_acquires_{}", t["lock_acquires"].astype(np.int64)),
             **_by_class("lock_contended_{}", t["lock_contended"].astype(np.int64)),
             "tasks": t["tasks"].astype(np.int64),
@@ -247,7 +255,10 @@ def frames_table(records: np.ndarray, threads: pd.DataFrame) -> pd.DataFrame:
             "active_clients": r["active_clients"].astype(np.int64),
             "edicts": r["edicts"].astype(np.int64),
             "threads": r["threads"].astype(np.int64),
-            **{name: summed[name].to_numpy() for name in _class_columns("lock_wait_{}_us")},
+            **{
+                name: summed[name].to_numpy()
+                for name in _class_columns("lock_wait_{}_us") + _class_columns("lock_held_{}_us")
+            },
             **{
                 name: summed[name].to_numpy().astype(np.int64)
                 for name in _class_columns("lock_acquires_{}") + _class_columns("lock_contended_{}")

@@ -154,6 +154,10 @@ def request_stage(window: pd.DataFrame, team: int) -> dict:
     team_us = team * stage_us if stage_us > 0 else work
     waits = {c: float(window[f"lock_wait_{c}_us"].sum()) for c in LOCK_CLASSES}
     acquires = {c: float(window[f"lock_acquires_{c}"].sum()) for c in LOCK_CLASSES}
+    held = {
+        c: float(window[f"lock_held_{c}_us"].sum()) if f"lock_held_{c}_us" in window else 0.0
+        for c in LOCK_CLASSES
+    }
     contended = {c: float(window[f"lock_contended_{c}"].sum()) for c in LOCK_CLASSES}
     packets = float(window["packets"].sum())
     with_packets = window[window["packets"] > 0]
@@ -170,6 +174,7 @@ def request_stage(window: pd.DataFrame, team: int) -> dict:
         "work_share": _share(work - sum(waits.values()), team_us),
         "lock_wait_share": _share(sum(waits.values()), team_us),
         **{f"lock_wait_share.{c}": _share(w, team_us) for c, w in waits.items()},
+        "locked_share_of_work": _share(held["global"], work - sum(waits.values())),
         "wake_share": _share(float(window["wake_us"].sum()), team_us),
         "idle_end_share": _share(float(window["idle_end_us"].sum()), team_us),
         "overhead_share": _share(float(window["overhead_us"].sum()), team_us),

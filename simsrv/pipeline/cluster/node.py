@@ -87,6 +87,7 @@ def build_node(
         signal_wakeup_us=platform.costs.signal_wakeup,
         quota=CpuQuota.of(m),
         cold_start=ColdStart.of(platform),
+        lock_barging=platform.lock_release == "barging",
     )
     builder = FrameBuilder(scenario, world.physics_entities(platform.world_counts_map_entities))
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 {
 	int cpu_a = argc > 1 ? atoi(argv[1]) : 0, cpu_b = argc > 2 ? atoi(argv[2]) : 1;
 	const char *policy = getenv("OMP_WAIT_POLICY");
-	double holds[] = {1, 5, 50, 1000}, gaps[] = {0, 1000, 100000};
+	double holds[] = {1, 5, 50, 1000}, gaps[] = {0, 1000, 20000, 100000};
 	int i;
 	omp_set_dynamic(0);
 	printf("{\"omp_wait_policy\": \"%s\", \"cpus\": [%d, %d],\n", policy ? policy : "", cpu_a,
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 	printf(" \"cache_line_transfer_ns\": %.2f,\n", cache_line_transfer(cpu_a, cpu_b));
 	for (i = 0; i < 4; i++)
 		printf(" \"lock_handoff_ns.%g\": %.1f,\n", holds[i], lock_handoff(holds[i]));
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		printf(" \"fork_wake_ns.%g\": %.1f,\n", gaps[i], fork_wake(gaps[i]));
 	printf(" \"task_ns.1\": %.2f,\n", task_cost(1));
 	printf(" \"task_ns.2\": %.2f,\n", task_cost(2));
