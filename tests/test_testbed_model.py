@@ -146,7 +146,7 @@ def test_campaign_file_errors_name_the_field(tmp_path):
     path.write_text("[[run]]\nclients = 999\n")
     with pytest.raises(InputError, match="--clients must be in"):
         load_campaign(path)
-    with pytest.raises(InputError, match="'standard' or a TOML file"):
+    with pytest.raises(InputError, match="'standard', 'quaketm' or a TOML file"):
         load_campaign(tmp_path / "missing.toml")
 
 
@@ -352,3 +352,16 @@ def test_a_run_reused_by_a_capacity_search_is_one_row():
     pooled = pool_repeats(table)
     assert pooled["repeats"].tolist() == [2]
     assert pooled["frames_per_s"].tolist() == [200.0]
+
+
+def test_the_quaketm_campaign_is_three_passes_of_distinct_valid_conditions():
+    from simsrv.testbed.quaketm_campaign import quaketm_campaign
+
+    campaign = load_campaign("quaketm")
+    assert campaign == quaketm_campaign()
+    labels = [c.config.label for c in campaign.conditions]
+    assert len(labels) == 3 * 76 and len(set(labels)) == len(labels)
+    calibration = [c for c in campaign.conditions if c.role == "calibration"]
+    assert {c.config.server for c in calibration} == {"quaketm-serial"}
+    for condition in campaign.conditions:
+        condition.config.checked()  # every condition is a valid run

@@ -155,7 +155,7 @@ def model_quantities(overrides: tuple[str, ...]) -> dict[str, float]:
     trace = result.trace[result.trace["frame"].isin(frames["frame"])]
     options = scenario.server.options
     team = 1 if options.variant == "serial" else int(options.threads)
-    split = stage_split(trace, team) if team > 1 else {}
+    split = stage_split(trace, team) if options.variant != "serial" else {}
     team_s = split.get("team", 0.0)
 
     def share(part: str) -> float:
