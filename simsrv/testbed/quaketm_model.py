@@ -20,39 +20,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from simsrv.testbed.build import SharedFolder
-from simsrv.testbed.model import config_from_row, row_overrides
+from simsrv.testbed.model import Compared, config_from_row, row_overrides
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "testbed" / "quaketm-dm1.toml"
 PLATFORM = "this-machine-quaketm"
 WORK = ("request", "request_locked", "lock")
 
 
-@dataclass(frozen=True)
-class Quantity:
-    """A measured summary key, the model's quantity of the same meaning, its tolerance."""
-
-    measured: str
-    model: str
-    tolerance: float
-    relative: bool
-    label: str
-
-
-QUANTITIES: tuple[Quantity, ...] = (
-    Quantity("frame_compute_ms.mean", "frame_compute_ms", 0.10, True, "frame compute time"),
-    Quantity("request.wall_ms_per_frame", "request_wall_ms", 0.10, True, "request stage wall"),
-    Quantity("messages_per_frame", "messages_per_frame", 0.10, True, "messages/frame"),
-    Quantity("replies_per_s", "replies_per_s", 0.10, True, "replies/s"),
-    Quantity("request.lock_wait_share", "lock_wait_share", 0.05, False, "lock-wait share"),
-    Quantity("request.wake_share", "wake_share", 0.05, False, "waking share"),
-    Quantity("request.idle_end_share", "idle_end_share", 0.05, False, "idle-at-barrier share"),
+QUANTITIES: tuple[Compared, ...] = (
+    Compared("frame_compute_ms.mean", "frame_compute_ms", 0.10, True, "frame compute time"),
+    Compared("request.wall_ms_per_frame", "request_wall_ms", 0.10, True, "request stage wall"),
+    Compared("messages_per_frame", "messages_per_frame", 0.10, True, "messages/frame"),
+    Compared("replies_per_s", "replies_per_s", 0.10, True, "replies/s"),
+    Compared("request.lock_wait_share", "lock_wait_share", 0.05, False, "lock-wait share"),
+    Compared("request.wake_share", "wake_share", 0.05, False, "waking share"),
+    Compared("request.idle_end_share", "idle_end_share", 0.05, False, "idle-at-barrier share"),
 )
 
 

@@ -405,6 +405,16 @@ def summarize(
         "commands_per_move": per("commands", "moves"),
         "round_trip_ms": _quantiles_ms(rtts),
         "wakeup_latency_us": _wakeup(frames, run),
+        **clients_summary(config, clients, run),
+        **extra,
+    }
+
+
+def clients_summary(config: TestbedConfig, clients: pd.DataFrame, run: ClientRun) -> dict:
+    """The clients' part of a run's summary: who signed on and moved, their CPU, how late
+    their sends left (any server)."""
+    duration = config.duration_s
+    return {
         "clients_began": int(clients["began"].sum()),
         "clients_moved": int((clients["distance_travelled_units"] > 0).sum()),
         "client_cpu_share": run.cpu_s / run.wall_s if run.wall_s else float("nan"),
@@ -415,7 +425,6 @@ def summarize(
         "burst_width_ms": run.burst_width_s * 1e3,
         "load_generator": config.clients_impl,
         "signon_s": run.signon_s,
-        **extra,
     }
 
 
