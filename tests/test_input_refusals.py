@@ -89,6 +89,41 @@ def test_a_boolean_is_never_a_number(field, boolean):
     assert "\n" not in message
 
 
+@pytest.mark.parametrize("field", NUMBER_FIELDS, ids=lambda field: field.key)
+def test_a_numeric_string_is_never_a_number(field):
+    """``--set 'run.duration_s="20"'`` is text, not 20: every number field of every section,
+    map kind, mobility model, strategy and cost refuses a string that pydantic would convert."""
+    value = "[" * list_depth(field) + '"1"' + "]" * list_depth(field)
+    with pytest.raises(InputError) as caught:
+        load_scenario(None, [*field.context, f"{field.key}={value}"])
+    message = str(caught.value)
+    assert message.startswith(f"{field.key}: must be a number, not a string, got")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['irq_cpu = "0"', 'softirq_share = "0.5"', 'netdev_max_backlog = "300"',
+     'wakeup_latency_us = "10"', 'smt_throughput = "0.6"'],
+)  # fmt: skip
+def test_a_numeric_string_in_a_platform_file_is_refused(tmp_path, line):
+    path = tmp_path / "p.toml"
+    path.write_text(f'name = "p"\ncpus = 2\n{line}\n[costs]\nsignal_send = 0.0\n')
+    key = line.split(" =")[0]
+    with pytest.raises(InputError, match=rf"{key}: must be a number, not a string"):
+        load_platform(str(path))
+    path.write_text('name = "p"\n[costs]\nsignal_send = "1.2"\n')
+    with pytest.raises(InputError, match=r"costs\.signal_send: must be a number, not a string"):
+        load_platform(str(path))
+
+
+def test_a_string_a_union_takes_as_it_is_is_still_accepted():
+    scenario = load_scenario(
+        None, ["server.strategy=abdelkhalek", 'server.options.threads="per-client"']
+    )
+    assert scenario.server.options.threads == "per-client"
+
+
 def test_numbers_and_real_booleans_are_still_accepted():
     scenario = load_scenario(
         None, ["run.duration_s=1", "players.count=7", "players.respawn=true", "map.kind=hotspots"]

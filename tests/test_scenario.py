@@ -45,7 +45,7 @@ def test_overrides_are_coerced_to_the_field_type():
     ("overrides", "message"),
     [
         (["machine.cpus=0"], "machine.cpus: Input should be greater than or equal to 1"),
-        (["machine.cpus=two"], "machine.cpus: Input should be a valid integer"),
+        (["machine.cpus=two"], "machine.cpus: must be a number, not a string"),
         (["map.sizee=3"], "map.sizee: unknown field; allowed fields: door_width, height"),
         (["bogus.x=1"], "bogus.x: unknown section 'bogus'"),
         (["server.strategy=magic"], "server.strategy: unknown strategy 'magic'; allowed:"),

@@ -16,7 +16,8 @@ M = TypeVar("M", bound=BaseModel)
 
 class StrictModel(BaseModel):
     """Base of every scenario section: unknown keys are errors, instances are immutable, and
-    numbers are finite (NaN and infinity are never a valid input)."""
+    numbers are finite (NaN and infinity are never a valid input) and written as numbers (a
+    boolean or a numeric string such as ``"0"`` is refused, not converted)."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
@@ -41,6 +42,17 @@ class StrictModel(BaseModel):
                         if _bool_for_number(field.annotation, {key: v})
                     )
                 raise ValueError(f"{name}: must be a number, not a boolean, got {_as_toml(value)}")
+            for name, value in data.items():
+                field = cls.model_fields.get(name)
+                if field is None or not _string_for_number(field.annotation, value):
+                    continue
+                if isinstance(value, dict):  # name the entry: costs.world_base
+                    name, value = next(
+                        (f"{name}.{key}", v)
+                        for key, v in value.items()
+                        if _string_for_number(field.annotation, {key: v})
+                    )
+                raise ValueError(f"{name}: must be a number, not a string, got {_as_toml(value)}")
         return data
 
 
@@ -121,6 +133,43 @@ def _bool_for_number(annotation: Any, value: Any) -> bool:
     if isinstance(value, dict) and origin is dict and len(args) == 2:
         return any(_bool_for_number(args[1], v) for v in value.values())
     return False
+
+
+def _string_for_number(annotation: Any, value: Any) -> bool:
+    """True when ``value`` is, or holds, a string where ``annotation`` wants a number and no
+    other member of the annotation takes that string (``"0"`` for a float: pydantic would
+    convert it; ``"per-client"`` for ``int | Literal["per-client"]`` is fine)."""
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        return _string_for_number(args[0], value)
+    if origin in (Union, types.UnionType):
+        members = [m for m in args if m is not type(None)]
+        if isinstance(value, str) and any(_takes_string(m, value) for m in members):
+            return False
+        return any(_string_for_number(member, value) for member in members)
+    if isinstance(value, str):
+        return annotation in (int, float)
+    if isinstance(value, list | tuple) and isinstance(origin, type):
+        if not issubclass(origin, Sequence | set | frozenset) or not args:
+            return False
+        if origin is tuple and args[-1] is not Ellipsis:
+            return any(_string_for_number(a, v) for a, v in zip(args, value, strict=False))
+        return any(_string_for_number(args[0], v) for v in value)
+    if isinstance(value, dict) and origin is dict and len(args) == 2:
+        return any(_string_for_number(args[1], v) for v in value.values())
+    return False
+
+
+def _takes_string(member: Any, value: str) -> bool:
+    """Whether a union member accepts the string ``value`` as it is (a string type, a literal
+    choice, or anything that is not a number: pydantic decides)."""
+    origin = get_origin(member)
+    if origin is Annotated:
+        return _takes_string(get_args(member)[0], value)
+    if origin is Literal:
+        return value in get_args(member)
+    return member not in (int, float)
 
 
 def _owner_model(model: type[BaseModel], path: list[str]) -> type[BaseModel]:
