@@ -26,33 +26,25 @@ class StrictModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, data: Any) -> Any:
-        """``true`` is not a number and ``1`` or ``"yes"`` is not a boolean: pydantic would
-        convert them."""
+        """``true`` or ``"1"`` is not a number and ``1`` or ``"yes"`` is not a boolean:
+        pydantic would convert them."""
         if isinstance(data, dict):
             for name, value in data.items():
                 field = cls.model_fields.get(name)
                 if field is not None and field.annotation is bool and not isinstance(value, bool):
                     raise ValueError(f"{name}: must be true or false, got {_as_toml(value)}")
-                if field is None or not _bool_for_number(field.annotation, value):
-                    continue
-                if isinstance(value, dict):  # name the entry: costs.world_base
-                    name, value = next(
-                        (f"{name}.{key}", v)
-                        for key, v in value.items()
-                        if _bool_for_number(field.annotation, {key: v})
-                    )
-                raise ValueError(f"{name}: must be a number, not a boolean, got {_as_toml(value)}")
-            for name, value in data.items():
-                field = cls.model_fields.get(name)
-                if field is None or not _string_for_number(field.annotation, value):
-                    continue
-                if isinstance(value, dict):  # name the entry: costs.world_base
-                    name, value = next(
-                        (f"{name}.{key}", v)
-                        for key, v in value.items()
-                        if _string_for_number(field.annotation, {key: v})
-                    )
-                raise ValueError(f"{name}: must be a number, not a string, got {_as_toml(value)}")
+            for wrong, what in ((_bool_for_number, "a boolean"), (_string_for_number, "a string")):
+                for name, value in data.items():
+                    field = cls.model_fields.get(name)
+                    if field is None or not wrong(field.annotation, value):
+                        continue
+                    if isinstance(value, dict):  # name the entry: costs.world_base
+                        name, value = next(
+                            (f"{name}.{key}", v)
+                            for key, v in value.items()
+                            if wrong(field.annotation, {key: v})
+                        )
+                    raise ValueError(f"{name}: must be a number, not {what}, got {_as_toml(value)}")
         return data
 
 

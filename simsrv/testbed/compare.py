@@ -17,7 +17,6 @@ one step of the measured repeats' range.  Writes ``validation.parquet``, ``valid
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -28,7 +27,13 @@ import pandas as pd
 
 from simsrv.testbed.build import find_shared
 from simsrv.testbed.campaign import condition_of, pool_repeats
-from simsrv.testbed.model import QUANTITIES, SCENARIO, row_overrides, scenario_overrides
+from simsrv.testbed.model import (
+    QUANTITIES,
+    SCENARIO,
+    judged,
+    row_overrides,
+    scenario_overrides,
+)
 from simsrv.testbed.run import TestbedConfig
 from simsrv.validation.jobs import RunJob, execute
 
@@ -89,13 +94,7 @@ def compare_rows(measured: pd.DataFrame, model: list[dict[str, float]]) -> pd.Da
             # (under a quota the model's busy time is CPU time, as the thread clock measures:
             # a throttled thread's time is no interval of the trace)
             real, sim = float(m[c.measured]), q[c.model]
-            error = (sim - real) / real if c.relative else sim - real
-            if c.relative and real == 0:
-                error = math.inf
             spread = float(m.get(f"spread.{c.measured}", 0.0) or 0.0)
-            if c.relative:
-                spread = spread / abs(real) if real else 0.0
-            tolerance = max(c.tolerance, spread)
             rows.append(
                 {
                     "condition": m.get("condition", m["label"]),
@@ -110,12 +109,7 @@ def compare_rows(measured: pd.DataFrame, model: list[dict[str, float]]) -> pd.Da
                     "quantity": c.label,
                     "measured": real,
                     "model": sim,
-                    "error": error,
-                    "relative": c.relative,
-                    "spread": spread,
-                    "tolerance": tolerance,
-                    "tolerance_from_spread": tolerance > c.tolerance,
-                    "within": bool(abs(error) <= tolerance),
+                    **judged(c, real, sim, spread),
                 }
             )
     return pd.DataFrame(rows)

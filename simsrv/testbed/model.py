@@ -17,6 +17,7 @@ relative.  The tolerances are the ones the issue set: +-10 % on rates, +-5 point
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,27 @@ QUANTITIES: tuple[Compared, ...] = (
     Compared("cpu_share.net_send", "net_send_share", 0.05, False, "send-call share"),
     Compared("cpu_share.frame", "frame_share", 0.05, False, "per-frame share"),
 )
+
+
+def judged(c: Compared, real: float, sim: float, spread: float) -> dict:
+    """A measured value against the model's under ``c``: the error (relative for rates, in
+    points for shares; infinite against a real 0), the repeats' spread in the error's unit,
+    the tolerance (``c``'s, or that spread where wider: never tighter than the measurement's
+    own noise) and whether the error is within it."""
+    error = (sim - real) / real if c.relative else sim - real
+    if c.relative and real == 0:
+        error = math.inf
+    if c.relative:
+        spread = spread / abs(real) if real else 0.0
+    tolerance = max(c.tolerance, spread)
+    return {
+        "error": error,
+        "relative": c.relative,
+        "spread": spread,
+        "tolerance": tolerance,
+        "tolerance_from_spread": tolerance > c.tolerance,
+        "within": bool(abs(error) <= tolerance),
+    }
 
 
 def phase_overrides(

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.testbed.build import SharedFolder
-from simsrv.testbed.model import Compared, config_from_row, row_overrides
+from simsrv.testbed.model import Compared, config_from_row, judged, row_overrides
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "testbed" / "quaketm-dm1.toml"
 PLATFORM = "this-machine-quaketm"
@@ -206,23 +206,15 @@ def compare_rows(pooled: pd.DataFrame, model: list[dict[str, float]]) -> pd.Data
             real, sim = _value(m, c.measured), q.get(c.model, float("nan"))
             if math.isnan(real) or math.isnan(sim):
                 continue
-            error = (sim - real) / real if c.relative else sim - real
             spread = _value(m, f"spread.{c.measured}")
             spread = 0.0 if math.isnan(spread) else spread
-            if c.relative:
-                spread = spread / abs(real) if real else 0.0
-            tolerance = max(c.tolerance, spread)
             rows.append(
                 {
                     **condition_columns(m),
                     "quantity": c.label,
                     "measured": real,
                     "model": sim,
-                    "error": error,
-                    "relative": c.relative,
-                    "spread": spread,
-                    "tolerance": tolerance,
-                    "within": bool(abs(error) <= tolerance),
+                    **judged(c, real, sim, spread),
                 }
             )
     return pd.DataFrame(rows)
