@@ -169,8 +169,12 @@ def test_a_boolean_cost_in_a_platform_file_is_refused(tmp_path):
         ),
         ("server.reply_max_entities=9223372036854775807", "server.reply_max_entities: Input "),
         ("server.reply_max_bytes=100000", "server.reply_max_bytes: Input should be less"),
-        ("server.max_messages_per_frame=1e12", "server.max_messages_per_frame: Input should"),
-        ("clients.socket_buffer_messages=1e9", "clients.socket_buffer_messages: Input should"),
+        ("server.max_messages_per_frame=1e12", "server.max_messages_per_frame: must be a whole"),
+        ("clients.socket_buffer_messages=1e9", "clients.socket_buffer_messages: must be a whole"),
+        (
+            "server.max_messages_per_frame=1000000000000",
+            "server.max_messages_per_frame: Input should",
+        ),
         ("run.seed=18446744073709551616", "run.seed: Input should be less than or equal to"),
     ],
 )

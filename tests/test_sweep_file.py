@@ -128,9 +128,14 @@ def _grid(line: str) -> str:
     ("grid", "message"),
     [
         (
-            '"machine.cpus" = [2, 2.0]',
-            "sweep.grid.machine.cpus: machine.cpus = 2.0 is the same as machine.cpus = 2 once "
-            "validated (one run listed twice); list each value once (repetitions are seeds)",
+            '"clients.jitter_s" = [0, 0.0]',
+            "sweep.grid.clients.jitter_s: clients.jitter_s = 0.0 is the same as clients.jitter_s "
+            "= 0 once validated (one run listed twice); list each value once (repetitions are "
+            "seeds)",
+        ),
+        (
+            '"machine.cpus" = [2, 2.0]',  # a float is no CPU count
+            "machine.cpus: must be a whole number, not a float, got 2.0",
         ),
         (
             '"run.seed" = [1, 2]',  # seeds = 2: the first point's seed 2 is the second's
@@ -140,8 +145,8 @@ def _grid(line: str) -> str:
     ],
 )
 def test_one_run_listed_twice_is_refused_once_validated(tmp_path, capsys, grid, message):
-    """Failure 10 (issue 42): ``"machine.cpus" = [2, 2.0]`` stored one row for two runs, and
-    the summary counted it twice (n = 2 over 2 seeds)."""
+    """``"clients.jitter_s" = [0, 0.0]`` would store one row for two runs and the summary count
+    it twice (n = 2 over 2 seeds); ``2.0`` CPUs is refused outright."""
     path = _write(tmp_path, _grid(grid))
     out = tmp_path / "out"
     assert main(["sweep", str(path), "--out", str(out)]) == 2

@@ -17,7 +17,8 @@ M = TypeVar("M", bound=BaseModel)
 class StrictModel(BaseModel):
     """Base of every scenario section: unknown keys are errors, instances are immutable, and
     numbers are finite (NaN and infinity are never a valid input) and written as numbers (a
-    boolean or a numeric string such as ``"0"`` is refused, not converted)."""
+    boolean or a numeric string such as ``"0"`` is refused, not converted, and so is a float
+    such as ``1e4`` where a whole number is wanted)."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
@@ -33,7 +34,11 @@ class StrictModel(BaseModel):
                 field = cls.model_fields.get(name)
                 if field is not None and field.annotation is bool and not isinstance(value, bool):
                     raise ValueError(f"{name}: must be true or false, got {_as_toml(value)}")
-            for wrong, what in ((_bool_for_number, "a boolean"), (_string_for_number, "a string")):
+            for wrong, what in (
+                (_bool_for_number, "a number, not a boolean"),
+                (_string_for_number, "a number, not a string"),
+                (_float_for_whole, "a whole number, not a float"),
+            ):
                 for name, value in data.items():
                     field = cls.model_fields.get(name)
                     if field is None or not wrong(field.annotation, value):
@@ -44,7 +49,7 @@ class StrictModel(BaseModel):
                             for key, v in value.items()
                             if wrong(field.annotation, {key: v})
                         )
-                    raise ValueError(f"{name}: must be a number, not {what}, got {_as_toml(value)}")
+                    raise ValueError(f"{name}: must be {what}, got {_as_toml(value)}")
         return data
 
 
@@ -151,6 +156,39 @@ def _string_for_number(annotation: Any, value: Any) -> bool:
     if isinstance(value, dict) and origin is dict and len(args) == 2:
         return any(_string_for_number(args[1], v) for v in value.values())
     return False
+
+
+def _float_for_whole(annotation: Any, value: Any) -> bool:
+    """True when ``value`` is, or holds, a float where ``annotation`` wants a whole number and
+    no other member takes a float (``1e4`` for ``seeds``: pydantic would take 10000.0 as
+    10000)."""
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        return _float_for_whole(args[0], value)
+    if origin in (Union, types.UnionType):
+        members = [m for m in args if m is not type(None)]
+        if isinstance(value, float) and any(_takes_float(m) for m in members):
+            return False
+        return any(_float_for_whole(member, value) for member in members)
+    if isinstance(value, float):
+        return annotation is int
+    if isinstance(value, list | tuple) and isinstance(origin, type):
+        if not issubclass(origin, Sequence | set | frozenset) or not args:
+            return False
+        if origin is tuple and args[-1] is not Ellipsis:
+            return any(_float_for_whole(a, v) for a, v in zip(args, value, strict=False))
+        return any(_float_for_whole(args[0], v) for v in value)
+    if isinstance(value, dict) and origin is dict and len(args) == 2:
+        return any(_float_for_whole(args[1], v) for v in value.values())
+    return False
+
+
+def _takes_float(member: Any) -> bool:
+    origin = get_origin(member)
+    if origin is Annotated:
+        return _takes_float(get_args(member)[0])
+    return member is float or (origin is None and member not in (int, str, bool))
 
 
 def _takes_string(member: Any, value: str) -> bool:
