@@ -92,3 +92,21 @@ def test_the_build_is_kept_per_variant(fine_build):
     again = build_quaketm(_shared(), "fine")
     assert again.binary == fine_build.binary
     assert shutil.which(str(again.binary)) is not None
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"threads": 2}, "--threads must be in \\[1, 1\\] for quaketm-serial"),
+        ({"server": "quaketm-fine", "clients_impl": "python"}, "--clients-impl python is for"),
+        ({"server": "quaketm-fine", "quota_us": 2000}, "--quota-us applies to mvdsv only"),
+        ({"server": "quaketm-fine", "bind": True}, "--bind binds QuakeTM's threads"),
+        ({"server": "mvdsv", "threads": 2}, "--threads applies to QuakeTM"),
+    ],
+)
+def test_a_quaketm_condition_is_checked_before_anything_is_built(fields, message):
+    from simsrv.core.errors import InputError
+
+    config = TestbedConfig(**{"server": "quaketm-serial", **fields})
+    with pytest.raises(InputError, match=message):
+        config.checked()

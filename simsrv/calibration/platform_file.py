@@ -87,3 +87,30 @@ def dump_toml(data: dict[str, Any]) -> str:
         if isinstance(v, dict)
     ]
     return "\n".join(top) + "\n" + "\n".join(tables) + "\n"
+
+
+def measured_on(machine: dict, runs: list[str]) -> str:
+    """Where a testbed platform was measured: the ``machine`` a run's summary records
+    (``simsrv.testbed.run.machine_description``) and the calibration runs' labels."""
+    return (
+        f"{machine['cpu_model']}, {machine['cpus']} CPUs, Linux {machine['kernel']}, "
+        f"clocksource {machine['clocksource']}; calibration runs: {', '.join(runs)}"
+    )
+
+
+def write_measured(fitted: dict[str, Any], source: Path, out: Path, server: str) -> None:
+    """Write ``source`` to ``out`` with the ``fitted`` values (numbers to 6 significant
+    digits, lists of them), named after ``out``'s file and described as ``server`` on the
+    machine ``fitted["_machine"]`` (:func:`measured_on`) when there is one."""
+    values = {key: _toml_number(value) for key, value in fitted.items() if key != "_machine"}
+    values["name"] = f'"{out.stem}"'
+    if fitted.get("_machine"):
+        values["description"] = f'"{server}: {fitted["_machine"]}"'
+    write_atomic(out, with_values(source, values))
+
+
+def _toml_number(value: float | list[float]) -> str:
+    """A fitted value as TOML: a number to 6 significant digits, or an array of them."""
+    if isinstance(value, list):
+        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
+    return f"{value:.6g}"

@@ -39,7 +39,7 @@ from simsrv.calibration.joint import (
     fit_and_log,
     report_at_start,
 )
-from simsrv.calibration.platform_file import PlatformFiles, with_values, write_atomic
+from simsrv.calibration.platform_file import PlatformFiles, measured_on, write_measured
 from simsrv.core.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
 
@@ -359,28 +359,13 @@ def _measured_on(data: Path, runs: pd.DataFrame) -> str:
     import json
 
     summary = json.loads((_run_directory(data, runs["label"].iloc[0]) / "summary.json").read_text())
-    m = summary["machine"]
-    return (
-        f"{m['cpu_model']}, {m['cpus']} CPUs, Linux {m['kernel']}, clocksource "
-        f"{m['clocksource']}; calibration runs: {', '.join(runs['label'])}"
-    )
+    return measured_on(summary["machine"], list(runs["label"]))
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
     """Write ``source`` to ``out`` with the fitted costs and the machine it was measured on
     (``description``), the platform named after ``out``'s file name."""
-    values = {key: _toml_number(value) for key, value in fitted.items() if key != "_machine"}
-    values["name"] = f'"{out.stem}"'
-    if fitted.get("_machine"):
-        values["description"] = f'"mvdsv 0.35 on one CPU of: {fitted["_machine"]}"'
-    write_atomic(out, with_values(source, values))
-
-
-def _toml_number(value: float | list[float]) -> str:
-    """A fitted value as TOML: a number to 6 significant digits, or an array of them."""
-    if isinstance(value, list):
-        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
-    return f"{value:.6g}"
+    write_measured(fitted, source, out, "mvdsv 0.35 on one CPU of")
 
 
 CALIBRATORS.register(

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from simsrv.calibration.fitting import CALIBRATORS, Calibrator, FitOptions
-from simsrv.calibration.platform_file import with_values, write_atomic
+from simsrv.calibration.platform_file import measured_on, write_measured
 from simsrv.core.errors import InputError
 from simsrv.platforms.profile import PLATFORM_DIR
 
@@ -150,20 +150,13 @@ def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     for key, value in values.items():
         log(f"  {key} = {value:.6g} us")
     machine = json.loads((runs[0] / "summary.json").read_text())["machine"]
-    values["_machine"] = (
-        f"{machine['cpu_model']}, {machine['cpus']} CPUs, Linux {machine['kernel']}; "
-        f"calibration runs: {', '.join(r.name for r in runs)}"
-    )
+    values["_machine"] = measured_on(machine, [r.name for r in runs])
     return values
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:
     """``source`` with the values set and the machine in ``description``."""
-    values = {k: f"{v:.6g}" for k, v in fitted.items() if k != "_machine"}
-    values["name"] = f'"{out.stem}"'
-    if fitted.get("_machine"):
-        values["description"] = f'"QuakeTM on: {fitted["_machine"]}"'
-    write_atomic(out, with_values(source, values))
+    write_measured(fitted, source, out, "QuakeTM on")
 
 
 CALIBRATORS.register(PLATFORM_NAME, Calibrator(PLATFORM_NAME, fit, write, duration="a few seconds"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -34,22 +34,18 @@ class StrictModel(BaseModel):
                 field = cls.model_fields.get(name)
                 if field is not None and field.annotation is bool and not isinstance(value, bool):
                     raise ValueError(f"{name}: must be true or false, got {_as_toml(value)}")
-            for wrong, what in (
-                (_bool_for_number, "a number, not a boolean"),
-                (_string_for_number, "a number, not a string"),
-                (_float_for_whole, "a whole number, not a float"),
-            ):
+            for rule in (_BOOLEAN, _STRING, _FLOAT):
                 for name, value in data.items():
                     field = cls.model_fields.get(name)
-                    if field is None or not wrong(field.annotation, value):
+                    if field is None or not _mistyped(field.annotation, value, rule):
                         continue
                     if isinstance(value, dict):  # name the entry: costs.world_base
                         name, value = next(
                             (f"{name}.{key}", v)
                             for key, v in value.items()
-                            if wrong(field.annotation, {key: v})
+                            if _mistyped(field.annotation, {key: v}, rule)
                         )
-                    raise ValueError(f"{name}: must be {what}, got {_as_toml(value)}")
+                    raise ValueError(f"{name}: must be {rule.what}, got {_as_toml(value)}")
         return data
 
 
@@ -107,99 +103,88 @@ def first_error_line(error: ValidationError, model: type[BaseModel], prefix: str
     return f"{field}: {message}{got}"
 
 
-def _bool_for_number(annotation: Any, value: Any) -> bool:
-    """True when ``value`` is, or holds, a boolean where ``annotation`` wants a number (or a
-    literal that is not a boolean).  Other type mismatches are left to pydantic."""
+class _Mistype(NamedTuple):
+    """A value of the wrong kind where a number is wanted: ``scalar(annotation, value)`` says
+    it of one value, ``taken(member, value)`` whether a union member takes it as it is (then
+    pydantic decides), ``what`` the error's words."""
+
+    scalar: Callable[[Any, Any], bool]
+    taken: Callable[[Any, Any], bool]
+    what: str
+
+
+def _mistyped(annotation: Any, value: Any, rule: _Mistype) -> bool:
+    """True when ``value`` is, or holds (in a list, tuple or dict), a value ``rule`` refuses
+    where ``annotation`` wants a number and no union member takes it as it is.  Other type
+    mismatches are left to pydantic."""
     origin = get_origin(annotation)
-    if origin is Annotated:
-        return _bool_for_number(get_args(annotation)[0], value)
-    if origin in (Union, types.UnionType):
-        members = [m for m in get_args(annotation) if m is not type(None)]  # optional: unset
-        return all(_bool_for_number(member, value) for member in members)
-    if isinstance(value, bool):
-        if origin is Literal:
-            return not any(isinstance(choice, bool) for choice in get_args(annotation))
-        return annotation in (int, float)
     args = get_args(annotation)
+    if origin is Annotated:
+        return _mistyped(args[0], value, rule)
+    if origin in (Union, types.UnionType):
+        members = [m for m in args if m is not type(None)]  # optional: unset
+        if any(rule.taken(member, value) for member in members):
+            return False
+        return any(_mistyped(member, value, rule) for member in members)
     if isinstance(value, list | tuple) and isinstance(origin, type):
         if not issubclass(origin, Sequence | set | frozenset) or not args:
             return False
         if origin is tuple and args[-1] is not Ellipsis:
-            return any(_bool_for_number(a, v) for a, v in zip(args, value, strict=False))
-        return any(_bool_for_number(args[0], v) for v in value)
+            return any(_mistyped(a, v, rule) for a, v in zip(args, value, strict=False))
+        return any(_mistyped(args[0], v, rule) for v in value)
     if isinstance(value, dict) and origin is dict and len(args) == 2:
-        return any(_bool_for_number(args[1], v) for v in value.values())
-    return False
+        return any(_mistyped(args[1], v, rule) for v in value.values())
+    return rule.scalar(annotation, value)
 
 
-def _string_for_number(annotation: Any, value: Any) -> bool:
-    """True when ``value`` is, or holds, a string where ``annotation`` wants a number and no
-    other member of the annotation takes that string (``"0"`` for a float: pydantic would
-    convert it; ``"per-client"`` for ``int | Literal["per-client"]`` is fine)."""
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Annotated:
-        return _string_for_number(args[0], value)
-    if origin in (Union, types.UnionType):
-        members = [m for m in args if m is not type(None)]
-        if isinstance(value, str) and any(_takes_string(m, value) for m in members):
-            return False
-        return any(_string_for_number(member, value) for member in members)
-    if isinstance(value, str):
-        return annotation in (int, float)
-    if isinstance(value, list | tuple) and isinstance(origin, type):
-        if not issubclass(origin, Sequence | set | frozenset) or not args:
-            return False
-        if origin is tuple and args[-1] is not Ellipsis:
-            return any(_string_for_number(a, v) for a, v in zip(args, value, strict=False))
-        return any(_string_for_number(args[0], v) for v in value)
-    if isinstance(value, dict) and origin is dict and len(args) == 2:
-        return any(_string_for_number(args[1], v) for v in value.values())
-    return False
+def _bool_scalar(annotation: Any, value: Any) -> bool:
+    """A boolean where a number (or a literal that is not a boolean) is wanted."""
+    if not isinstance(value, bool):
+        return False
+    if get_origin(annotation) is Literal:
+        return not any(isinstance(choice, bool) for choice in get_args(annotation))
+    return annotation in (int, float)
 
 
-def _float_for_whole(annotation: Any, value: Any) -> bool:
-    """True when ``value`` is, or holds, a float where ``annotation`` wants a whole number and
-    no other member takes a float (``1e4`` for ``seeds``: pydantic would take 10000.0 as
-    10000)."""
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Annotated:
-        return _float_for_whole(args[0], value)
-    if origin in (Union, types.UnionType):
-        members = [m for m in args if m is not type(None)]
-        if isinstance(value, float) and any(_takes_float(m) for m in members):
-            return False
-        return any(_float_for_whole(member, value) for member in members)
-    if isinstance(value, float):
-        return annotation is int
-    if isinstance(value, list | tuple) and isinstance(origin, type):
-        if not issubclass(origin, Sequence | set | frozenset) or not args:
-            return False
-        if origin is tuple and args[-1] is not Ellipsis:
-            return any(_float_for_whole(a, v) for a, v in zip(args, value, strict=False))
-        return any(_float_for_whole(args[0], v) for v in value)
-    if isinstance(value, dict) and origin is dict and len(args) == 2:
-        return any(_float_for_whole(args[1], v) for v in value.values())
-    return False
-
-
-def _takes_float(member: Any) -> bool:
-    origin = get_origin(member)
-    if origin is Annotated:
-        return _takes_float(get_args(member)[0])
-    return member is float or (origin is None and member not in (int, str, bool))
-
-
-def _takes_string(member: Any, value: str) -> bool:
+def _takes_string(member: Any, value: Any) -> bool:
     """Whether a union member accepts the string ``value`` as it is (a string type, a literal
     choice, or anything that is not a number: pydantic decides)."""
+    if not isinstance(value, str):
+        return False
     origin = get_origin(member)
     if origin is Annotated:
         return _takes_string(get_args(member)[0], value)
     if origin is Literal:
         return value in get_args(member)
     return member not in (int, float)
+
+
+def _takes_float(member: Any, value: Any) -> bool:
+    """Whether a union member accepts the float ``value`` as it is (a float, or anything that
+    is neither a whole number, a string nor a boolean: pydantic decides)."""
+    if not isinstance(value, float):
+        return False
+    origin = get_origin(member)
+    if origin is Annotated:
+        return _takes_float(get_args(member)[0], value)
+    return member is float or (origin is None and member not in (int, str, bool))
+
+
+_BOOLEAN = _Mistype(
+    _bool_scalar,
+    lambda member, value: not _mistyped(member, value, _BOOLEAN),  # a union: every member
+    "a number, not a boolean",
+)
+_STRING = _Mistype(
+    lambda annotation, value: isinstance(value, str) and annotation in (int, float),
+    _takes_string,
+    "a number, not a string",
+)
+_FLOAT = _Mistype(
+    lambda annotation, value: isinstance(value, float) and annotation is int,
+    _takes_float,
+    "a whole number, not a float",
+)
 
 
 def _owner_model(model: type[BaseModel], path: list[str]) -> type[BaseModel]:

@@ -1615,7 +1615,8 @@ def _log_hold(m, lock, end):
 def _retry_acquire(m, s, pc, time):
     """Slot ``s``, woken by a barging release of the lock its op ``pc`` acquires, tries it
     again: with the lock it goes on (one ``lock_wait`` row from its first try: the waits and
-    wake-ups between are one wait), else it waits again; :func:`_wake`'s result."""
+    wake-ups between are one wait), else it waits again; :func:`_step`'s result (the slot
+    that goes on, or :data:`NONE`)."""
     ti = m.ti
     ti[s, T_RETRY] = 0
     began = m.tf[s, TF_BEGAN]

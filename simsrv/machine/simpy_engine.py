@@ -236,7 +236,7 @@ class SimpyMachine:
         self.quota = quota
         self.lock_barging = lock_barging
         self._holder: dict[Hashable, _ThreadState | None] = {}  # barging locks' holders
-        self._sleepers: dict[Hashable, deque] = {}  # their sleeping waiters: (state, event)
+        self._sleepers: dict[Hashable, deque] = {}  # their sleepers' wake-up events, in order
         self._q_used = 0.0  # CPU time the server used in the quota's period, us (at _q_last)
         self._q_last = 0.0  # when the running threads last changed, us
         self._q_rate = 0  # threads running since then

@@ -123,8 +123,7 @@ class QuakeTM(Strategy):
         if n:
             main.append(Compute("net_recv", c.net_recv_us(k, n)))
             main.append(Compute("read", costs.queue_per_message * n))
-        commands, ranges = messages["commands"], messages["range_count"]
-        work = np.array([c.request_us(k, 1, commands[i], ranges[i]) for i in range(n)])
+        work = c.request_us(k, 1, messages["commands"], messages["range_count"])
         threads = [main] + [[] for _ in range(self.threads - 1)]
         if self.options.variant == "serial":
             main += [Compute("request", w) for w in work]

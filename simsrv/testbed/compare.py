@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,12 +53,15 @@ def model_jobs(
     ]
 
 
-def execute_all(jobs: list[RunJob], workers: int) -> list[dict[str, float]]:
-    """Every job's quantities, in order: on a process pool of ``workers``, or here."""
+def execute_all(
+    jobs: list, workers: int, run: Callable[[Any], dict[str, float]] = execute
+) -> list[dict[str, float]]:
+    """Every job's quantities (``run`` of each: a :class:`RunJob`'s by default), in order: on
+    a process pool of ``workers``, or here."""
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            return list(pool.map(execute, jobs))
-    return [execute(job) for job in jobs]
+            return list(pool.map(run, jobs))
+    return [run(job) for job in jobs]
 
 
 def run_model(

@@ -590,5 +590,10 @@ def parse_server_message(payload: bytes) -> ServerEvents:
 
 
 def read_common_c(source_tree: Path) -> str:
-    """The text of ``src/common.c`` in an unpacked server source tree."""
-    return (source_tree / "src" / "common.c").read_text(encoding="latin-1")
+    """The text of ``common.c`` in an unpacked server source tree: mvdsv's ``src/``, or
+    QuakeWorld 2.40's ``server/`` (QuakeTM)."""
+    for folder in ("src", "server"):
+        path = source_tree / folder / "common.c"
+        if path.is_file():
+            return path.read_text(encoding="latin-1")
+    return (source_tree / "src" / "common.c").read_text(encoding="latin-1")  # (names it)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from simsrv.testbed.build import SharedFolder
+from simsrv.testbed.compare import execute_all
 from simsrv.testbed.model import Compared, config_from_row, judged, row_overrides
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "testbed" / "quaketm-dm1.toml"
@@ -180,11 +180,7 @@ def run_model(
         for seed in range(1, seeds + 1)
     ]
     log(f"model: {len(jobs)} runs ({len(rows)} conditions x {seeds} seeds)")
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(model_quantities, jobs))
-    else:
-        results = [model_quantities(job) for job in jobs]
+    results = execute_all(jobs, workers, model_quantities)
     out = []
     for i in range(len(rows)):
         chunk = results[i * seeds : (i + 1) * seeds]

@@ -170,6 +170,11 @@ class TestbedConfig:
             raise InputError(
                 "testbed --bind binds QuakeTM's threads to every CPU: use it with --server-cpu all"
             )
+        if self.clients_impl != "c":
+            raise InputError(
+                "testbed --clients-impl python is for mvdsv; QuakeTM runs take the compiled "
+                "load generator (c)"
+            )
         if self.omp_wait not in OMP_WAIT_POLICIES:
             raise InputError(
                 f"testbed --omp-wait must be one of {', '.join(OMP_WAIT_POLICIES)}, "
@@ -477,17 +482,24 @@ def run_testbed(
 ) -> TestbedResult:
     """Measure the real server under ``config`` (see the module docstring)."""
     config = config.checked()
-    if config.quaketm is not None:
-        from simsrv.testbed.quaketm_run import run_quaketm
-
-        return run_quaketm(config, shared_root=shared_root, workdir=workdir)
     shared = find_shared(shared_root)
     if not port_is_free(config.port):
         raise InputError(
             f"testbed --port {config.port} is busy on this machine; choose another with --port"
         )
     quota = None if config.quota_us is None else kernel_quota(config.quota_us, config.period_us)
-    build = build_server(shared, max_clients=server_max_clients(config.clients))
+    if config.quaketm is None:
+        build = build_server(shared, max_clients=server_max_clients(config.clients))
+        server_options: dict = {"quota": quota}
+    else:
+        from simsrv.testbed.quaketm import build_quaketm, run_args
+        from simsrv.testbed.quaketm_summary import openmp_environment
+
+        build = build_quaketm(shared, config.quaketm)
+        server_options = {
+            "args": run_args(config.threads, config.frame_s),
+            "env": openmp_environment(config),
+        }
     if config.clients_impl == "c":
         build_loadgen()  # compiled before the server starts (once per source digest)
     table = qw.load_checksum_table(qw.read_common_c(build.source))
@@ -501,7 +513,7 @@ def run_testbed(
         wall0 = time.monotonic()
         server = stack.enter_context(
             ServerProcess(
-                build, basedir, config.port, frames_file, cpu=config.server_cpu, quota=quota
+                build, basedir, config.port, frames_file, cpu=config.server_cpu, **server_options
             )
         )
         plan = ClientPlan(config.clients, config.rate_hz, pattern, config.seed)
@@ -527,11 +539,18 @@ def run_testbed(
             raise RuntimeError(
                 f"the server exited during the run (code {crashed}): {server.last_log_line()}"
             )
-        frames = read_frames(frames_file)
+        if config.quaketm is None:
+            frames, threads = read_frames(frames_file), None
+        else:
+            from simsrv.testbed.quaketm_frames import read_quaketm_frames
+
+            frames, threads = read_quaketm_frames(frames_file)
         wall = time.monotonic() - wall0
         warnings = server_warnings(server.log_path)
     start, end = run.window
     frames["measured"] = (frames["start_s"] >= start) & (frames["start_s"] < end)
+    if threads is not None:
+        threads = threads.merge(frames[["frame", "measured"]], on="frame", how="left")
     clients = _clients_table(run)
     extra = {
         "quota_share": None if quota is None else quota.share,
@@ -547,6 +566,11 @@ def run_testbed(
     sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(
         {"client": "int64", "tick": "int64"}
     )
-    summary = summarize(config, frames, clients, run, extra)
+    if config.quaketm is None:
+        summary = summarize(config, frames, clients, run, extra)
+    else:
+        from simsrv.testbed.quaketm_summary import summarize_quaketm
+
+        summary = summarize_quaketm(config, frames, threads, clients, run, extra)
     summary["load_generator_warning"] = keep_up_warning(summary)
-    return TestbedResult(config, frames, clients, summary, sends)
+    return TestbedResult(config, frames, clients, summary, sends, threads)

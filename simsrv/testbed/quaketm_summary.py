@@ -1,12 +1,12 @@
-"""One testbed run of QuakeTM: build the variant, start it, drive the clients, read its frames.
+"""What a testbed run of QuakeTM adds: its OpenMP settings and its summary.
 
-:func:`run_quaketm` is :func:`simsrv.testbed.run.run_testbed` for ``--server
-quaketm-VARIANT``: the same clients, sign-on, measured window and client tables as an mvdsv
-run; the server's records are QuakeTM's (:mod:`simsrv.testbed.quaketm_frames`) and the
-summary (:func:`summarize_quaketm`) adds what a multithreaded server has: the request
-stage's wall time, the threads' time in it split into request work, lock waits per lock
-class, the idle time at its closing barrier and the task overheads, and the frames' compute
-time against their fixed period.
+:func:`simsrv.testbed.run.run_testbed` measures ``--server quaketm-VARIANT`` as it measures
+mvdsv (the same clients, sign-on, measured window and client tables); the server's records
+are QuakeTM's (:mod:`simsrv.testbed.quaketm_frames`) and the summary
+(:func:`summarize_quaketm`) adds what a multithreaded server has: the request stage's wall
+time, the threads' time in it split into request work, lock waits per lock class, the idle
+time at its closing barrier and the task overheads, and the frames' compute time against
+their fixed period.
 
 The server runs with ``OMP_WAIT_POLICY`` set from the config (``passive`` by default: an
 idle thread sleeps instead of spinning, so that on a two-CPU machine it does not take the
@@ -16,34 +16,14 @@ server may use unless ``bind`` pins each to one (:func:`openmp_environment`).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
-import time
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 
-from simsrv.core.errors import InputError
-from simsrv.testbed import protocol as qw
-from simsrv.testbed.build import find_shared
-from simsrv.testbed.clients import ClientPlan, ClientRun, PhasePattern
-from simsrv.testbed.loadgen import build_loadgen, run_loadgen
-from simsrv.testbed.quaketm import build_quaketm, run_args
-from simsrv.testbed.quaketm_frames import LOCK_CLASSES, read_quaketm_frames
-from simsrv.testbed.run import (
-    TestbedConfig,
-    TestbedResult,
-    _clients_table,
-    _quantiles_ms,
-    clients_summary,
-    keep_up_warning,
-    machine_description,
-    server_warnings,
-    signon_timeout_s,
-)
-from simsrv.testbed.server import ServerProcess, port_is_free, prepare_basedir
+from simsrv.testbed.clients import ClientRun
+from simsrv.testbed.quaketm_frames import LOCK_CLASSES
+from simsrv.testbed.run import TestbedConfig, _quantiles_ms, clients_summary
 
 
 def openmp_environment(config: TestbedConfig) -> dict[str, str]:
@@ -56,82 +36,6 @@ def openmp_environment(config: TestbedConfig) -> dict[str, str]:
         env["OMP_PROC_BIND"] = "close"
         env["OMP_PLACES"] = ",".join(f"{{{c}}}" for c in order)
     return env
-
-
-def run_quaketm(
-    config: TestbedConfig, *, shared_root: Path | None = None, workdir: Path | None = None
-) -> TestbedResult:
-    """Measure QuakeTM's ``config.server`` build under ``config`` (see the module docstring)."""
-    config = config.checked()
-    shared = find_shared(shared_root)
-    if not port_is_free(config.port):
-        raise InputError(
-            f"testbed --port {config.port} is busy on this machine; choose another with --port"
-        )
-    build = build_quaketm(shared, config.quaketm)
-    if config.clients_impl == "c":
-        build_loadgen()
-    table = qw.load_checksum_table(
-        (build.source / "server" / "common.c").read_text(encoding="latin-1")
-    )
-    if config.clients_impl != "c":
-        raise InputError("testbed --clients-impl python is for mvdsv; QuakeTM runs take c")
-    pattern = PhasePattern.parse(config.phases)
-    env = openmp_environment(config)
-    with contextlib.ExitStack() as stack:
-        if workdir is None:
-            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simsrv-tb-")))
-        basedir = prepare_basedir(workdir / "server", shared, config.map, build.max_clients)
-        frames_file = workdir / "frames.bin"
-        wall0 = time.monotonic()
-        server = stack.enter_context(
-            ServerProcess(
-                build,
-                basedir,
-                config.port,
-                frames_file,
-                cpu=config.server_cpu,
-                args=run_args(config.threads, config.frame_s),
-                env=env,
-            )
-        )
-        plan = ClientPlan(config.clients, config.rate_hz, pattern, config.seed)
-        run = run_loadgen(
-            plan,
-            config.port,
-            table,
-            cpu=config.client_cpu,
-            workdir=workdir,
-            warmup_s=config.warmup_s,
-            duration_s=config.duration_s,
-            signon_timeout_s=signon_timeout_s(config.clients),
-        )
-        crashed = server.exit_code_so_far()
-        server.stop()
-        if crashed is not None:
-            raise RuntimeError(
-                f"the server exited during the run (code {crashed}): {server.last_log_line()}"
-            )
-        frames, threads = read_quaketm_frames(frames_file)
-        wall = time.monotonic() - wall0
-        warnings = server_warnings(server.log_path)
-    start, end = run.window
-    frames["measured"] = (frames["start_s"] >= start) & (frames["start_s"] < end)
-    threads = threads.merge(frames[["frame", "measured"]], on="frame", how="left")
-    clients = _clients_table(run)
-    sends = pd.DataFrame(run.sends, columns=["client", "tick", "due_s", "sent_s"]).astype(
-        {"client": "int64", "tick": "int64"}
-    )
-    extra = {
-        "server_warnings": warnings,
-        "machine": machine_description(),
-        "server_build": build.digest,
-        "server_max_clients": build.max_clients,
-        "wall_time_s": wall,
-    }
-    summary = summarize_quaketm(config, frames, threads, clients, run, extra)
-    summary["load_generator_warning"] = keep_up_warning(summary)
-    return TestbedResult(config, frames, clients, summary, sends, threads)
 
 
 def _share(part: float, whole: float) -> float:
