@@ -48,6 +48,40 @@ class StrictModel(BaseModel):
                     raise ValueError(f"{name}: must be {rule.what}, got {_as_toml(value)}")
         return data
 
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> Any:
+        """A copy with the fields of ``update`` replaced, validated as a new instance is (an
+        unknown field, a value of the wrong type: one-line :class:`InputError` naming the
+        model and the field).  ``deep`` is accepted for pydantic's signature: a validated
+        copy shares no mutable state worth copying (the models are frozen)."""
+        return validated_copy(self, update, type(self).__name__)
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, **options: Any) -> Any:
+        r"""Pydantic's ``model_validate_json``, its errors one-line :class:`InputError`\ s."""
+        try:
+            return super().model_validate_json(json_data, **options)
+        except ValidationError as error:
+            raise InputError(first_error_line(error, cls, cls.__name__)) from None
+
+
+def validated_copy(model: BaseModel, update: Any, prefix: str) -> Any:
+    """``model`` with the fields of ``update`` (a dict, or None) replaced, validated again;
+    errors are :class:`InputError` lines naming ``prefix.field``."""
+    if update is None:
+        update = {}
+    if not isinstance(update, dict):
+        raise InputError(f"{prefix}.model_copy: update must be a dict, got {shown(update)}")
+    cls = type(model)
+    unknown = sorted(str(k) for k in update if k not in cls.model_fields)
+    if unknown:
+        allowed = ", ".join(sorted(cls.model_fields))
+        raise InputError(f"{prefix}.{unknown[0]}: unknown field; allowed fields: {allowed}")
+    data = {name: getattr(model, name) for name in cls.model_fields} | update
+    try:
+        return BaseModel.model_validate.__func__(cls, data)
+    except ValidationError as error:
+        raise InputError(first_error_line(error, cls, prefix)) from None
+
 
 def _as_toml(value: Any) -> str:
     """``value`` as the user wrote it (``true``, ``"yes"``), cut to a message's length."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simsrv.core.errors import InputError
+from simsrv.core.paths import read_regular_file
 
 MAX_TOML_BYTES = 1 << 20
 """Largest scenario, sweep, platform or profile file, bytes (1 MiB): the largest shipped is a
@@ -19,21 +20,12 @@ MAX_DATA_TOML_BYTES = 64 << 20
 def read_toml(
     path: str | Path, field: str = "scenario", max_bytes: int = MAX_TOML_BYTES
 ) -> dict[str, Any]:
-    """Decode the TOML file ``path``; any reason it cannot be read or decoded (missing, a
-    directory, unreadable, larger than ``max_bytes``, not UTF-8, not TOML, nested too deep)
-    is an :class:`InputError` naming ``field``."""
-    path = Path(path)
+    """Decode the TOML file ``path``; any reason it cannot be read or decoded (missing, not
+    a regular file, unreadable, larger than ``max_bytes``, not UTF-8, not TOML, nested too
+    deep) is an :class:`InputError` naming ``field``."""
+    data = read_regular_file(path, field, max_bytes)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(
-                f"{field}: {path} is {size:,} bytes; such files are at most {max_bytes:,} bytes"
-            )
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{field}: file not found: {path}") from None
-    except OSError as error:
-        raise InputError(f"{field}: cannot read {path}: {error.strerror}") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"{field}: {path} is not UTF-8 text ({error.reason})") from None
     return decode_toml(text, f"{field}: {path}")
@@ -48,3 +40,5 @@ def decode_toml(text: str, where: str) -> dict[str, Any]:
         raise InputError(f"{where} is not valid TOML: {error}") from None
     except RecursionError:
         raise InputError(f"{where} is not valid TOML: arrays or tables nested too deep") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise InputError(f"{where} holds a number too long to read") from None

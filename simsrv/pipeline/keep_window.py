@@ -31,6 +31,13 @@ class KeepWindow:
                 raise InputError(
                     f"KeepWindow.{name}: must be a number of seconds, got {shown(value)}"
                 )
+            try:
+                object.__setattr__(self, name, float(value))  # a window is in float seconds
+            except OverflowError:
+                raise InputError(
+                    f"KeepWindow.{name}: must be a number of seconds a float holds "
+                    f"(at most ~1.8e308), got {shown(value)}"
+                ) from None
         if not 0 <= self.start_s <= self.end_s:
             raise InputError(
                 f"KeepWindow: must have 0 <= start_s <= end_s, got {self.start_s!r}, {self.end_s!r}"

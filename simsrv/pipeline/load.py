@@ -115,6 +115,8 @@ def parse_value(text: str) -> Any:
         return text
     except RecursionError:
         raise InputError(f"--set value {shown(text)}: arrays nested too deep") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise InputError(f"--set value {shown(text)}: a number too long to read") from None
 
 
 def build_scenario(raw: dict[str, Any]) -> Scenario:

@@ -46,6 +46,7 @@ from simsrv.workload.socket import SocketQueue
 from simsrv.world.combat import Combat
 from simsrv.world.maps import MAP_KINDS, GameMap
 from simsrv.world.mobility import MOBILITY_MODELS
+from simsrv.world.proximity import check_crowd
 from simsrv.world.world import World
 
 
@@ -284,6 +285,10 @@ def build_map(scenario: Scenario, rng: dict[str, np.random.Generator]) -> GameMa
 def build_world(scenario: Scenario, rng: dict[str, np.random.Generator]) -> World:
     """The scenario's map and players, drawn from the run's ``map`` and ``players`` streams."""
     game_map = build_map(scenario, rng)
+    check_crowd(
+        scenario.players.count, game_map.extent_min, game_map.extent_max,
+        scenario.players.action_range,
+    )  # fmt: skip
     mobility_kind = MOBILITY_MODELS.get(scenario.players.mobility, "players.mobility")
     mobility = mobility_kind.create(
         scenario.players.behaviour,

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from simsrv.core.errors import InputError
-from simsrv.core.strict_model import StrictModel, first_error_line
+from simsrv.core.strict_model import StrictModel, first_error_line, validated_copy
 
 MAX_SEED = 2**32 - 1  # seeds are stored as int64 with a sweep's seed offsets added
 
@@ -418,6 +418,20 @@ class Scenario(BaseModel):
             return super().model_validate(obj, **options)
         except ValidationError as error:
             raise InputError(_error_line(error)) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, **options: Any) -> Scenario:
+        r"""Pydantic's ``model_validate_json``, its errors one-line :class:`InputError`\ s."""
+        try:
+            return super().model_validate_json(json_data, **options)
+        except ValidationError as error:
+            raise InputError(_error_line(error)) from None
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> Scenario:
+        """A copy with the sections of ``update`` replaced, validated as ``Scenario(...)`` is
+        (an unknown section, a section of the wrong type: one-line :class:`InputError`);
+        ``deep`` is accepted for pydantic's signature (the sections are frozen)."""
+        return validated_copy(self, update, "scenario")
 
     @model_validator(mode="after")
     def _read_until_empty_on_one_cpu(self) -> Scenario:

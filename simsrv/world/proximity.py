@@ -15,6 +15,7 @@ need.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -90,3 +91,25 @@ def refuse(players: int, entities: int) -> None:
         f"lists would need more than {most:.1f} GiB: use fewer players, a larger map or a "
         "smaller players.action_range"
     )
+
+
+def least_pairs(count: int, extent_min: np.ndarray, extent_max: np.ndarray, edge: float) -> int:
+    """The fewest pairs within each other's action range that ``count`` players standing
+    anywhere in the box ``[extent_min, extent_max]`` (units) can make, by pigeonhole: cut the
+    box into cubes half an ``edge`` wide; two players in one cube are in range, and the pairs
+    are fewest when the players spread evenly over the cubes."""
+    cells = 1
+    for low, high in zip(extent_min, extent_max, strict=True):
+        cells *= max(1, math.ceil(float(high - low) / (edge / 2)))
+        if cells >= count:
+            return 0
+    each, more = divmod(count, cells)
+    return more * (each + 1) * each // 2 + (cells - more) * each * (each - 1) // 2
+
+
+def check_crowd(count: int, extent_min: np.ndarray, extent_max: np.ndarray, edge: float) -> None:
+    """Refuse (:func:`refuse`) before any player is placed a crowd that cannot stand in the
+    map without more than :data:`MAX_PAIRS` pairs in range (:func:`least_pairs`); a crowd that
+    passes may still be refused at its first tick, where the pairs are counted."""
+    if least_pairs(count, extent_min, extent_max, edge) > MAX_PAIRS:
+        refuse(count, 0)
