@@ -37,6 +37,7 @@ from scipy.optimize import least_squares
 
 from simsrv.calibration.fitting import FitOptions
 from simsrv.calibration.platform_file import PlatformFiles
+from simsrv.core.uninitialised import empty
 from simsrv.sweep.orphan import exit_with_parent
 from simsrv.validation.jobs import RunJob, execute
 
@@ -299,7 +300,7 @@ class JointFit:
         that would leave the bounds goes backwards instead."""
         _, hi = self.bounds()
         f0 = function(u)
-        out = np.empty((len(self.targets), len(self.parameters)))
+        out = empty((len(self.targets), len(self.parameters)))
         for j in range(len(self.parameters)):
             step = np.zeros_like(u)
             step[j] = DIFF_STEP if u[j] + DIFF_STEP <= hi[j] else -DIFF_STEP

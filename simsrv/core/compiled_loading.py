@@ -46,6 +46,7 @@ from numba.core.runtime import rtsys
 from simsrv.core.compile_lock import LOCKS
 from simsrv.core.source_stamp import SOURCE_STAMP
 from simsrv.core.symbol_ids import CACHE_KEY_SALT
+from simsrv.core.uninitialised import POISON
 
 _OBJECT = "object"
 """numba's kind of a library cached as an object file plus the bitcode to link it."""
@@ -164,8 +165,9 @@ class FastLoadingCache(caching.FunctionCache):
         (code cached before numba's function ids were unique across processes is not loaded:
         it may call another function's code, :mod:`simsrv.core.symbol_ids`) and the stamp of
         the compiled source (code cached before a change to a function it calls, in another
-        file, is not loaded either: :mod:`simsrv.core.source_stamp`)."""
-        return (*super()._index_key(sig, codegen_), CACHE_KEY_SALT, SOURCE_STAMP)
+        file, is not loaded either: :mod:`simsrv.core.source_stamp`) and the poison byte (code
+        compiled in poison mode fills what it allocates: :mod:`simsrv.core.uninitialised`)."""
+        return (*super()._index_key(sig, codegen_), CACHE_KEY_SALT, SOURCE_STAMP, POISON)
 
     def _lock_path(self) -> str:
         return self._cache_file._index_path + ".lock"

@@ -53,6 +53,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.core.compiled import borrowing, compiled, inlinable, inlined, inlined_allocating
+from simsrv.core.uninitialised import empty
 from simsrv.machine.cold_start import cold_us
 from simsrv.machine.plan_arrays import (
     ACQUIRE,
@@ -244,22 +245,22 @@ def new_arrays(
     return {
         "ri": ri,
         "rf": rf,
-        "ht": np.empty(256),
-        "hi": np.empty((256, 6), np.int64),
-        "ti": np.empty((16, THREAD_INTS), np.int64),
-        "tf": np.empty((16, THREAD_FLOATS)),
-        "ok": np.empty(256, np.int8),
-        "oc": np.empty(256),
-        "oa": np.empty(256, np.int64),
-        "ov": np.empty(256, np.int64),
-        "bi": np.empty((8, 5), np.int64),
+        "ht": empty(256),
+        "hi": empty((256, 6), np.int64),
+        "ti": empty((16, THREAD_INTS), np.int64),
+        "tf": empty((16, THREAD_FLOATS)),
+        "ok": empty(256, np.int8),
+        "oc": empty(256),
+        "oa": empty(256, np.int64),
+        "ov": empty(256, np.int64),
+        "bi": empty((8, 5), np.int64),
         "ci": ci,
         "core_busy": np.zeros(-(-cpus // smt_per_core), np.int64),
         "share": share,
         "idle_since": np.zeros(cpus),
-        "li": np.empty((0, LOCK_INTS), np.int64),
-        "lf": np.empty((0, 2)),
-        "irq": np.empty((64 if interrupts else 0, 2)),
+        "li": empty((0, LOCK_INTS), np.int64),
+        "lf": empty((0, 2)),
+        "irq": empty((64 if interrupts else 0, 2)),
     }
 
 
@@ -494,7 +495,7 @@ def _compact(m):
     slots, bars = ri[R_SLOTS], ri[R_BARS]
     keep_slot = np.full(slots, NONE, np.int64)  # old slot -> new slot
     keep_bar = np.full(max(bars, 1), NONE, np.int64)
-    kept = np.empty(slots, np.int64)  # the loads (frames executed) kept, ascending
+    kept = empty(slots, np.int64)  # the loads (frames executed) kept, ascending
     n_kept = 0
     new_slot = new_op = 0
     s = 0
@@ -1774,9 +1775,9 @@ def _phased(
         used[thread_cpu[t]] = True
     declared = len(barrier_parties)
     held_by = np.full(max(n_locks, 1), -1, np.int64)
-    names = np.empty(declared + 1, np.int64)  # thread 0's barriers, in order
+    names = empty(declared + 1, np.int64)  # thread 0's barriers, in order
     n_names = 0
-    passed_at = np.empty((threads, declared + 1), np.int64)  # op index of each passage
+    passed_at = empty((threads, declared + 1), np.int64)  # op index of each passage
     owner = np.full((declared + 2, max(n_locks, 1)), -1, np.int64)  # (phase, lock) -> thread
     for t in range(threads):
         held, passed = 0, 0
@@ -1821,8 +1822,8 @@ def _phased(
     barriers = n_names
     opened = start_us
     ends = np.zeros(threads)
-    starts = np.empty(barriers + 1)
-    phase_ends = np.empty((barriers + 1, threads))
+    starts = empty(barriers + 1)
+    phase_ends = empty((barriers + 1, threads))
     first_row = m.trace_size[0]
     for phase in range(barriers + 1):
         starts[phase] = opened

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from simsrv.core.uninitialised import empty
 from simsrv.machine import engine
 from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.engine import MachineState
@@ -150,7 +151,7 @@ class Machine:
         self._state: MachineState | None = None
         self._tables: dict[tuple, tuple] = {}
         self._last: tuple = (None, None, None, None)
-        self._out = np.empty(2)
+        self._out = empty(2)
         self._no_spawn = np.zeros(1, np.bool_)
         self.path = ""
         """The path the last :meth:`execute` took: ``serial``, ``phased`` or ``events``
@@ -321,7 +322,7 @@ class Machine:
         if periods + len(arrivals_us) > len(irq):
             a["irq"] = _grown(irq, periods + len(arrivals_us))
             self._state = None
-        ends = np.empty(len(arrivals_us))
+        ends = empty(len(arrivals_us))
         engine.add_interrupts(self.state, arrivals_us, float(horizon_us), ends)
         return ends
 
@@ -418,6 +419,6 @@ def _grown(array: np.ndarray, need: int) -> np.ndarray:
     if len(array) >= need:
         return array
     size = max(need, 2 * len(array))
-    grown = np.empty((size, *array.shape[1:]), array.dtype)
+    grown = empty((size, *array.shape[1:]), array.dtype)
     grown[: len(array)] = array
     return grown

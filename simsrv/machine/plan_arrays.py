@@ -54,6 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.uninitialised import empty
 from simsrv.machine.plan import (
     Acquire,
     BarrierWait,
@@ -108,8 +109,8 @@ class PlanArrays(NamedTuple):
     def names_only(cls, *names: object) -> PlanArrays:
         """A plan without operations carrying ``names`` (the fields after the operation
         columns, in order): what every plan of a strategy shares."""
-        empty = np.zeros(0, np.int64)
-        return cls(empty, empty.astype(np.int8), np.zeros(0), empty, empty, *names)
+        none = np.zeros(0, np.int64)
+        return cls(none, none.astype(np.int8), np.zeros(0), none, none, *names)
 
     def spawns(self) -> bool:
         """True when a thread of the plan is spawned (so it has spawns, and maybe joins)."""
@@ -161,8 +162,8 @@ class PlanArrays(NamedTuple):
 def counting_columns(threads) -> tuple[np.ndarray, ...]:
     """The columns a builder's counting pass writes into: ``count`` (ops per thread, zeros)
     and empty ``thread``, ``kind``, ``cost``, ``arg``, ``activity`` (see :func:`emit`)."""
-    none = np.empty(0, np.int64)
-    return np.zeros(threads, np.int64), none, none.astype(np.int8), np.empty(0), none, none
+    none = empty(0, np.int64)
+    return np.zeros(threads, np.int64), none, none.astype(np.int8), empty(0), none, none
 
 
 @compiled
@@ -176,8 +177,8 @@ def filling_columns(count) -> tuple[np.ndarray, ...]:
         at[t] = at[t - 1] + count[t - 1]
     return (
         at,
-        np.empty(total, np.int64),
-        np.empty(total, np.int8),
+        empty(total, np.int64),
+        empty(total, np.int8),
         np.zeros(total),
         np.full(total, -1, np.int64),
         np.full(total, -1, np.int64),

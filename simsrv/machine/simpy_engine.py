@@ -119,6 +119,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simsrv.core.uninitialised import empty
 from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.plan import (
     SPAWNER_CPU,
@@ -540,7 +541,7 @@ class SimpyMachine:
         if self.irq_cpu is None:
             return np.array(arrivals_us, dtype=np.float64)
         bounds, last, cost = self._bounds, self._irq_last, self.softirq_us
-        ends = np.empty(len(arrivals_us))
+        ends = empty(len(arrivals_us))
         for i, a in enumerate(arrivals_us):
             a = float(a)
             waiting = math.ceil((last - a) / cost) - 1.0 if last > a else 0.0

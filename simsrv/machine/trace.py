@@ -41,6 +41,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from simsrv.core.uninitialised import empty
+
 WAIT_ACTIVITIES = frozenset({"lock_wait", "barrier_wait", "join_wait", "runqueue_wait"})
 """The executor's wait states; strategies may name barrier waits too (any ``*_wait``)."""
 WAIT_SUFFIX = "_wait"
@@ -114,8 +116,8 @@ class Columns:
     INT_COLUMNS = 0
 
     def __init__(self, capacity: int = 1024) -> None:
-        self.ints = np.empty((capacity, self.INT_COLUMNS), np.int64)
-        self.times = np.empty((capacity, 2))
+        self.ints = empty((capacity, self.INT_COLUMNS), np.int64)
+        self.times = empty((capacity, 2))
         self.counter = np.zeros(1, np.int64)
         """``counter[0]`` is :attr:`size`: an array, so that the compiled machine advances it
         in place as it writes rows (:mod:`simsrv.machine.engine`)."""
@@ -137,8 +139,8 @@ class Columns:
         if need > capacity:
             while capacity < need:
                 capacity *= 2
-            ints = np.empty((capacity, self.INT_COLUMNS), np.int64)
-            times = np.empty((capacity, 2))
+            ints = empty((capacity, self.INT_COLUMNS), np.int64)
+            times = empty((capacity, 2))
             ints[: self.size] = self.ints[: self.size]
             times[: self.size] = self.times[: self.size]
             self.ints, self.times = ints, times
@@ -215,7 +217,7 @@ class Trace(Columns):
 
     def _encode(self, rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
         frames, cpus, threads, activities, starts, ends = zip(*rows, strict=True)
-        ints = np.empty((len(rows), 4), np.int64)
+        ints = empty((len(rows), 4), np.int64)
         ints[:, 0], ints[:, 1] = frames, cpus
         ints[:, 2] = [self.threads.code(t) for t in threads]
         ints[:, 3] = [self.activities.code(a) for a in activities]
@@ -296,7 +298,7 @@ class LockHolds(Columns):
 
     def _encode(self, rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
         locks, frames, threads, starts, ends = zip(*rows, strict=True)
-        ints = np.empty((len(rows), 3), np.int64)
+        ints = empty((len(rows), 3), np.int64)
         ints[:, 0] = [self.locks.code(lock) for lock in locks]
         ints[:, 1] = frames
         ints[:, 2] = [self.threads.code(t) for t in threads]

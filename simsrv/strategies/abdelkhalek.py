@@ -71,6 +71,7 @@ from pydantic import Field
 
 from simsrv.core.compiled import borrowing, compiled
 from simsrv.core.strict_model import StrictModel
+from simsrv.core.uninitialised import empty
 from simsrv.frame_steps.kernels import finish_frame, frame_messages, next_frame
 from simsrv.frame_steps.state import PHYSICS, REASON, REPLIES, RING, ROW
 from simsrv.machine.plan_arrays import (
@@ -313,9 +314,9 @@ def _plan(
     m = len(messages)
     clients, ticks = messages["client"], messages["tick"]
     commands, range_count, shot = messages["commands"], messages["range_count"], messages["shot"]
-    thread_of = np.empty(m, np.int64)
+    thread_of = empty(m, np.int64)
     start, top, walked = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
-    before, under = np.empty(m), np.empty(m)
+    before, under = empty(m), empty(m)
     received = np.zeros(threads, np.int64)
     slot = -1
     for i in range(m):
@@ -330,8 +331,8 @@ def _plan(
         if locking:
             slot = slot_of(ring_ticks, ticks[i], slot)
             if slot < 0:
-                none = np.empty(0, np.int64)
-                return none, none.astype(np.int8), np.empty(0), none, none, 0, False
+                none = empty(0, np.int64)
+                return none, none.astype(np.int8), empty(0), none, none, 0, False
             client = clients[i]
             if optimized and range_count[i] == 0 and not shot[i]:  # only the mover itself
                 start[i] = ring_own_start[slot, client]
@@ -349,23 +350,23 @@ def _plan(
         replies[t] += 1
         visible[t] += reply_visible[j]
         pvs[t] += reply_pvs[j]
-    net_recv, reply, net_send = np.empty(threads), np.empty(threads), np.empty(threads)
+    net_recv, reply, net_send = empty(threads), empty(threads), empty(threads)
     for t in range(threads):
         net_recv[t] = c.net_recv_us(k, received[t])
         reply[t] = c.reply_us(k, replies[t], visible[t], pvs[t])
         net_send[t] = c.net_send_us(k, replies[t])
     world = c.world_us(k, entities) if physics else 0.0
     reply_info = c.reply_info_us(k, connected)
-    count, none = np.zeros(threads, np.int64), np.empty(0, np.int64)
-    _ops(COUNT, count, none, none.astype(np.int8), np.empty(0), none, none, flags, master,
+    count, none = np.zeros(threads, np.int64), empty(0, np.int64)
+    _ops(COUNT, count, none, none.astype(np.int8), empty(0), none, none, flags, master,
          k, xmit, world, reply_info, resume, received, net_recv, reply, net_send, replies,
          thread_of, walked, before, under, start, top, clients)  # fmt: skip
     total = count.sum()
     at = np.zeros(threads, np.int64)
     for t in range(1, threads):
         at[t] = at[t - 1] + count[t - 1]
-    thread, kind = np.empty(total, np.int64), np.empty(total, np.int8)
-    cost, arg, activity = np.zeros(total), np.full(total, -1, np.int64), np.empty(total, np.int64)
+    thread, kind = empty(total, np.int64), empty(total, np.int8)
+    cost, arg, activity = np.zeros(total), np.full(total, -1, np.int64), empty(total, np.int64)
     _ops(FILL, at, thread, kind, cost, arg, activity, flags, master, k, xmit, world,
          reply_info, resume, received, net_recv, reply, net_send, replies, thread_of, walked,
          before, under, start, top, clients)  # fmt: skip

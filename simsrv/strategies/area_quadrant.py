@@ -67,6 +67,7 @@ from pydantic import Field
 
 from simsrv.core.compiled import borrowing, compiled, inlined
 from simsrv.core.strict_model import StrictModel
+from simsrv.core.uninitialised import empty
 from simsrv.frame_steps.kernels import finish_frame, frame_messages, next_frame
 from simsrv.frame_steps.state import (
     COMMANDS,
@@ -200,7 +201,7 @@ class AreaQuadrant(Strategy):
         self.player_areas = (
             PerTick(world, self._player_areas) if self.stage2 != "sequential" else None
         )
-        self.steps = request_schedule(np.empty(0, np.int64), self.threads, self.stage2).steps
+        self.steps = request_schedule(empty(0, np.int64), self.threads, self.stage2).steps
         self.thread_names = tuple(f"thread{t}" for t in range(self.threads))
         self.barrier_names = _barrier_names(self.stage2, self.stage3, self.steps)
         self.barrier_parties = np.full(len(self.barrier_names), self.threads, np.int64)
@@ -333,16 +334,16 @@ def _plan(
     ring (:class:`PerTick` of :meth:`AreaQuadrant._player_areas`) at its tick, for its
     sender."""
     m = len(messages) if flags[1] else 0
-    step, thread_of, held = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    step, thread_of, held = empty(m, np.int64), empty(m, np.int64), empty(m, np.int64)
     width = ring_packed.shape[2] if m else 0
-    packed = np.empty((m, width), np.uint8)
+    packed = empty((m, width), np.uint8)
     senders, ticks = messages["client"], messages["tick"]
     slot = -1
     for i in range(m):
         slot = slot_of(ring_ticks, ticks[i], slot)
         if slot < 0:
-            none = np.empty(0, np.int64)
-            return (none, none.astype(np.int8), np.empty(0), none, none, 0, 0, False, 0, 0, 0, 0)
+            none = empty(0, np.int64)
+            return (none, none.astype(np.int8), empty(0), none, none, 0, 0, False, 0, 0, 0, 0)
         sender = senders[i]
         step[i] = ring_step[slot, sender]
         thread_of[i] = ring_thread[slot, sender]
@@ -422,7 +423,7 @@ def _build_plan(
     them."""
     threads, parallel3, active, depth = flags[0], flags[2], flags[6], flags[7]
     m = len(step)
-    order = np.empty(m, np.int64)  # a stable sort by step
+    order = empty(m, np.int64)  # a stable sort by step
     starts = np.zeros(flags[4] + 1, np.int64)
     for i in range(m):
         starts[step[i] + 1] += 1
@@ -431,7 +432,7 @@ def _build_plan(
     for i in range(m):
         order[starts[step[i]]] = i
         starts[step[i]] += 1
-    request, price = np.empty(m), np.empty(m)
+    request, price = empty(m), empty(m)
     boundary = 0
     for i in range(m):
         request[i] = c.request_us(k, 1, commands[i], range_count[i])
@@ -442,7 +443,7 @@ def _build_plan(
     spread = 0
     if parallel3:
         n = len(clients)
-        reply_thread = np.empty(n, np.int64)
+        reply_thread = empty(n, np.int64)
         if active:
             slots = np.argsort(clients, kind="mergesort")
             for j in range(n):

@@ -70,6 +70,7 @@ from pydantic import Field, field_validator
 
 from simsrv.core.compiled import compiled
 from simsrv.core.strict_model import StrictModel
+from simsrv.core.uninitialised import empty
 from simsrv.machine.invariants import check_partition
 from simsrv.machine.plan import SPAWNER_CPU
 from simsrv.machine.plan_arrays import (
@@ -419,7 +420,7 @@ def _plan(
     pool, fork = flags[1], flags[5]
     request_share = 1.0 - action_list_share
     processes = len(p_messages)
-    work = np.empty((5, processes))
+    work = empty((5, processes))
     copied = 0.0  # entities the workers copy out (the coordinator copies them back)
     for p in range(processes):
         work[WORK_FIRST, p] = c.copy_us(k, entities) if pool else c.cow_us(k, p_pages[p])

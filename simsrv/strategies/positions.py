@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from simsrv.core.compiled import compiled, inlined
+from simsrv.core.uninitialised import empty
 
 POSITION_HISTORY_TICKS = 2048
 """Ticks of player positions to keep (packets are planned up to ~65 s after sending)."""
@@ -113,7 +114,7 @@ def placement(ring_ticks, ticks):
     no such slot on (the ring must grow).  Plain loops (no sort): a first compile of ~1 s."""
     slots_n = len(ring_ticks)
     needed = np.zeros(slots_n, np.bool_)
-    missing = np.empty(0, np.int64)
+    missing = empty(0, np.int64)
     count = 0
     hint = -1
     for i in range(len(ticks)):
@@ -131,7 +132,7 @@ def placement(ring_ticks, ticks):
         if at > 0 and missing[at - 1] == tick:
             continue
         if count == len(missing):
-            grown = np.empty(2 * count + 8, np.int64)
+            grown = empty(2 * count + 8, np.int64)
             for j in range(count):
                 grown[j] = missing[j]
             missing = grown
@@ -139,11 +140,11 @@ def placement(ring_ticks, ticks):
             missing[j] = missing[j - 1]
         missing[at] = tick
         count += 1
-    placed = np.empty(count, np.int64)
-    slots = np.empty(count, np.int64)
+    placed = empty(count, np.int64)
+    slots = empty(count, np.int64)
     for k in range(count):
         placed[k], slots[k] = missing[k], -1
-    held = np.empty(slots_n, np.int64)
+    held = empty(slots_n, np.int64)
     for slot in range(slots_n):
         held[slot] = ring_ticks[slot]
     for k in range(count):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.uninitialised import empty
 from simsrv.world.areanode_kernels import link_box, node_depth, overlaps_box
 
 STAGE2_CODES = {"basic": 0, "optimized": 1, "sequential": 2}
@@ -50,7 +51,7 @@ def area_tables(
     areas its action range meets as packed bits, (N, ceil(areas / 8)) uint8 (area ``j``: bit
     ``7 - j % 8`` of byte ``j // 8``, as ``np.packbits``); and how many they are, (N,) int64."""
     n, k = len(origins), len(areas)
-    step, thread = np.empty(n, np.int64), np.empty(n, np.int64)
+    step, thread = empty(n, np.int64), empty(n, np.int64)
     packed = np.zeros((n, (k + 7) // 8), np.uint8)
     held = np.zeros(n, np.int64)
     for i in range(n):

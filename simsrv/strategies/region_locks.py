@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 from simsrv.world.areanode import AreanodeTree
 from simsrv.world.areanode_kernels import covering_box, link_box, node_depth
 
@@ -75,11 +76,11 @@ def lock_tables(axis, dist, lo, hi, depth, origins, mins, maxs, half_range, leaf
     player's box is linked to, which is its own box's covering node.  The integers are those
     of the numpy methods of :class:`AreanodeTree`."""
     n = len(origins)
-    start, scope, walked = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    start, scope, walked = empty(n, np.int64), empty(n, np.int64), empty(n, np.int64)
     own_start, own, own_walked = (
-        np.empty(n, np.int64),
-        np.empty(n, np.int64),
-        np.empty(n, np.int64),
+        empty(n, np.int64),
+        empty(n, np.int64),
+        empty(n, np.int64),
     )
     for i in range(n):
         x, y = origins[i, 0], origins[i, 1]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 
 
 @compiled
@@ -38,7 +39,7 @@ def count_commands(messages, last_tick, cpp, unique):  # pragma: no cover - comp
         for i in range(m):
             commands[i] = min(max(ticks[i] - last_tick[clients[i]], 1), cpp)
         return
-    key = np.empty(m, np.int64)  # (client, tick): unique, a client sends one packet a tick
+    key = empty(m, np.int64)  # (client, tick): unique, a client sends one packet a tick
     for i in range(m):
         key[i] = (np.int64(clients[i]) << 40) | ticks[i]
     order = np.argsort(key)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsrv.core.uninitialised import empty
+
 FRAME_COLUMNS = (
     "frame",
     "start_s",
@@ -48,9 +50,9 @@ class FrameTable:
 
     def __init__(self, extra_names: tuple[str, ...] | None = None, capacity: int = 1024) -> None:
         self.extra_names = extra_names
-        self.times = np.empty((capacity, 2))
-        self.ints = np.empty((capacity, len(INT_COLUMNS)), np.int64)
-        self.extra = np.empty((capacity, len(extra_names or ())), np.int64)
+        self.times = empty((capacity, 2))
+        self.ints = empty((capacity, len(INT_COLUMNS)), np.int64)
+        self.extra = empty((capacity, len(extra_names or ())), np.int64)
         self.extra_dicts: list[dict[str, Any]] = []
         """The strategy's values per stored frame, when it does not name them up front."""
         self.size = 0
@@ -76,7 +78,7 @@ class FrameTable:
             capacity *= 2
         for name in ("times", "ints", "extra"):
             old = getattr(self, name)
-            new = np.empty((capacity, old.shape[1]), old.dtype)
+            new = empty((capacity, old.shape[1]), old.dtype)
             new[:stored] = old[:stored]
             setattr(self, name, new)
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from simsrv.core.uninitialised import empty
+
 
 def host_of(players: int, hosts: int) -> np.ndarray:
     """(players,) host index of each client: ``c * hosts // players`` (contiguous blocks whose
@@ -43,7 +45,7 @@ def send_phases(
         return rng.uniform(0.0, period_s, players)
     host = host_of(players, hosts)
     host_phase = rng.uniform(0.0, period_s, hosts)
-    slot = np.empty(players, dtype=np.int64)
+    slot = empty(players, dtype=np.int64)
     size = np.bincount(host, minlength=hosts)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     for h in range(hosts):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 
 MESSAGE_DTYPE = np.dtype(
     [
@@ -74,7 +75,7 @@ def arrival_order(arrival, client, tick):  # pragma: no cover - compiled
     unique one of the key (a client sends one message per tick).
     """
     n = len(arrival)
-    order = np.empty(n, np.int64)
+    order = empty(n, np.int64)
     if n == 0:
         return order
     low = arrival.min()
@@ -82,7 +83,7 @@ def arrival_order(arrival, client, tick):  # pragma: no cover - compiled
     scale = n / span if span > 0 else 0.0
     if not np.isfinite(scale):
         scale = 0.0
-    bucket = np.empty(n, np.int64)
+    bucket = empty(n, np.int64)
     start = np.zeros(n + 1, np.int64)
     for i in range(n):
         b = min(int((arrival[i] - low) * scale), n - 1)
@@ -94,7 +95,7 @@ def arrival_order(arrival, client, tick):  # pragma: no cover - compiled
     for i in range(n):
         order[fill[bucket[i]]] = i
         fill[bucket[i]] += 1
-    scratch = np.empty(0, np.int64)
+    scratch = empty(0, np.int64)
     for b in range(n):
         lo, hi = start[b], start[b + 1]
         if hi - lo <= 1:
@@ -109,7 +110,7 @@ def arrival_order(arrival, client, tick):  # pragma: no cover - compiled
                 order[m + 1] = v
             continue
         if len(scratch) < hi - lo:
-            scratch = np.empty(hi - lo, np.int64)
+            scratch = empty(hi - lo, np.int64)
         width = 1
         part = order[lo:hi]
         while width < hi - lo:  # bottom-up merge sort
@@ -143,7 +144,7 @@ def merged_order(arrival_a, client_a, tick_a, arrival_b, client_b, tick_b):  # p
     """The permutation of ``a`` then ``b`` (each sorted by (arrival, client, tick)) that merges
     them, (len(a) + len(b),) int64 (``b``'s messages numbered after ``a``'s)."""
     na, nb = len(arrival_a), len(arrival_b)
-    order = np.empty(na + nb, np.int64)
+    order = empty(na + nb, np.int64)
     i, j, k = 0, 0, 0
     while i < na and j < nb:
         if arrival_b[j] != arrival_a[i]:

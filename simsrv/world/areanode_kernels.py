@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.uninitialised import empty
 
 
 @borrowing
@@ -78,7 +79,7 @@ def covering_box(lo, hi, depth, start, x0, y0, x1, y1):
 def link_rows(axis, dist, depth, box_min, box_max):
     """:func:`link_box` of every row's box (``box_min``, ``box_max``: (N, 2+)), (N,) int64."""
     n = len(box_min)
-    node = np.empty(n, np.int64)
+    node = empty(n, np.int64)
     for i in range(n):
         node[i] = link_box(
             axis, dist, depth, box_min[i, 0], box_min[i, 1], box_max[i, 0], box_max[i, 1]
@@ -90,7 +91,7 @@ def link_rows(axis, dist, depth, box_min, box_max):
 def covering_rows(lo, hi, depth, start, box_min, box_max):
     """:func:`covering_box` of every row: ``(node, steps)``, (N,) int64 each."""
     n = len(box_min)
-    node, steps = np.empty(n, np.int64), np.empty(n, np.int64)
+    node, steps = empty(n, np.int64), empty(n, np.int64)
     for i in range(n):
         node[i], steps[i] = covering_box(
             lo, hi, depth, start[i], box_min[i, 0], box_min[i, 1], box_max[i, 0], box_max[i, 1]
@@ -102,7 +103,7 @@ def covering_rows(lo, hi, depth, start, box_min, box_max):
 def overlaps_rows(lo, hi, nodes, box_min, box_max):
     """:func:`overlaps_box` of every row's box and every node of ``nodes``, (N, K) bool."""
     n, k = len(box_min), len(nodes)
-    meets = np.empty((n, k), np.bool_)
+    meets = empty((n, k), np.bool_)
     for i in range(n):
         x0, y0, x1, y1 = box_min[i, 0], box_min[i, 1], box_max[i, 0], box_max[i, 1]
         for j in range(k):

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.core.compiled import compiled, inlined_allocating
+from simsrv.core.uninitialised import empty
 
 MARGIN = 1e-6
 """Relative widening of the cells beyond ``radius`` (a guard against rounding)."""
@@ -103,7 +104,7 @@ def _pairs_at_least(points, radius):  # pragma: no cover - compiled
         return 0
     low, high = _bounds(points)
     side = radius * (1.0 - 1e-9)
-    counts = np.empty(3, np.float64)
+    counts = empty(3, np.float64)
     for k in range(3):
         counts[k] = np.floor((high[k] - low[k]) / side) + 1.0
     if counts[0] * counts[1] * counts[2] > CELLS_PER_POINT * n + 1024:
@@ -152,7 +153,7 @@ def _bounds(points):  # pragma: no cover - compiled
 @compiled
 def _bin(points, low, side, nx, ny, nz):  # pragma: no cover - compiled
     n = len(points)
-    cell = np.empty(n, np.int64)
+    cell = empty(n, np.int64)
     for i in range(n):
         ix = min(int((points[i, 0] - low[0]) / side), nx - 1)
         iy = min(int((points[i, 1] - low[1]) / side), ny - 1)
@@ -164,7 +165,7 @@ def _bin(points, low, side, nx, ny, nz):  # pragma: no cover - compiled
     for c in range(nx * ny * nz):
         start[c + 1] += start[c]
     fill = start[:-1].copy()
-    order = np.empty(n, np.int64)
+    order = empty(n, np.int64)
     for i in range(n):  # a stable counting sort: each cell's points ascending
         order[fill[cell[i]]] = i
         fill[cell[i]] += 1
@@ -177,12 +178,12 @@ def _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz):  # prag
     later neighbours), stored as (first, second) when one of them is a row and the total
     stays within ``limit``."""
     n = len(points)
-    near = np.empty((n, 3))  # points in cell order: neighbouring cells are contiguous
+    near = empty((n, 3))  # points in cell order: neighbouring cells are contiguous
     for s in range(n):
         near[s] = points[order[s]]
     cells = cell[order]
-    first = np.empty(max(16, 2 * rows), np.int32)
-    second = np.empty(max(16, 2 * rows), np.int32)
+    first = empty(max(16, 2 * rows), np.int32)
+    second = empty(max(16, 2 * rows), np.int32)
     stored = 0
     total = 0
     for s in range(n):
@@ -222,7 +223,7 @@ def _pairs(points, rows, radius, limit, cell, start, order, nx, ny, nz):  # prag
 
 @inlined_allocating
 def _grown(array, used):  # pragma: no cover - compiled
-    out = np.empty(2 * len(array), array.dtype)
+    out = empty(2 * len(array), array.dtype)
     out[:used] = array[:used]
     return out
 
@@ -239,7 +240,7 @@ def _rows(first, second, rows):  # pragma: no cover - compiled
     for r in range(rows):
         indptr[r + 1] += indptr[r]
     fill = indptr[:-1].copy()
-    indices = np.empty(indptr[rows], np.int32)
+    indices = empty(indptr[rows], np.int32)
     for k in range(len(first)):
         a, b = first[k], second[k]
         if a < rows:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simsrv.core.errors import InputError
+from simsrv.core.uninitialised import empty
 
 if TYPE_CHECKING:  # the maps import this module (map entities are placed with it)
     from simsrv.world.maps.base import GameMap
@@ -51,7 +52,7 @@ def free_floor_positions(
     ``sample_xy(n)`` draws ``n`` candidate (x, y) points; ``what`` names them in the error,
     which is an input error of ``field`` (the scenario field that asked for them).
     """
-    out = np.empty((count, 3))
+    out = empty((count, 3))
     filled = 0
     for _ in range(1000):
         need = count - filled

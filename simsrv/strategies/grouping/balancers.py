@@ -35,6 +35,7 @@ import numpy as np
 
 from simsrv.core.compiled import compiled
 from simsrv.core.registry import Registry
+from simsrv.core.uninitialised import empty
 
 Balancer = Callable[..., np.ndarray]
 """``(weights, initial_loads, groups=None) -> assignment`` (module docstring)."""
@@ -55,7 +56,7 @@ def _greedy(order: np.ndarray, weights: np.ndarray, initial_loads: Sequence[floa
 @compiled
 def _greedy_kernel(order, weights, loads):
     """:func:`_greedy` compiled; ``loads`` (the initial loads) is updated in place."""
-    assignment = np.empty(len(weights), np.int64)
+    assignment = empty(len(weights), np.int64)
     for job in order:
         best = 0
         for p in range(1, len(loads)):
@@ -124,7 +125,7 @@ def largest_differencing(
     for index in range(len(subsets)):
         if index not in owner:
             owner[index] = free.pop(0)
-    assignment = np.empty(len(weights), dtype=np.int64)
+    assignment = empty(len(weights), dtype=np.int64)
     for index, (_, jobs) in enumerate(subsets):
         for j in jobs:
             if j >= 0:

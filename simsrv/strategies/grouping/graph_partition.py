@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from simsrv.core.uninitialised import empty
 from simsrv.strategies.grouping.balancers import BALANCERS
 from simsrv.strategies.grouping.groups import FrameGroups
 from simsrv.strategies.grouping.interaction_graph import interaction_graph
@@ -47,7 +48,7 @@ def graph_partition(
     loads = np.bincount(part_of_job, np.asarray(weights, dtype=float), minlength=m)
     parts = sorted(range(m), key=lambda p: (-loads[p], p))
     processors = sorted(range(m), key=lambda p: (float(initial_loads[p]), p))
-    processor_of_part = np.empty(m, dtype=np.int64)
+    processor_of_part = empty(m, dtype=np.int64)
     processor_of_part[parts] = processors
     return processor_of_part[part_of_job]
 

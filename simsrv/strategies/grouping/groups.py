@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 from simsrv.world.proximity import Neighbours
 
 
@@ -69,8 +70,8 @@ def frame_groups(
     ``neighbours_at(tick)`` gives the action-range lists of that tick.
     """
     if len(clients) == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return FrameGroups(empty, empty, empty, empty, 0)
+        none = np.zeros(0, dtype=np.int64)
+        return FrameGroups(none, none, none, none, 0)
     clients = clients.astype(np.int64)
     ticks = ticks.astype(np.int64)
     sources, targets = [], []
@@ -116,8 +117,8 @@ def action_lists(clients, ticks, tick, indptr, indices):
     for i in range(len(clients)):
         if ticks[i] == tick:
             edges += indptr[clients[i] + 1] - indptr[clients[i]]
-    source = np.empty(edges, np.int64)
-    target = np.empty(edges, np.int64)
+    source = empty(edges, np.int64)
+    target = empty(edges, np.int64)
     at = 0
     for i in range(len(clients)):
         if ticks[i] == tick:
@@ -154,12 +155,12 @@ def components(clients, source, target):
         if number[entity] == 0:
             number[entity] = vertices
             vertices += 1
-    entities = np.empty(vertices, np.int64)
+    entities = empty(vertices, np.int64)
     for entity in range(largest + 1):
         if number[entity] >= 0:
             entities[number[entity]] = entity
-    ends_a = np.empty(loops + edges, np.int64)
-    ends_b = np.empty(loops + edges, np.int64)
+    ends_a = empty(loops + edges, np.int64)
+    ends_b = empty(loops + edges, np.int64)
     for i in range(loops):
         ends_a[i] = ends_b[i] = number[clients[i]]
     for i in range(edges):
@@ -172,7 +173,7 @@ def components(clients, source, target):
             parent[b] = a
         elif b < a:
             parent[a] = b
-    entity_group = np.empty(vertices, np.int64)
+    entity_group = empty(vertices, np.int64)
     groups = 0
     for v in range(vertices):  # a root precedes the rest of its component
         root = _root(parent, v)
@@ -184,7 +185,7 @@ def components(clients, source, target):
     sizes = np.zeros(groups, np.int64)
     for v in range(vertices):
         sizes[entity_group[v]] += 1
-    message_group = np.empty(loops, np.int64)
+    message_group = empty(loops, np.int64)
     for i in range(loops):
         message_group[i] = entity_group[ends_a[i]]
     return entities, entity_group, message_group, sizes, ends_a, ends_b

@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.box_index import BoxIndex, cell_range
 
@@ -237,8 +238,8 @@ def _in_solid(
     """:meth:`GameMap.in_solid`: the box ``origin + mins .. origin + maxs`` sticks out of the
     extent or strictly overlaps a solid of a grid cell its (x, y) footprint covers, (N,) bool."""
     out = np.zeros(len(origins), np.bool_)
-    lo = np.empty(3)
-    hi = np.empty(3)
+    lo = empty(3)
+    hi = empty(3)
     for i in range(len(origins)):
         for k in range(3):
             lo[k] = origins[i, k] + mins[k]

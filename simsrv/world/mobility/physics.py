@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
 
 GRAVITY = 800.0
@@ -42,9 +43,9 @@ def _airborne(z, vz, ground, dt_s, gravity):  # pragma: no cover - compiled
     would be after ``dt_s`` and its speed then (airborne: less gravity; else 0); the rising
     players (airborne, moving up), in index order."""
     n = len(z)
-    airborne = np.empty(n, np.bool_)
-    new_z, new_vz = np.empty(n), np.empty(n)
-    rising = np.empty(n, np.int64)
+    airborne = empty(n, np.bool_)
+    new_z, new_vz = empty(n), empty(n)
+    rising = empty(n, np.int64)
     pull = gravity * dt_s
     count, anyone = 0, False
     for i in range(n):
@@ -63,7 +64,7 @@ def _airborne(z, vz, ground, dt_s, gravity):  # pragma: no cover - compiled
 def _land(z, ground, airborne, new_z, new_vz):  # pragma: no cover - compiled
     """The heights after the tick (never below the ground); an airborne player that reaches
     its ground lands (its speed becomes 0, in ``new_vz``)."""
-    out = np.empty(len(z))
+    out = empty(len(z))
     for i in range(len(z)):
         if airborne[i]:
             if new_z[i] <= ground[i]:

@@ -27,6 +27,7 @@ from pydantic import Field
 
 from simsrv.core.compiled import compiled
 from simsrv.core.strict_model import StrictModel
+from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
 from simsrv.world.mobility.registry import MOBILITY_MODELS, MobilityKind, TickActions
@@ -146,7 +147,7 @@ def _schedule(tick, cycle, idle, act_at, drawn, vz, jump_velocity):  # pragma: n
     and its action (``drawn``, at ``act_at`` ticks into the cycle): a turn, a shot or a jump
     (from the ground only: it sets ``vz`` to ``jump_velocity``); (N,) bool each."""
     n = len(tick)
-    walking = np.empty(n, np.bool_)
+    walking = empty(n, np.bool_)
     turn = np.zeros(n, np.bool_)
     shot = np.zeros(n, np.bool_)
     jumped = np.zeros(n, np.bool_)

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import Field
 
 from simsrv.core.strict_model import StrictModel
+from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.quake_bot import QuakeBot, QuakeBotParams
 from simsrv.world.mobility.registry import MOBILITY_MODELS, MobilityKind, TickActions
@@ -93,7 +94,7 @@ def record_routes(
     """Record ``routes`` automated players for ``ticks`` ticks of ``dt_s``: their origins
     (routes, ticks, 3) and their actions (moving, shot, jumped), (routes, ticks) bool each."""
     bot = QuakeBot(QuakeBotParams(), game_map, routes, speed, rng)
-    positions = np.empty((routes, ticks, 3))
+    positions = empty((routes, ticks, 3))
     actions = tuple(np.zeros((routes, ticks), dtype=bool) for _ in range(3))
     positions[:, 0] = bot.positions
     for tick in range(1, ticks):

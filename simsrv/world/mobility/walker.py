@@ -19,6 +19,7 @@ from pydantic import Field
 
 from simsrv.core.compiled import compiled
 from simsrv.core.strict_model import StrictModel
+from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import fall
 from simsrv.world.mobility.registry import TickActions
@@ -189,8 +190,8 @@ def _steps(positions, idx, way, way_rows, speed, dt_s):  # pragma: no cover - co
     """The whole steps ``(full (n, 2), proposal (n, 3))`` of players ``idx`` towards their
     waypoints ``way[way_rows]``: ``speed * dt_s`` units, at most the distance to the waypoint."""
     n = len(idx)
-    full = np.empty((n, 2))
-    proposal = np.empty((n, 3))
+    full = empty((n, 2))
+    proposal = empty((n, 3))
     for r in range(n):
         i = idx[r]
         dx = way[way_rows[r], 0] - positions[i, 0]
@@ -217,7 +218,7 @@ def _try(
     ``proposal`` rows are overwritten with those starts, to keep them).  Returns the rows not
     moved, their starts and their next proposals (the x slide after the whole step, the y
     slide after the x slide)."""
-    keep = np.empty(len(rows), np.int64)
+    keep = empty(len(rows), np.int64)
     kept = 0
     for q in range(len(rows)):
         r = rows[q]
@@ -237,9 +238,9 @@ def _try(
         if not moved[i]:
             keep[kept] = q
             kept += 1
-    nxt = np.empty(kept, np.int64)
-    starts = np.empty((kept, 3))
-    proposals = np.empty((kept, 3))
+    nxt = empty(kept, np.int64)
+    starts = empty((kept, 3))
+    proposals = empty((kept, 3))
     for p in range(kept):
         q = keep[p]
         r = rows[q]
@@ -261,8 +262,8 @@ def _arrivals(positions, target, moved, detour, idx):  # pragma: no cover - comp
     """Per player of ``idx``: at its destination (within 1 unit), and stuck (not moved, or
     ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination); (n,) bool each."""
     n = len(idx)
-    at_goal = np.empty(n, np.bool_)
-    stuck = np.empty(n, np.bool_)
+    at_goal = empty(n, np.bool_)
+    stuck = empty(n, np.bool_)
     for r in range(n):
         i = idx[r]
         dx = target[i, 0] - positions[i, 0]
