@@ -320,3 +320,42 @@ def test_a_trace_window_of_frames_ends_with_its_last_frame():
     assert stream.kept_trace()["frame"].tolist() == [2, 3]  # frames 2, 3 start at or after 2 us
     assert frames.kept_frames()["frame"].tolist() == [2, 3]
     assert frames.kept_frames().index.tolist() == [2, 3]
+
+
+def _rows_late_in_a_long_run(costs_us: list[float], at_us: float) -> tuple[np.ndarray, ...]:
+    """One frame's busy rows one after another from ``at_us``, each ending at its start plus
+    its cost as the machine computes it (a double: the end rounds to the ulp of ``at_us``)."""
+    starts, ends, t = [], [], at_us
+    for cost in costs_us:
+        starts.append(t)
+        t = t + cost
+        ends.append(t)
+    ints = np.zeros((len(costs_us), 4), np.int64)
+    return ints, np.column_stack([starts, ends])
+
+
+@pytest.mark.parametrize("at_s", [1.0, 2e4, 1e6])  # 1e6 s: the longest run the schema allows
+def test_costs_accounted_holds_however_late_the_frame(at_s):
+    """At 20,000 s a time in us has an ulp of 3.8e-6 us: a frame of a few rows traces a few
+    ulps more or less than it was charged, which is rounding, not a lost computation."""
+    costs = [37.1233, 0.3, 12.0001, 271.7438, 0.0001]
+    ints, times_us = _rows_late_in_a_long_run(costs, at_s * 1e6 + 0.123)
+    traced = float((times_us[:, 1] - times_us[:, 0]).sum())
+    assert traced != sum(costs) or at_s == 1.0  # the rounding the check must allow
+    busy = np.ones(len(costs), bool)
+    check_trace(ints[:, 0], ints[:, 1], str, times_us[:, 0] * US, times_us[:, 1] * US, busy,
+                np.array([sum(costs) * US]), 1.0)  # fmt: skip
+    checks = TraceChecks(["a"], [], 1.0)
+    checks.add(ints, times_us, busy, *_no_holds(), [sum(costs)])
+    checks.finish()
+
+
+@pytest.mark.parametrize("at_s", [1.0, 2e4, 1e6])
+def test_costs_accounted_still_finds_ten_lost_nanoseconds_late_in_a_long_run(at_s):
+    costs = [37.1233, 0.3, 12.0001, 271.7438]
+    ints, times_us = _rows_late_in_a_long_run(costs, at_s * 1e6)
+    charged = [sum(costs) + 1e-2]  # 10 ns charged that no row traces (ulp at 1e6 s: 0.1 ns)
+    checks = TraceChecks(["a"], [], 1.0)
+    checks.add(ints, times_us, np.ones(len(costs), bool), *_no_holds(), charged)
+    with pytest.raises(InvariantViolation, match="costs_accounted: frame 0"):
+        checks.finish()

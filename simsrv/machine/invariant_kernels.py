@@ -91,7 +91,8 @@ EARLY_FRAME = 2  # a: a busy row of a frame already complete
 
 
 @compiled
-def scan_busy_rows(ints, times_us, busy, to_s, last_start, last_end, first_open, traced):
+def scan_busy_rows(ints, times_us, busy, to_s, last_start, last_end, first_open, traced,
+                   rounding):  # fmt: skip
     """One pass over a block of trace rows (``ints`` frame, cpu, thread, activity;
     ``times_us``), for ``cpu_exclusive`` and ``costs_accounted`` as the run goes.
 
@@ -99,7 +100,8 @@ def scan_busy_rows(ints, times_us, busy, to_s, last_start, last_end, first_open,
     ``times_us * to_s``), none starting before the previous one of its CPU ends, the previous
     ones being those of earlier blocks (``last_start``, ``last_end``: per CPU, s); else
     :data:`NOT_KNOWN` (nothing changed).  Then each busy row's length (us) is added to
-    ``traced[frame - first_open]`` in row order (:data:`EARLY_FRAME` with the row when its
+    ``traced[frame - first_open]`` in row order, and the spacing of doubles at its end (one
+    ulp, us) to ``rounding[frame - first_open]`` (:data:`EARLY_FRAME` with the row when its
     frame is before ``first_open``), and the per-CPU state is advanced.  Returns ``(code,
     row)``."""
     cpus = last_start.shape[0]
@@ -121,6 +123,7 @@ def scan_busy_rows(ints, times_us, busy, to_s, last_start, last_end, first_open,
             if f < 0:
                 return EARLY_FRAME, r
             traced[f] += times_us[r, 1] - times_us[r, 0]
+            rounding[f] += np.spacing(times_us[r, 1])
     last_start[:] = starts
     last_end[:] = ends
     return OK, 0

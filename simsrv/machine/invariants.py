@@ -35,6 +35,7 @@ from types import ModuleType
 import numpy as np
 
 from simsrv.core.errors import InvariantViolation  # noqa: F401  (raised here, re-exported)
+from simsrv.core.uninitialised import empty
 from simsrv.machine.trace import US, LockHolds
 
 CHECKS = (
@@ -46,6 +47,14 @@ CHECKS = (
 )
 REL_TOLERANCE = 1e-9  # sums of the same costs added in another order, and us -> s
 ABS_TOLERANCE_S = 1e-12
+ROUNDING_ULPS_PER_ROW = 2
+"""How far a busy row's traced length may be from the cost it traces, in ulps of its end time.
+The machine keeps absolute times in us as doubles and computes a row's end from its start
+(``start + cost``, or from the remaining cost of a computation a preemption split): each
+rounding is at most half an ulp of the end, and the length ``end - start`` of two nearby doubles
+is exact (Sterbenz), so a row is within one ulp of its end, counted twice for margin.  A frame
+may differ from its charged time by the sum over its rows.  The ulp grows with the time: 3.8e-6
+us at 20,000 s, where a frame of a few rows drifts past any fixed relative tolerance."""
 
 
 def check_conservation(accounting: dict[str, int], frame_messages: int) -> None:
@@ -149,7 +158,9 @@ def check_trace(
     if by_machine is not None:
         b = np.flatnonzero(busy & ~by_machine)
     traced = np.bincount(frame[b], weights=end_s[b] - start_s[b], minlength=frames)
-    check_costs(traced, charged_s, slowest_speed)
+    ulps = np.spacing(np.abs(end_s[busy] / US)) * US  # as recorded: us
+    rounding = np.bincount(frame[busy], weights=ulps, minlength=frames)
+    check_costs(traced, charged_s, slowest_speed, rounding_s=rounding)
 
 
 def check_cpus(
@@ -183,12 +194,18 @@ def check_cpus(
 
 
 def check_costs(
-    traced_s: np.ndarray, charged_s: np.ndarray, slowest_speed: float, first_frame: int = 0
+    traced_s: np.ndarray,
+    charged_s: np.ndarray,
+    slowest_speed: float,
+    first_frame: int = 0,
+    rounding_s: np.ndarray | float = 0.0,
 ) -> None:
     """``costs_accounted``: frame ``first_frame + i`` traced ``traced_s[i]`` s of busy time
     and its plan charged ``charged_s[i]`` s (with SMT at ``slowest_speed``, a computation may
-    last up to its cost divided by it)."""
-    slack = REL_TOLERANCE * charged_s + ABS_TOLERANCE_S
+    last up to its cost divided by it), within a relative tolerance for the order of the sums
+    and :data:`ROUNDING_ULPS_PER_ROW` times ``rounding_s[i]``, the sum of one ulp of the end of
+    each of the frame's busy rows (s)."""
+    slack = REL_TOLERANCE * charged_s + ABS_TOLERANCE_S + ROUNDING_ULPS_PER_ROW * rounding_s
     low = traced_s < charged_s - slack
     high = traced_s > charged_s / slowest_speed + slack
     if (low | high).any():
@@ -254,15 +271,16 @@ class TraceChecks:
 
     def __init__(self, threads: list, locks: list, slowest_speed: float) -> None:
         self.threads, self.locks, self.speed = threads, locks, slowest_speed
-        self._busy = np.empty((0, 3), np.int64)  # frame, cpu, thread of busy rows kept
-        self._busy_us = np.empty((0, 2))
+        self._busy = empty((0, 3), np.int64)  # frame, cpu, thread of busy rows kept
+        self._busy_us = empty((0, 2))
         self._pending: list[tuple[np.ndarray, ...]] = []  # blocks since the last horizon
         self._last_start_s = np.zeros(0)  # per CPU: the latest busy row's start ...
         self._last_end_s = np.zeros(0)  # ... and the latest end, s
-        self._holds = np.empty((0, 3), np.int64)
-        self._holds_us = np.empty((0, 2))
+        self._holds = empty((0, 3), np.int64)
+        self._holds_us = empty((0, 2))
         self._first_open = 0  # frames before it are checked and forgotten
         self._traced_us = np.zeros(0)  # busy time of frames _first_open.., us
+        self._rounding_us = np.zeros(0)  # one ulp of each busy row's end, summed per frame, us
         self._charged_us: list[float] = []  # charged CPU time of frames _first_open.., us
         self._last_frame = -1  # the largest frame of any row
 
@@ -288,7 +306,7 @@ class TraceChecks:
                 self._check_exactly(ints, times_us, busy)
             if by_machine is not None and by_machine.any():
                 rows = by_machine & busy
-                self._add_traced(ints[rows, 0], times_us[rows, 0] - times_us[rows, 1])
+                self._add_traced(ints[rows, 0], times_us[rows, 0] - times_us[rows, 1], 0.0)
         self._holds = np.concatenate([self._holds, holds_ints])
         self._holds_us = np.concatenate([self._holds_us, holds_us])
         check_lock_rows(self._holds, self._holds_us, self.locks, self.threads)
@@ -303,10 +321,11 @@ class TraceChecks:
             self._last_start_s = np.concatenate([self._last_start_s, grow])
             self._last_end_s = np.concatenate([self._last_end_s, grow])
         traced = np.zeros(max(self._last_frame - self._first_open + 1, 0))
+        rounding = np.zeros(len(traced))
         kernels = _kernels()
         code, _ = kernels.scan_busy_rows(
             ints, times_us, busy, US, self._last_start_s, self._last_end_s, self._first_open,
-            traced,
+            traced, rounding,
         )  # fmt: skip
         if code == kernels.NOT_KNOWN:
             return False
@@ -314,6 +333,7 @@ class TraceChecks:
             self._raise_early(ints[busy, 0])
         self._grow(len(traced))
         self._traced_us[: len(traced)] += traced
+        self._rounding_us[: len(traced)] += rounding
         self._pending.append((ints, times_us, busy))
         return True
 
@@ -336,7 +356,7 @@ class TraceChecks:
         on_cpu = cpu >= 0  # the latest start and end per CPU, for the next compiled pass
         np.maximum.at(self._last_start_s, cpu[on_cpu], start_s[on_cpu])
         np.maximum.at(self._last_end_s, cpu[on_cpu], end_s[on_cpu])
-        self._add_traced(frame[kept:], (new_us[kept:, 1] - new_us[kept:, 0]))
+        self._add_traced(frame[kept:], new_us[kept:, 1] - new_us[kept:, 0], new_us[kept:, 1])
 
     def _keep_pending(self, horizon_us: float) -> None:
         """The busy rows of the blocks scanned since the last horizon that end after
@@ -354,20 +374,28 @@ class TraceChecks:
             "trace rows of a frame recorded after it was complete",
         )
 
-    def _add_traced(self, frame: np.ndarray, length_us: np.ndarray) -> None:
-        """Busy time of new rows added to their frames' sums."""
+    def _add_traced(
+        self, frame: np.ndarray, length_us: np.ndarray, end_us: np.ndarray | float
+    ) -> None:
+        """Busy time of new rows added to their frames' sums, and one ulp of their ends
+        (``end_us``; 0.0: rows whose ends are already counted)."""
         if len(frame) == 0:
             return
         index = frame - self._first_open
         if index.min() < 0:
             self._raise_early(frame)
         self._grow(int(index.max()) + 1)
-        self._traced_us += np.bincount(index, weights=length_us, minlength=len(self._traced_us))
+        size = len(self._traced_us)
+        self._traced_us += np.bincount(index, weights=length_us, minlength=size)
+        if not np.isscalar(end_us):
+            ulps = np.spacing(np.abs(end_us))
+            self._rounding_us += np.bincount(index, weights=ulps, minlength=size)
 
     def _grow(self, frames: int) -> None:
         if frames > len(self._traced_us):
             more = np.zeros(frames - len(self._traced_us))
             self._traced_us = np.concatenate([self._traced_us, more])
+            self._rounding_us = np.concatenate([self._rounding_us, more])
 
     def advance(
         self, trace_horizon_us: float, holds_horizon_us: float, complete_frames: int
@@ -385,8 +413,10 @@ class TraceChecks:
         self._grow(done)
         charged_s = np.array(self._charged_us[:done]) * US
         traced_s = self._traced_us[:done] * US
-        check_costs(traced_s, charged_s, self.speed, self._first_open)
+        rounding_s = self._rounding_us[:done] * US
+        check_costs(traced_s, charged_s, self.speed, self._first_open, rounding_s)
         self._traced_us = self._traced_us[done:]
+        self._rounding_us = self._rounding_us[done:]
         del self._charged_us[:done]
         self._first_open += done
 
