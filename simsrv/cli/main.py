@@ -16,7 +16,7 @@ from simsrv.cli import (
     validate_command,
 )
 from simsrv.cli.parser import Parser
-from simsrv.core.errors import InputError, InvariantViolation
+from simsrv.core.errors import InputError, InvariantViolation, interrupted
 from simsrv.version import __version__
 
 SUBCOMMANDS = (
@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
+        sys.stderr.write("simsrv: interrupted\n")
+        return 130
+    except SystemError as error:  # Ctrl-C while compiled code returned to Python
+        if not interrupted(error):
+            raise
         sys.stderr.write("simsrv: interrupted\n")
         return 130
 

@@ -60,3 +60,17 @@ class InvariantViolation(RuntimeError):
         self.trace: Any = None  # the run's trace DataFrame, when the run got that far
         where = "at the end of the run" if frame is None else f"frame {frame}"
         super().__init__(f"{invariant}: {where}: {detail}")
+
+
+def interrupted(error: BaseException) -> bool:
+    """Whether ``error`` is a Ctrl-C: a :class:`KeyboardInterrupt`, or an error raised because
+    one arrived while compiled code was returning to Python (numba's dispatcher then reports
+    ``SystemError: ... returned a result with an exception set``, the interrupt as its cause
+    or context)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False

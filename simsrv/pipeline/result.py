@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from simsrv.core.compile_time import compile_seconds
-from simsrv.core.errors import InputError, shown
+from simsrv.core.errors import InputError, interrupted, shown
 from simsrv.pipeline.keep_window import KeepWindow
 from simsrv.pipeline.load import build_scenario
 from simsrv.pipeline.resources import check_memory
@@ -143,6 +143,8 @@ def run(
             group_sizes = dict(sorted(out.frame_digest.group_sizes.items()))
             response = out.response
     except Exception as error:
+        if interrupted(error):  # Ctrl-C while compiled code returned: stop, not a failed run
+            raise KeyboardInterrupt from None
         if raise_errors:
             raise
         return RunResult(
