@@ -1,4 +1,4 @@
-"""simsrv's long fuzz campaign: many hostile inputs, every promise checked (issue 42).
+"""simsrv's long fuzz campaign: many hostile inputs, every promise checked.
 
     python benchmarks/fuzz_campaign.py --cases 10000 [--workers 2] [--seed 1] [--out DIR]
         [--families scenario,text,bsp,sweep,argv,api]

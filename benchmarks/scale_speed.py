@@ -4,18 +4,18 @@ Cases (each run is a fresh process, so its peak resident memory is its own):
 
 ``a-<strategy>``
     The 160-client paper scenario (``scenarios/cube-160.toml``) with each strategy, 2 CPUs.
-    Targets (issue 25): ``sequential`` and ``bsp-group`` >= 30x faster than real time; the
+    Targets: ``sequential`` and ``bsp-group`` >= 30x faster than real time; the
     thread strategies ``abdelkhalek`` and ``area-quadrant`` >= 20x and >= 0.8x the speed of
     ``sequential`` measured in the same invocation.
 ``b``
     ``scenarios/scale/clients10000-cpus64.toml``: 10,000 clients, BSP-group, 64 CPUs, hotspot
-    map.  Target: >= 3x real time (issue 25; >= 1x in issue 9), peak memory < 2 GB.
+    map.  Target: >= 3x real time, peak memory < 2 GB.
 ``c``
     ``scenarios/scale/abdelkhalek-clients1000-cpus8.toml``: 1,000 clients, Abdelkhalek region
-    locks, 8 CPUs.  Target: >= 10x real time (issue 25).
+    locks, 8 CPUs.  Target: >= 10x real time.
 ``d``
     ``scenarios/scale/clients100000-cpus256.toml``: 100,000 clients, BSP-group, 256 CPUs,
-    hotspot map.  Target: >= 0.5x real time, peak memory < 4 GB (issue 25).
+    hotspot map.  Target: >= 0.5x real time, peak memory < 4 GB.
 ``growth``
     Wall time of the frame path (workload, plan, machine) per frame against the frame's active
     entities (BSP-group's ``group_entities``: senders and their action ranges), BSP-group on

@@ -1,5 +1,4 @@
-"""simsrv's own fuzzer: hostile inputs as hypothesis strategies, and the verdict on each
-(issue 42).
+"""simsrv's own fuzzer: hostile inputs as hypothesis strategies, and the verdict on each.
 
 A *case* is one thing a user (or a script, or another tool) may throw at simsrv:
 

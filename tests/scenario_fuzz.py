@@ -1,4 +1,4 @@
-"""A hypothesis strategy for scenario files built from the schema (issue 26).
+"""A hypothesis strategy for scenario files built from the schema.
 
 :func:`scenario_files` draws a map kind, a mobility model and a strategy, then a few fields of
 the schema (:mod:`tests.schema_fields`) that apply to them, each set to a valid value (inside

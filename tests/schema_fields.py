@@ -1,4 +1,4 @@
-"""Every field of the scenario schema, for tests that generate scenarios (issue 26).
+"""Every field of the scenario schema, for tests that generate scenarios.
 
 A :class:`SchemaField` is a dotted key (``players.count``), the ``--set`` overrides that make it
 apply (``map.kind="rooms"`` for a rooms parameter), and its pydantic annotation and metadata.

@@ -194,7 +194,7 @@ def test_capacity_cli_reports_the_last_count_that_kept_up(capsys):
     assert "--step: must be a whole number >= 1, got 0" in capsys.readouterr().err
 
 
-# -- the sources' mechanisms (issue 24) --------------------------------------------------------
+# -- the sources' mechanisms --------------------------------------------------------
 
 
 def _expected_path(tree, origin, half):

@@ -1,4 +1,4 @@
-"""Hostile and corrupted BSP files (issue 42): a map file is untrusted input.
+"""Hostile and corrupted BSP files: a map file is untrusted input.
 
 Every broken file here is refused with one :class:`InputError` line that names the file and
 the problem, within :data:`SECONDS` seconds, never with a hang, a traceback or an allocation

@@ -1,4 +1,4 @@
-"""The cluster simulation (issue 28): one node = one server exactly, a border entity's update
+"""The cluster simulation: one node = one server exactly, a border entity's update
 costs the modelled message, handoffs serve each player from one node and lose no packet, and
 bad ``[cluster]`` input is refused."""
 

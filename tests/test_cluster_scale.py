@@ -1,4 +1,4 @@
-"""Issue 28 at scale: the capacity search (bisection), capacity sweep files, the client slots of
+"""Clusters at scale: the capacity search (bisection), capacity sweep files, the client slots of
 a cluster node, the 16-node scenario, the cluster figures and the nodes study."""
 
 from __future__ import annotations

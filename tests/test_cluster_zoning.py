@@ -1,4 +1,4 @@
-"""Cluster zoning rules (issue 28): grid, areanode subtrees and load-aware border moves give a
+"""Cluster zoning rules: grid, areanode subtrees and load-aware border moves give a
 partition of the map; a border move hands over exactly the players whose owner it changed and
 loses no packet; a cross-border action costs a request and a reply; one node with any zoning
 is the single server; bad zoning input is refused."""

@@ -157,7 +157,7 @@ def _start_time(pid: int) -> str | None:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_comparison_killed_mid_run_leaves_no_worker_behind(tmp_path, signum):
-    """Failure 17 (issue 42): SIGTERM on ``simsrv compare`` left its two pool workers running
+    """SIGTERM on ``simsrv compare`` left its two pool workers running
     (orphans), and after SIGINT the command waited for the runs in flight, its workers
     orphaned if it was killed meanwhile.  Both signals interrupt it (exit 130, what finished
     is kept) and every worker is gone, reaped, by the time it has exited."""

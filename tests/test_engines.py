@@ -1,4 +1,4 @@
-"""The two machine engines give identical traces (issue 26): ``fast`` (the default, with exact
+"""The two machine engines give identical traces: ``fast`` (the default, with exact
 shortcuts) and ``simpy`` (simpy processes, resources and events, op by op), on every scenario in
 scenarios/ and on generated plans, with and without SMT."""
 

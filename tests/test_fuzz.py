@@ -1,5 +1,5 @@
 """Fuzzing the scenario file: every generated scenario runs (exit 0) or is refused with one
-line (exit 2); never a traceback, a hang or a silent multi-line failure (issue 26)."""
+line (exit 2); never a traceback, a hang or a silent multi-line failure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hostile input that used to end in a traceback, a hang, a slow or a multi-line refusal
-(issue 42): each is now one line (exit 2 / InputError) within seconds."""
+: each is now one line (exit 2 / InputError) within seconds."""
 
 from __future__ import annotations
 

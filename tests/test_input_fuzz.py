@@ -1,4 +1,4 @@
-"""simsrv's own fuzzer, a small budget in the default run (issue 42): every generated hostile
+"""simsrv's own fuzzer, a small budget in the default run: every generated hostile
 input keeps the promise (runs, or one line with exit 2 within 5 s, or stops on Ctrl-C in one
 line).  The long campaign is ``python benchmarks/fuzz_campaign.py`` (docs/robustness.md)."""
 

@@ -1,4 +1,4 @@
-"""Inputs that used to be accepted silently and are now one-line errors (issue 26)."""
+"""Inputs that used to be accepted silently and are now one-line errors."""
 
 from __future__ import annotations
 

@@ -194,7 +194,7 @@ def test_a_flow_whose_rest_the_clock_cannot_tell_finishes_late_in_a_long_run():
 
 
 def test_a_flow_that_finishes_on_the_way_to_an_event_is_delivered():
-    """Found by the property above (issue 42): a flow whose finish time rounds to just after
+    """Found by the property above: a flow whose finish time rounds to just after
     the next posting finished while the links moved to that posting, and was dropped."""
     update = {"send_cpu_us": 0.0, "recv_cpu_us": 0.0, "latency_us": 1.0}
     profile = PLAIN.model_copy(update={**update, "bandwidth_bytes_per_s": 1e5})

@@ -1,4 +1,4 @@
-"""The invariants checked in every run (issue 26): they hold on every scenario and on random
+"""The invariants checked in every run: they hold on every scenario and on random
 plans, and each one catches the violation it is about, naming the frame and the entities."""
 
 from __future__ import annotations

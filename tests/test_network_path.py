@@ -1,4 +1,4 @@
-"""The kernel's receive softirq on the interrupt CPU (simsrv.platforms.network_path, issue 40)."""
+"""The kernel's receive softirq on the interrupt CPU (simsrv.platforms.network_path)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runs that must stay bounded in time and memory whatever the input (issue 26)."""
+"""Runs that must stay bounded in time and memory whatever the input."""
 
 from __future__ import annotations
 

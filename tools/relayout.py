@@ -1,4 +1,4 @@
-"""Re-lay the ``simsrv`` package so that its folders show the architecture (issue 39 item 5).
+"""Re-lay the ``simsrv`` package so that its folders show the architecture.
 
 The data flow is scenario -> world -> workload -> strategy plan -> machine -> trace -> metrics
 -> figures.  The package root keeps its public entry points (``__init__``, ``__main__``,

@@ -1,4 +1,4 @@
-"""Capacity of a cluster of game servers against its number of nodes (issue 28).
+"""Capacity of a cluster of game servers against its number of nodes.
 
 Usage::
 
