@@ -289,9 +289,9 @@ def test_repeats_pool_into_their_condition_with_the_half_range_as_spread():
 
     rows = []
     for seed, fps in ((1, 300.0), (2, 330.0), (3, 318.0)):
-        row = _fake_row(TestbedConfig(clients=8, seed=seed), "calibration")
+        row = _fake_row(TestbedConfig(clients=8, seed=seed, duration_s=10.0), "calibration")
         rows.append({**row, "frames_per_s": fps})
-    rows.append(_fake_row(TestbedConfig(clients=16, seed=1), "prediction"))
+    rows.append(_fake_row(TestbedConfig(clients=16, seed=1, duration_s=10.0), "prediction"))
     pooled = pool_repeats(pd.DataFrame(rows))
     assert list(pooled["condition"]) == ["dm1-n8-77hz-independent", "dm1-n16-77hz-independent"]
     assert list(pooled["repeats"]) == [3, 1]

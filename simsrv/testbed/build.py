@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,11 @@ class SharedFolder:
         return self.testbed / "qwprogs.dat"
 
     def map_file(self, name: str) -> Path:
+        """Where map ``name`` (a name of :data:`MAPS`, never a path) is kept."""
+        if name not in MAPS:
+            raise InputError(
+                f"testbed --map must be one of {', '.join(MAPS)} (a name, not a path), got {name!r}"
+            )
         return self.root / "maps" / "quake-gpl" / f"{name}.bsp.gz"
 
     def available_maps(self) -> list[str]:
@@ -112,10 +118,7 @@ class ServerBuild:
 
 
 def _digest(shared: SharedFolder) -> str:
-    h = hashlib.sha256()
-    h.update(shared.archive.read_bytes())
-    h.update(PATCH.read_bytes())
-    return h.hexdigest()[:16]
+    return read_digest(shared.archive, PATCH)[:16]
 
 
 def cached_build(
@@ -145,11 +148,10 @@ def cached_build(
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir()
-        with tarfile.open(archive) as packed:
-            packed.extractall(staging, filter="data")
-        tree = staging / tree_name
-        out = subprocess.DEVNULL if quiet else None
         try:
+            _unpack(archive, staging, tree_name)
+            tree = staging / tree_name
+            out = subprocess.DEVNULL if quiet else None
             subprocess.run(
                 ["patch", "-p1", "--quiet", "-i", str(patch)], cwd=tree, check=True, stdout=out
             )
@@ -157,9 +159,47 @@ def cached_build(
                 (tree / folder).mkdir(exist_ok=True)
                 subprocess.run(command, cwd=tree / folder, check=True, stdout=out, stderr=out)
         except subprocess.CalledProcessError as error:
+            shutil.rmtree(staging, ignore_errors=True)
             raise RuntimeError(f"building {what} failed: {error}") from error
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         staging.rename(home)
     return home / tree_name
+
+
+def _unpack(archive: Path, into: Path, tree_name: str) -> None:
+    """Unpack ``archive`` into ``into``; one :class:`InputError` line naming the archive when
+    it is not a readable tar.gz holding ``tree_name/``."""
+    try:
+        with tarfile.open(archive) as packed:
+            packed.extractall(into, filter="data")
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
+        reason = "not a tar archive" if isinstance(error, tarfile.ReadError) else str(error)
+        raise InputError(
+            f"testbed --shared: {archive} is not a readable source archive "
+            f"({reason or type(error).__name__}); put the original tar.gz back in the shared "
+            "folder"
+        ) from None
+    if not (into / tree_name).is_dir():
+        raise InputError(
+            f"testbed --shared: {archive} does not hold the folder {tree_name}/; put the "
+            "original tar.gz back in the shared folder"
+        )
+
+
+def read_digest(*paths: Path) -> str:
+    """The sha256 of the files ``paths`` in turn (hex), or one :class:`InputError` line
+    naming the one that cannot be read."""
+    h = hashlib.sha256()
+    for path in paths:
+        try:
+            with open(path, "rb") as stream:
+                while chunk := stream.read(1 << 20):
+                    h.update(chunk)
+        except OSError as error:
+            raise InputError(f"testbed --shared: cannot read {path}: {error.strerror}") from None
+    return h.hexdigest()
 
 
 def build_server(shared: SharedFolder, *, max_clients: int = 32, quiet: bool = True) -> ServerBuild:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 import select
 import socket
 import time
@@ -33,6 +34,8 @@ from simsrv.testbed import protocol as qw
 from simsrv.world.mobility.quake_bot import ACTION_JUMP, ACTION_SHOT, QuakeBotParams
 
 PHASES = ("step", "independent", "hosts")
+MAX_HOSTS = 256
+"""The most hosts ``hosts:H`` puts the clients on (one client a host at most: 256)."""
 SIGNON_RESEND_S = 0.5
 SIGNON_SPACING_S = 0.05
 SPIN_S = 0.0003  # the last stretch before a send is polled, not slept (see _drive)
@@ -56,14 +59,21 @@ class PhasePattern:
     def parse(cls, text: str) -> PhasePattern:
         from simsrv.core.errors import InputError
 
+        if not isinstance(text, str):
+            raise InputError(
+                f"testbed --phases must be one of step, independent, hosts:H; got {text!r}"
+            )
         kind, _, arg = text.partition(":")
         if kind not in PHASES:
             raise InputError(
                 f"testbed --phases must be one of step, independent, hosts:H; got {text!r}"
             )
         if kind == "hosts":
-            if not arg.isdigit() or int(arg) < 1:
-                raise InputError(f"testbed --phases hosts:H needs an integer H >= 1, got {text!r}")
+            if not re.fullmatch(r"[0-9]{1,4}", arg) or not 1 <= int(arg) <= MAX_HOSTS:
+                raise InputError(
+                    f"testbed --phases hosts:H needs a whole number H in [1, {MAX_HOSTS}], "
+                    f"got {text!r}"
+                )
             return cls("hosts", int(arg))
         if arg:
             raise InputError(f"testbed --phases {kind} takes no argument, got {text!r}")

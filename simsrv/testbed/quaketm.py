@@ -19,12 +19,11 @@ fixed period of S seconds (0.1 stock).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from simsrv.core.errors import InputError
-from simsrv.testbed.build import SharedFolder, cached_build, missing_build_tools
+from simsrv.testbed.build import SharedFolder, cached_build, missing_build_tools, read_digest
 
 ARCHIVE = "quaketm-f024c83.tar.gz"
 TREE = "quaketm-f024c83"
@@ -68,10 +67,7 @@ def run_args(threads: int, frame_s: float = 0.1) -> tuple[str, ...]:
 
 
 def _digest(archive: Path, variant: str) -> str:
-    h = hashlib.sha256()
-    h.update(archive.read_bytes())
-    h.update(PATCH.read_bytes())
-    return f"quaketm-{h.hexdigest()[:16]}-{variant}"
+    return f"quaketm-{read_digest(archive, PATCH)[:16]}-{variant}"
 
 
 def build_quaketm(shared: SharedFolder, variant: str, *, quiet: bool = True) -> QuakeTMBuild:

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import platform as host_platform
+import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -29,8 +30,9 @@ import numpy as np
 import pandas as pd
 
 from simsrv.core.errors import InputError
+from simsrv.scenario.schema import DEFAULT_PERIOD_US, MAX_SEED
 from simsrv.testbed import protocol as qw
-from simsrv.testbed.build import build_server, find_shared, server_max_clients
+from simsrv.testbed.build import MAPS, build_server, find_shared, server_max_clients
 from simsrv.testbed.clients import (
     SIGNON_SPACING_S,
     ClientPlan,
@@ -48,6 +50,7 @@ from simsrv.testbed.server import (
     kernel_quota,
     port_is_free,
     prepare_basedir,
+    read_map,
     socket_buffer_packets,
 )
 
@@ -70,6 +73,37 @@ CPU however little work it does."""
 def signon_timeout_s(clients: int) -> float:
     """How long the clients may take to sign on: 20 s, more when they join one by one."""
     return max(20.0, clients * SIGNON_SPACING_S + 15.0)
+
+
+MIN_RATE_HZ, MAX_RATE_HZ = 1.0, 1000.0
+"""The clients' rate: at least one packet a second each, at most one a millisecond."""
+MAX_DURATION_S = 3600.0
+"""The longest measured window (s): also the bound on a stored condition's, so that the
+model of a comparison cannot be asked to run for ever."""
+MAX_WARMUP_S = 600.0
+MIN_PORT, MAX_PORT = 1024, 65535
+MAX_CPUS = 1024
+MAP_NAME = re.compile(r"[A-Za-z0-9_]+")
+"""A map is named, never a path: id's GPL maps of the shared folder (:data:`MAPS`)."""
+LABEL_BASE = {
+    "mvdsv": {
+        "duration_s": 10.0, "warmup_s": 2.0, "port": 27600, "server_cpu": 1, "client_cpu": 0,
+        "clients_impl": "c",
+    },
+    "quaketm": {"duration_s": 6.0, "warmup_s": 1.0, "port": 27620, "client_cpu": 0,
+                "clients_impl": "c"},
+}  # fmt: skip
+"""The fields a label names only where they differ from these: the standard campaign's
+values (mvdsv) and QuakeTM's campaign's, so that those campaigns' labels stay short."""
+QUOTA_LABEL_PERIOD_US = 20_000
+"""A quota's period a label does not name (the standard campaign's, 20 ms)."""
+
+
+def number_label(value: float) -> str:
+    """A number as a label shows it: the shortest text that reads back as the same float
+    (``77``, ``31.25``, ``0.5``), so that two values never share a label."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
 
 
 @dataclass(frozen=True)
@@ -111,7 +145,23 @@ class TestbedConfig:
         return self.server.removeprefix("quaketm-") if self.server != "mvdsv" else None
 
     def checked(self) -> TestbedConfig:
-        """This config, or one :class:`InputError` line naming the bad field."""
+        """This config, or one :class:`InputError` line naming the bad field: the rules of
+        :meth:`static_check`, and the CPUs this process may use."""
+        self.static_check()
+        cpus = sorted(os.sched_getaffinity(0))
+        for name, cpu in (("server-cpu", self.server_cpu), ("client-cpu", self.client_cpu)):
+            if cpu is None and name == "server-cpu":
+                continue
+            if cpu not in cpus:
+                raise InputError(
+                    f"testbed --{name} must be one of this process's CPUs {cpus}, got {cpu}"
+                )
+        return self
+
+    def static_check(self) -> TestbedConfig:
+        """This config, or one :class:`InputError` line naming the bad field: every rule
+        that does not depend on this machine (a stored condition measured elsewhere is held
+        to these)."""
         if self.server not in SERVERS:
             raise InputError(
                 f"testbed --server must be one of {', '.join(SERVERS)}, got {self.server!r}"
@@ -122,33 +172,49 @@ class TestbedConfig:
                 f"testbed --clients must be in [1, {most}] (MAX_CLIENTS of the "
                 f"patched {self.server}), got {self.clients}"
             )
+        if not (isinstance(self.map, str) and MAP_NAME.fullmatch(self.map)):
+            raise InputError(
+                f"testbed --map must be a map name (letters, digits, _), not a path: one of "
+                f"{', '.join(MAPS)}; got {self.map!r}"
+            )
+        if self.map not in MAPS:
+            raise InputError(f"testbed --map: no map {self.map!r} (one of {', '.join(MAPS)})")
         self._check_threads()
         if self.clients_impl not in CLIENT_IMPLS:
             raise InputError(
                 f"testbed --clients-impl must be one of {', '.join(CLIENT_IMPLS)}, "
                 f"got {self.clients_impl!r}"
             )
-        if not (0 < self.rate_hz <= 1000):
-            raise InputError(f"testbed --rate-hz must be in (0, 1000], got {self.rate_hz}")
-        if not (0 < self.duration_s <= 3600):
-            raise InputError(f"testbed --duration-s must be in (0, 3600], got {self.duration_s}")
-        if not (0 <= self.warmup_s <= 600):
-            raise InputError(f"testbed --warmup-s must be in [0, 600], got {self.warmup_s}")
-        if not 1024 <= self.port <= 65535:
-            raise InputError(f"testbed --port must be in [1024, 65535], got {self.port}")
-        cpus = sorted(os.sched_getaffinity(0))
+        if not (MIN_RATE_HZ <= self.rate_hz <= MAX_RATE_HZ):
+            raise InputError(
+                f"testbed --rate-hz must be in [{MIN_RATE_HZ:g}, {MAX_RATE_HZ:g}], "
+                f"got {self.rate_hz:g}"
+            )
+        if not (0 < self.duration_s <= MAX_DURATION_S):
+            raise InputError(
+                f"testbed --duration-s must be in (0, {MAX_DURATION_S:g}], got {self.duration_s:g}"
+            )
+        if not (0 <= self.warmup_s <= MAX_WARMUP_S):
+            raise InputError(
+                f"testbed --warmup-s must be in [0, {MAX_WARMUP_S:g}], got {self.warmup_s:g}"
+            )
+        if not 0 <= self.seed <= MAX_SEED:
+            raise InputError(f"testbed --seed must be in [0, {MAX_SEED}], got {self.seed}")
+        if not MIN_PORT <= self.port <= MAX_PORT:
+            raise InputError(f"testbed --port must be in [{MIN_PORT}, {MAX_PORT}], got {self.port}")
         for name, cpu in (("server-cpu", self.server_cpu), ("client-cpu", self.client_cpu)):
-            if cpu is None and name == "server-cpu":
-                continue
-            if cpu not in cpus:
-                raise InputError(
-                    f"testbed --{name} must be one of this process's CPUs {cpus}, got {cpu}"
-                )
+            if cpu is not None and not 0 <= cpu < MAX_CPUS:
+                raise InputError(f"testbed --{name} must be in [0, {MAX_CPUS - 1}], got {cpu}")
         PhasePattern.parse(self.phases)
         if self.quota_us is not None:
             if self.quaketm is not None:
                 raise InputError("testbed --quota-us applies to mvdsv only (--server mvdsv)")
             kernel_quota(self.quota_us, self.period_us)
+        elif self.period_us != DEFAULT_PERIOD_US:
+            raise InputError(
+                f"testbed --period-us applies with --quota-us (the quota's period), got "
+                f"{self.period_us} without a quota"
+            )
         return self
 
     def _check_threads(self) -> None:
@@ -158,6 +224,16 @@ class TestbedConfig:
                     f"testbed --threads applies to QuakeTM (mvdsv has one thread), got "
                     f"{self.threads}"
                 )
+            for flag, value, default in (
+                ("frame-s", self.frame_s, 0.1),
+                ("omp-wait", self.omp_wait, "passive"),
+                ("bind", self.bind, False),
+            ):
+                if value != default:
+                    raise InputError(
+                        f"testbed --{flag} applies to QuakeTM (--server quaketm-...), got "
+                        f"{value!r} for mvdsv"
+                    )
             return
         most = 1 if self.quaketm == "serial" else QUAKETM_MAX_THREADS
         if not 1 <= self.threads <= most:
@@ -165,7 +241,7 @@ class TestbedConfig:
                 f"testbed --threads must be in [1, {most}] for {self.server}, got {self.threads}"
             )
         if not 0.005 <= self.frame_s <= 1.0:
-            raise InputError(f"testbed --frame-s must be in [0.005, 1], got {self.frame_s}")
+            raise InputError(f"testbed --frame-s must be in [0.005, 1], got {self.frame_s:g}")
         if self.bind and self.server_cpu is not None:
             raise InputError(
                 "testbed --bind binds QuakeTM's threads to every CPU: use it with --server-cpu all"
@@ -183,16 +259,43 @@ class TestbedConfig:
 
     @property
     def label(self) -> str:
-        quota = "" if self.quota_us is None else f"-q{self.quota_us}"
+        """The condition's name: every field of the config, those of :data:`LABEL_BASE`
+        only where they differ from its values, the seed last (``-sN``: the repeats of a
+        condition differ in it alone).  Two configs that differ have different labels."""
+        quota = ""
+        if self.quota_us is not None:
+            quota = f"-q{self.quota_us}"
+            if self.period_us != QUOTA_LABEL_PERIOD_US:
+                quota += f"of{self.period_us}"
         server = ""
         if self.quaketm is not None:
             cpu = "all" if self.server_cpu is None else str(self.server_cpu)
             wait = "" if self.omp_wait == "passive" else f"-{self.omp_wait}"
             wait += "-bind" if self.bind else ""
-            server = f"{self.server}-t{self.threads}-f{self.frame_s * 1e3:g}ms-cpu{cpu}{wait}-"
+            server = (
+                f"{self.server}-t{self.threads}-f{number_label(self.frame_s * 1e3)}ms-cpu{cpu}"
+                f"{wait}-"
+            )
+        base = LABEL_BASE["mvdsv" if self.quaketm is None else "quaketm"]
+        extra = ""
+        for name, tag in (
+            ("duration_s", "d{}s"),
+            ("warmup_s", "w{}s"),
+            ("port", "port{}"),
+            ("server_cpu", "cpu{}"),
+            ("client_cpu", "ccpu{}"),
+            ("clients_impl", "{}"),
+        ):
+            value = getattr(self, name)
+            if name in base and value != base[name]:
+                shown = (
+                    "all" if value is None else number_label(value) if isinstance(value, float)
+                    else value
+                )  # fmt: skip
+                extra += "-" + tag.format(shown)
         return (
-            f"{server}{self.map}-n{self.clients}-{self.rate_hz:g}hz-{self.phases}{quota}"
-            f"-s{self.seed}"
+            f"{server}{self.map}-n{self.clients}-{number_label(self.rate_hz)}hz-{self.phases}"
+            f"{quota}{extra}-s{self.seed}"
         )
 
 
@@ -483,6 +586,7 @@ def run_testbed(
     """Measure the real server under ``config`` (see the module docstring)."""
     config = config.checked()
     shared = find_shared(shared_root)
+    map_data = read_map(shared, config.map)  # a damaged map is refused before any build
     if not port_is_free(config.port):
         raise InputError(
             f"testbed --port {config.port} is busy on this machine; choose another with --port"
@@ -508,7 +612,9 @@ def run_testbed(
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simsrv-tb-")))
-        basedir = prepare_basedir(workdir / "server", shared, config.map, build.max_clients)
+        basedir = prepare_basedir(
+            workdir / "server", shared, config.map, build.max_clients, map_data
+        )
         frames_file = workdir / "frames.bin"
         wall0 = time.monotonic()
         server = stack.enter_context(

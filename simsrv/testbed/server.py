@@ -15,11 +15,12 @@ import os
 import socket
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
 from simsrv.core.errors import InputError
 from simsrv.machine.quota import CpuQuota
-from simsrv.scenario.schema import MAX_PERIOD_US, MIN_QUOTA_US
+from simsrv.scenario.schema import MAX_PERIOD_US, MAX_QUOTA_US, MIN_QUOTA_US
 from simsrv.testbed.build import ServerBuild, SharedFolder
 from simsrv.testbed.processes import stop_group, tie_and_pin
 from simsrv.testbed.quaketm import QuakeTMBuild
@@ -51,6 +52,8 @@ def kernel_quota(quota_us: int, period_us: int = 100_000) -> CpuQuota:
             f"testbed --quota-us must be >= {MIN_QUOTA_US:.0f} (the kernel's "
             f"minimum), got {quota_us}"
         )
+    if quota_us > MAX_QUOTA_US:
+        raise InputError(f"testbed --quota-us must be <= {MAX_QUOTA_US:.0f}, got {quota_us}")
     if not MIN_QUOTA_US <= period_us <= MAX_PERIOD_US:
         raise InputError(
             f"testbed --period-us must be in [{MIN_QUOTA_US:.0f}, {MAX_PERIOD_US:.0f}], "
@@ -97,23 +100,43 @@ def socket_buffer_packets(payload_bytes: int = 48, tries: int = 4096) -> int:
         sender.close()
 
 
-def prepare_basedir(directory: Path, shared: SharedFolder, map_name: str, maxclients: int) -> Path:
-    """A server base directory: ``qw/qwprogs.dat``, ``qw/maps/MAP.bsp``, ``qw/server.cfg``."""
+def read_map(shared: SharedFolder, map_name: str) -> bytes:
+    """The unpacked BSP of ``map_name`` from the shared folder, or one :class:`InputError`
+    line (no such map, not a gzip file, too big)."""
     source = shared.map_file(map_name)
     if not source.is_file():
         raise InputError(
             f"testbed --map: no map {map_name!r} in {source.parent} "
             f"(available: {', '.join(shared.available_maps()) or 'none'})"
         )
+    try:
+        with gzip.open(source) as packed:
+            data = packed.read(MAX_MAP_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise InputError(
+            f"testbed --shared: {source} is not a readable gzip file ({error}); the shared "
+            "folder's maps/quake-gpl/ holds id's maps as MAP.bsp.gz"
+        ) from None
+    if len(data) > MAX_MAP_BYTES:
+        raise InputError(f"testbed --map: {source} unpacks to more than {MAX_MAP_BYTES} bytes")
+    return data
+
+
+def prepare_basedir(
+    directory: Path,
+    shared: SharedFolder,
+    map_name: str,
+    maxclients: int,
+    map_data: bytes | None = None,
+) -> Path:
+    """A server base directory: ``qw/qwprogs.dat``, ``qw/maps/MAP.bsp``, ``qw/server.cfg``
+    (``map_data``: the map already read by :func:`read_map`)."""
+    data = read_map(shared, map_name) if map_data is None else map_data
     qw = directory / "qw"
     (qw / "maps").mkdir(parents=True, exist_ok=True)
     progs = qw / "qwprogs.dat"
     if not progs.exists():
         progs.symlink_to(shared.progs)
-    with gzip.open(source) as packed:
-        data = packed.read(MAX_MAP_BYTES + 1)
-    if len(data) > MAX_MAP_BYTES:
-        raise InputError(f"testbed --map: {source} unpacks to more than {MAX_MAP_BYTES} bytes")
     (qw / "maps" / f"{map_name}.bsp").write_bytes(data)
     (qw / "server.cfg").write_text(SERVER_CFG.format(map=map_name, maxclients=maxclients))
     return directory
@@ -177,8 +200,8 @@ class ServerProcess:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
                     raise RuntimeError(
-                        f"the server exited at start (code "
-                        f"{self.process.returncode}); see {self.log_path}"
+                        f"the server exited at start (code {self.process.returncode}): "
+                        f"{self.last_log_line() or 'no console output'}"
                     )
                 probe.sendto(b"\xff\xff\xff\xffstatus\n", ("127.0.0.1", self.port))
                 with contextlib.suppress(TimeoutError, ConnectionRefusedError, OSError):
