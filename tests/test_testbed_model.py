@@ -138,13 +138,13 @@ def test_campaign_file_errors_name_the_field(tmp_path):
     campaign = load_campaign(path)
     assert [c.role for c in campaign.conditions] == ["calibration", "prediction"]
     path.write_text("[[run]]\nclient = 4\n")
-    with pytest.raises(InputError, match="unknown field 'client'"):
+    with pytest.raises(InputError, match=r"run\.0\.client: unknown field; allowed fields: bind"):
         load_campaign(path)
     path.write_text('[[run]]\nrole = "fit"\n')
-    with pytest.raises(InputError, match="role must be one of calibration, prediction"):
+    with pytest.raises(InputError, match="run.0.role: Input should be 'calibration' or"):
         load_campaign(path)
     path.write_text("[[run]]\nclients = 999\n")
-    with pytest.raises(InputError, match="--clients must be in"):
+    with pytest.raises(InputError, match=r"run\.0\.clients: Input should be less than or equal"):
         load_campaign(path)
     with pytest.raises(InputError, match="'standard', 'quaketm' or a TOML file"):
         load_campaign(tmp_path / "missing.toml")
@@ -158,6 +158,7 @@ def test_campaign_resumes_without_measuring_again(tmp_path, monkeypatch):
 
     class Fake:
         def __init__(self, config):
+            self.config = config
             self.summary = {
                 "label": config.label,
                 "config": config.__dict__,

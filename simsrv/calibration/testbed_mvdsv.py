@@ -130,20 +130,33 @@ TARGET_QUANTITIES = (  # (measured column, model quantity, relative?)
 )
 
 
+FRAME_COLUMNS = {
+    "start_s": "float", "wall_us": "float", "measured": "bool", "physics_us": "float",
+    "physics_ran": "int", "build_us": "float", "replies": "int", "other_us": "float",
+    "select_us": "float", "recv_syscall_us": "float", "execute_us": "float",
+    "packets": "int", "connectionless": "int", "send_syscall_us": "float",
+}  # fmt: skip
+"""The columns of a calibration run's ``frames.parquet`` the estimate reads (and
+``edicts``, when the run recorded it)."""
+
+
 def calibration_runs(data: Path | None) -> pd.DataFrame:
-    """The campaign's calibration rows, or one :class:`InputError` line."""
+    """The campaign's calibration rows (read by :func:`simsrv.testbed.store.read_runs`), or
+    one :class:`InputError` line: no campaign, QuakeTM's, fewer than two calibration
+    conditions, or a calibration target not measured (NaN)."""
+    from simsrv.testbed.store import read_runs
+
     if data is None:
         raise InputError(
             "calibrate this-machine-mvdsv needs --data DIR: a campaign measured "
             "by simsrv testbed --campaign standard --out DIR"
         )
-    table_path = Path(data) / "runs.parquet"
-    if not table_path.is_file():
+    table = read_runs(Path(data), "calibrate --data")
+    if table["config.server"].astype(str).str.startswith("quaketm").all():
         raise InputError(
-            f"calibrate --data: no runs.parquet in {data} (measure a campaign "
-            "first: simsrv testbed --campaign standard --out DIR)"
+            f"calibrate this-machine-mvdsv --data: {data} holds QuakeTM's runs; calibrate "
+            "them with simsrv calibrate this-machine-quaketm"
         )
-    table = pd.read_parquet(table_path)
     runs = table[table["role"] == "calibration"]
     if len(runs) < 2:
         raise InputError(
@@ -151,11 +164,28 @@ def calibration_runs(data: Path | None) -> pd.DataFrame:
             "the fit needs at least 2 (two client counts separate the fixed and "
             "per-entity parts)"
         )
+    clients = sorted(set(runs["config.clients"].astype(int)))
+    if len(clients) < 2:
+        raise _unpinned(
+            Path(data),
+            "world_base and world_per_entity",
+            f"every calibration run has {clients[0]} clients; the line through the runs' "
+            "world ticks needs two client counts or more",
+        )
+    for measured, _, _ in TARGET_QUANTITIES:
+        missing = runs[measured].isna().to_numpy()
+        if missing.any():
+            label = runs["label"].iloc[int(missing.argmax())]
+            raise InputError(
+                f"calibrate --data: {Path(data) / 'runs.parquet'}: {label}: {measured} was not "
+                "measured (NaN); a calibration target must be"
+            )
     return runs.reset_index(drop=True)
 
 
-def _run_directory(data: Path, label: str) -> Path:
-    return Path(data) / "runs" / label
+def _unpinned(data: Path, parameters: str, why: str) -> InputError:
+    """The one line refusing a fit whose data cannot pin ``parameters``."""
+    return InputError(f"calibrate --data {data}: {parameters} cannot be set: {why}")
 
 
 def _map_entities(map_file: Path) -> int:
@@ -176,6 +206,7 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     from simsrv.testbed.build import find_shared
     from simsrv.testbed.campaign import condition_of
     from simsrv.testbed.frames import (
+        Unpinned,
         cold_start_fit,
         idle_gaps_us,
         latency_quantiles,
@@ -183,17 +214,17 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         wakeup_latencies_us,
         warm_costs,
     )
-    from simsrv.testbed.model import receiver_idle_share, visible_per_reply
+    from simsrv.testbed.model import config_from_row, receiver_idle_share, visible_per_reply
+    from simsrv.testbed.store import read_sends
 
     shared = find_shared()
     counts_map = bool(tomllib.loads(PLATFORM.read_text()).get("world_counts_map_entities", True))
     frames, wakeups, tables = [], [], []
     visible: dict[str, float] = {}  # the model's entities per reply, by condition
     for _, row in runs.iterrows():
-        directory = _run_directory(data, row["label"])
-        table = pd.read_parquet(directory / "frames.parquet")
-        sends = pd.read_parquet(directory / "sends.parquet")
-        wakeups.append(wakeup_latencies_us(table, sends["sent_s"].to_numpy()))
+        table = _frames(data, row["label"])
+        sent = read_sends(Path(data), row["label"], config_from_row(row.to_dict()))
+        wakeups.append(wakeup_latencies_us(table, sent))
         tables.append(table)
         table = table.sort_values("start_s")
         window = table.assign(gap_us=idle_gaps_us(table))[table["measured"]]
@@ -212,6 +243,17 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     per_run = allf.groupby("entities").agg(
         physics=("physics_us", "sum"), ticks=("physics_ran", "sum")
     )
+    if len(per_run) < 2:
+        raise _unpinned(
+            data,
+            "world_base and world_per_entity",
+            f"every calibration run has {int(per_run.index[0])} entities; the line through "
+            "the runs' world ticks needs two player counts or more",
+        )
+    if (per_run["ticks"] == 0).any():
+        raise _unpinned(
+            data, "world_base and world_per_entity", "a calibration run ran no world tick"
+        )
     tick = (per_run["physics"] / per_run["ticks"]).to_numpy()
     entities = per_run.index.to_numpy(dtype=float)
     slope, intercept = np.polyfit(entities, tick, 1)
@@ -219,14 +261,25 @@ def direct_estimate(data: Path, runs: pd.DataFrame) -> dict[str, float]:
         # is taken as proportional to the entities (the runs pooled), not as that line
         slope, intercept = float(tick @ entities / (entities @ entities)), 0.1
     slope = max(slope, 1e-3)
+    if len(set(visible.values())) < 2 or allf.groupby("run")["replies"].sum().min() == 0:
+        raise _unpinned(
+            data,
+            "reply_per_client and reply_per_visible_entity",
+            "the build time per reply needs calibration runs with replies in conditions "
+            "whose replies list different entity counts",
+        )
     rintercept, rslope, rscan = reply_fit(allf, visible)
-    warm = warm_costs(tables)
-    cold = cold_start_fit(tables, warm)
     idle = [receiver_idle_share(row.to_dict()) for _, row in runs.iterrows()]
-    sends = send_wake_fit(list(zip(tables, idle, strict=True)))
+    try:
+        warm = warm_costs(tables)
+        cold = cold_start_fit(tables, warm)
+        sends = send_wake_fit(list(zip(tables, idle, strict=True)))
+        quantiles = latency_quantiles(np.concatenate(wakeups))
+    except Unpinned as error:
+        raise _unpinned(data, error.parameters, str(error)) from None
     return {
         "wakeup_latency_us": 0.0,
-        "wakeup_latency_quantiles_us": latency_quantiles(np.concatenate(wakeups)),
+        "wakeup_latency_quantiles_us": quantiles,
         "cold_start_us": cold["wake_us"],
         "cold_refill_us": cold["refill_us"],
         "cold_decay_us": cold["decay_us"],
@@ -356,10 +409,23 @@ def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
 
 
 def _measured_on(data: Path, runs: pd.DataFrame) -> str:
-    import json
+    from simsrv.testbed.store import read_machine
 
-    summary = json.loads((_run_directory(data, runs["label"].iloc[0]) / "summary.json").read_text())
-    return measured_on(summary["machine"], list(runs["label"]))
+    return measured_on(read_machine(Path(data), runs["label"].iloc[0]), list(runs["label"]))
+
+
+def _frames(data: Path, label: str) -> pd.DataFrame:
+    """A calibration run's frame table (:data:`FRAME_COLUMNS`, ``edicts`` when recorded),
+    validated, with frames in its measured window."""
+    from simsrv.testbed.store import read_run_table
+
+    table = read_run_table(
+        Path(data), label, "frames.parquet", FRAME_COLUMNS, optional={"edicts": "int"}
+    )
+    if not table["measured"].any():
+        path = Path(data) / "runs" / label / "frames.parquet"
+        raise InputError(f"calibrate --data: {path}: no frame in the measured window")
+    return table
 
 
 def write(fitted: dict[str, float], source: Path, out: Path) -> None:

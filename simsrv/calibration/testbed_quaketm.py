@@ -29,7 +29,6 @@ What each cost is set from (no parameter is fitted to a parallel run):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,42 +44,74 @@ PLATFORM_NAME = "this-machine-quaketm"
 PLATFORM = PLATFORM_DIR / f"{PLATFORM_NAME}.toml"
 
 
-def calibration_runs(data: Path | None) -> list[Path]:
-    """The run directories of the campaign's calibration conditions (the serial build)."""
+FRAME_COLUMNS = {
+    "measured": "bool", "packets": "int", "replies": "int", "request_work_cpu_us": "float",
+    "recv_syscall_us": "float", "read_us": "float", "physics_us": "float", "cpu_us": "float",
+    "group_us": "float", "send_us": "float", "build_us": "float", "send_syscall_us": "float",
+}  # fmt: skip
+"""The columns of a serial run's ``frames.parquet`` the work costs read."""
+
+
+def calibration_runs(data: Path | None) -> pd.DataFrame:
+    """The campaign's serial dm1 runs in independent phases with 100 ms frames, the server's
+    threads free on every CPU (rows of its ``runs.parquet``, read by
+    :func:`simsrv.testbed.store.read_runs`), or one :class:`InputError` line."""
+    from simsrv.testbed.store import read_runs
+
     if data is None:
         raise InputError("calibrate this-machine-quaketm needs --data DIR (a QuakeTM campaign)")
-    runs = sorted(
-        d
-        for d in (Path(data) / "runs").glob("quaketm-serial-*")
-        if (d / "summary.json").is_file()
-        and json.loads((d / "summary.json").read_text()).get("config", {}).get("server_cpu") is None
-        and "-dm1-" in d.name
-        and "-independent-" in d.name
-        and "-f100ms-" in d.name
-    )
-    if not runs:
-        raise InputError(f"calibrate this-machine-quaketm: no serial dm1 runs in {data}/runs")
-    return runs
+    table = read_runs(Path(data), "calibrate --data")
+    runs = table[
+        (table["config.server"] == "quaketm-serial")
+        & table["config.server_cpu"].isna()
+        & (table["config.map"] == "dm1")
+        & (table["config.phases"] == "independent")
+        & (table["config.frame_s"] == 0.1)
+    ]
+    if runs.empty:
+        raise InputError(
+            f"calibrate this-machine-quaketm: no serial dm1 runs in {data}/runs.parquet"
+        )
+    return runs.sort_values("label").reset_index(drop=True)
 
 
-def _window(run: Path) -> tuple[pd.DataFrame, int]:
-    frames = pd.read_parquet(run / "frames.parquet")
-    summary = json.loads((run / "summary.json").read_text())
-    return frames[frames["measured"]], int(summary["config"]["clients"])
+def _window(data: Path, label: str) -> pd.DataFrame:
+    from simsrv.testbed.store import read_run_table
+
+    frames = read_run_table(Path(data), label, "frames.parquet", FRAME_COLUMNS)
+    window = frames[frames["measured"]]
+    if window.empty:
+        path = Path(data) / "runs" / label / "frames.parquet"
+        raise InputError(f"calibrate --data: {path}: no frame in the measured window")
+    return window
 
 
-def work_costs(runs: list[Path]) -> dict[str, float]:
+def work_costs(data: Path, runs: pd.DataFrame) -> dict[str, float]:
     """The work costs (us) from the serial runs' measured frames (module docstring)."""
-    window = pd.concat([_window(r)[0] for r in runs], ignore_index=True)
+    windows = [_window(data, label) for label in runs["label"]]
+    window = pd.concat(windows, ignore_index=True)
     packets = float(window["packets"].sum())
     replies = float(window["replies"].sum())
+    if packets == 0 or replies == 0:
+        raise _unpinned(
+            data,
+            "request_per_message, reply_per_client and the other work costs",
+            "the serial runs' measured frames read no packet or sent no reply",
+        )
+    clients = runs["config.clients"].astype(int).tolist()
+    if len(set(clients)) < 2:
+        raise _unpinned(
+            data,
+            "world_base and world_per_entity",
+            f"every serial run has {clients[0]} clients; the line of the world's time "
+            "against the players needs two client counts or more",
+        )
     work = float(window["request_work_cpu_us"].sum())
     recv = float(window["recv_syscall_us"].sum())
     read = float(window["read_us"].sum())
     players, physics = [], []
-    for run in runs:
-        frames, clients = _window(run)
-        players += [clients] * len(frames)
+    for frames, count in zip(windows, clients, strict=True):
+        players += [count] * len(frames)
         physics += frames["physics_us"].tolist()
     slope, base = np.polyfit(np.asarray(players, float), np.asarray(physics, float), 1)
     other = window["cpu_us"] - window["physics_us"] - window["read_us"] - window["group_us"]
@@ -97,15 +128,42 @@ def work_costs(runs: list[Path]) -> dict[str, float]:
     }
 
 
+def _unpinned(data: Path, parameters: str, why: str) -> InputError:
+    """The one line refusing a fit whose data cannot pin ``parameters``."""
+    return InputError(f"calibrate --data {data}: {parameters} cannot be set: {why}")
+
+
+PRIMITIVES = (
+    ("lock_uncontended_ns", "passive"),
+    ("barrier_ns", "active"),
+    ("lock_handoff_ns", "passive"),
+    ("fork_wake_ns", "passive"),
+)
+"""The primitive benchmark's quantities (and wait policies) the platform is set from."""
+
+
 def primitive_costs(data: Path) -> dict[str, float]:
     """The synchronisation costs (us) from ``DIR/primitives.parquet`` (module docstring)."""
+    from simsrv.testbed.store import read_table
+
     path = Path(data) / "primitives.parquet"
     if not path.is_file():
         raise InputError(
             f"calibrate this-machine-quaketm: no {path}; measure it in the same sitting with "
             f"simsrv testbed --primitives --out {data}"
         )
-    table = pd.read_parquet(path)
+    table = read_table(path, ["quantity", "policy", "parameter", "value_ns"])
+    wake = table["quantity"].isin(("lock_handoff_ns", "fork_wake_ns")).to_numpy()
+    for column, rows in (("value_ns", slice(None)), ("parameter", wake)):
+        values = table[column]
+        if not pd.api.types.is_float_dtype(values):
+            raise InputError(f"{path}: column {column} must hold numbers, got {values.dtype}")
+        numbers = values.to_numpy()[rows]
+        if not (np.isfinite(numbers).all() and (numbers >= 0).all()):
+            raise InputError(f"{path}: column {column} must hold finite numbers >= 0")
+    for quantity, policy in PRIMITIVES:
+        if not ((table["quantity"] == quantity) & (table["policy"] == policy)).any():
+            raise InputError(f"{path}: no {quantity} measured with the {policy} wait policy")
 
     def median(quantity: str, policy: str, parameters: tuple[float, ...] | None = None) -> float:
         rows = table[(table["quantity"] == quantity) & (table["policy"] == policy)]
@@ -116,6 +174,13 @@ def primitive_costs(data: Path) -> dict[str, float]:
     wakes = table[table["quantity"].isin(("lock_handoff_ns", "fork_wake_ns"))]
     wakes = wakes[wakes["policy"] == "passive"]
     points = wakes.groupby(["quantity", "parameter"])["value_ns"].median().reset_index()
+    if points["parameter"].nunique() < 3:
+        raise _unpinned(
+            data,
+            "signal_wakeup, cold_refill_us and cold_decay_us",
+            f"{path} has wake-ups after {points['parameter'].nunique()} idle times; the "
+            "curve needs three or more",
+        )
     signal, refill, decay = wake_fit(points["parameter"].to_numpy(), points["value_ns"] * 1e-3)
     return {
         "lock_acquire": median("lock_uncontended_ns", "passive"),
@@ -145,12 +210,14 @@ def wake_fit(idle_us: np.ndarray, wake_us: np.ndarray) -> tuple[float, float, fl
 
 def fit(options: FitOptions, log: Callable[[str], None]) -> dict[str, float]:
     """The platform's values from the campaign in ``options.data`` (nothing fitted)."""
+    from simsrv.testbed.store import read_machine
+
     runs = calibration_runs(options.data)
-    values = {**work_costs(runs), **primitive_costs(options.data)}
+    values = {**work_costs(options.data, runs), **primitive_costs(options.data)}
     for key, value in values.items():
         log(f"  {key} = {value:.6g} us")
-    machine = json.loads((runs[0] / "summary.json").read_text())["machine"]
-    values["_machine"] = measured_on(machine, [r.name for r in runs])
+    machine = read_machine(Path(options.data), runs["label"].iloc[0])
+    values["_machine"] = measured_on(machine, list(runs["label"]))
     return values
 
 

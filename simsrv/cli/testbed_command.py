@@ -15,9 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from simsrv.cli.parser import finite_float, prepare_output_dir
+from simsrv.cli.parser import finite_float, prepare_output_dir, whole_number
 from simsrv.core import json_output
 from simsrv.core.errors import InputError
+
+MAX_COMPARE_SEEDS = 100
+"""The most model seeds per condition ``--compare`` runs (seed i replays repeat i's sends;
+a campaign has a few repeats)."""
+MODES = ("--primitives", "--compare", "--campaign")
 
 
 def _int(text: str) -> int:
@@ -147,7 +152,10 @@ def add_parser(subparsers) -> None:
         help="platform the model runs on with --compare (this-machine-mvdsv)",
     )
     p.add_argument(
-        "--seeds", type=_int, default=2, help="model seeds per condition with --compare (2)"
+        "--seeds",
+        type=whole_number(1, MAX_COMPARE_SEEDS),
+        default=2,
+        help=f"model seeds per condition with --compare, 1-{MAX_COMPARE_SEEDS} (2)",
     )
     p.set_defaults(handler=handle)
 
@@ -168,19 +176,27 @@ def server_cpu(value: int | str | None, server: str, threads: int) -> int | None
 
 def handle(args: argparse.Namespace) -> int:
     """Execute ``simsrv testbed``."""
+    given = [
+        flag
+        for flag, value in zip(MODES, (args.primitives, args.compare, args.campaign), strict=True)
+        if value not in (None, False)
+    ]
+    if len(given) > 1:
+        raise InputError(f"testbed: {given[0]} and {given[1]} are two commands: give one of them")
     if args.primitives:
         return _primitives(args)
     if args.compare is not None:
         return _compare(args)
     if args.campaign is not None:
         return _campaign(args)
+    from simsrv.testbed.clients import PhasePattern
     from simsrv.testbed.run import TestbedConfig, run_testbed
 
     config = TestbedConfig(
         clients=args.clients,
         map=args.map,
         rate_hz=args.rate_hz,
-        phases=args.phases,
+        phases=PhasePattern.parse(args.phases).label(),
         duration_s=args.duration_s,
         warmup_s=args.warmup_s,
         seed=args.seed,
@@ -266,12 +282,14 @@ def format_quaketm_summary(s: dict) -> str:
 
 
 def _campaign(args: argparse.Namespace) -> int:
+    from simsrv.testbed.build import find_shared
     from simsrv.testbed.campaign import load_campaign, run_campaign
 
     if args.out is None:
         raise InputError("testbed --campaign needs --out DIR (the campaign's store)")
     campaign = load_campaign(args.campaign)
-    args.out.mkdir(parents=True, exist_ok=True)
+    find_shared(args.shared)
+    prepare_output_dir(args.out, "testbed --out")
     table = run_campaign(
         campaign, args.out, shared_root=args.shared, log=lambda line: sys.stderr.write(line + "\n")
     )
@@ -283,7 +301,7 @@ def _primitives(args: argparse.Namespace) -> int:
     from simsrv.testbed.primitives import measure_primitives, summary
 
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
+        prepare_output_dir(args.out, "testbed --out")
     table = measure_primitives()
     print(summary(table).to_string(index=False))
     if args.out is not None:
@@ -293,27 +311,22 @@ def _primitives(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import pandas as pd
-
+    from simsrv.testbed.build import find_shared
     from simsrv.testbed.compare import compare_campaign
+    from simsrv.testbed.store import read_runs
 
     store = args.compare
-    if not (store / "runs.parquet").is_file():
-        raise InputError(
-            f"testbed --compare: no runs.parquet in {store} (measure a campaign "
-            "first: simsrv testbed --campaign standard --out DIR)"
-        )
-    if args.seeds < 1:
-        raise InputError(f"testbed --seeds must be >= 1, got {args.seeds}")
+    runs = read_runs(store, "testbed --compare")
+    find_shared(args.shared)
     out = args.out or store
-    servers = pd.read_parquet(store / "runs.parquet", columns=None).get("config.server")
-    if servers is not None and servers.astype(str).str.startswith("quaketm").all():
+    prepare_output_dir(out, "testbed --out")
+    log = lambda line: sys.stderr.write(line + "\n")  # noqa: E731
+    if runs["config.server"].astype(str).str.startswith("quaketm").all():
         from simsrv.testbed.quaketm_compare import compare_quaketm
 
         table, gains = compare_quaketm(
-            store, out, seeds=args.seeds, shared_root=args.shared,
-            log=lambda line: sys.stderr.write(line + "\n"),
-        )  # fmt: skip
+            store, out, seeds=args.seeds, shared_root=args.shared, log=log
+        )
         sys.stderr.write(
             f"wrote {out / 'quaketm-validation.parquet'}, quaketm-validation.md, figure: "
             f"{int(table['within'].sum())}/{len(table)} quantities and "
@@ -321,12 +334,7 @@ def _compare(args: argparse.Namespace) -> int:
         )
         return 0
     table = compare_campaign(
-        store,
-        out,
-        platform=args.platform,
-        seeds=args.seeds,
-        shared_root=args.shared,
-        log=lambda line: sys.stderr.write(line + "\n"),
+        store, out, platform=args.platform, seeds=args.seeds, shared_root=args.shared, log=log
     )
     passed = int(table["within"].sum())
     sys.stderr.write(

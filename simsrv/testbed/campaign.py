@@ -3,10 +3,13 @@
 A campaign is a list of :class:`Condition` (a :class:`TestbedConfig`, its role in the
 validation: ``calibration`` or ``prediction``, and the question it belongs to) plus,
 optionally, a capacity search.  :func:`run_campaign` measures each condition not yet stored
-under ``OUT/runs/LABEL/`` (``summary.json``, ``frames.parquet``, ``clients.parquet``), so an
-interrupted campaign resumes where it stopped and nothing measured is lost; a condition
-whose server crashes is recorded in ``OUT/runs/LABEL/error.txt`` and skipped.  The gathered
-table is ``OUT/runs.parquet`` (one row per condition, the summary flattened with dots).
+under ``OUT/runs/LABEL/`` (``summary.json``, ``frames.parquet``, ``clients.parquet``,
+``sends.parquet`` and their checksums: :mod:`simsrv.testbed.store`), so an interrupted
+campaign resumes where it stopped and nothing measured is lost; a stored run found damaged
+is moved to ``OUT/damaged/`` and measured again; a condition whose server crashes is
+recorded in ``OUT/runs/LABEL/error.txt`` and skipped.  The label names every field of the
+condition (:attr:`TestbedConfig.label`).  The gathered table is ``OUT/runs.parquet`` (one
+row per condition, the summary flattened with dots).
 
 :data:`STANDARD` is the campaign behind docs/testbed.md, measured in three passes (seeds 1, 2,
 3: each pass a repeat of every condition, so a condition's spread is over passes minutes
@@ -20,20 +23,21 @@ within the protocol's 256 players).
 
 from __future__ import annotations
 
-import json
-import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
+from pydantic import ValidationError
 
 from simsrv.core.errors import InputError
+from simsrv.core.strict_model import first_error_line
 from simsrv.testbed.run import MAX_CLIENTS as MAX_SEARCH_CLIENTS
 from simsrv.testbed.run import TestbedConfig, run_testbed
+from simsrv.testbed.schema import CampaignFile, CampaignRow
+from simsrv.testbed.store import condition_of, resume_run, write_failure, write_run, write_store
 
-ROLES = ("calibration", "prediction")
 MIN_REPLY_RATIO = 0.95  # the capacity rule simsrv capacity uses
 CAPACITY_QUOTA_US, CAPACITY_PERIOD_US = 1000, 20_000  # 5 % of one CPU
 SATURATING_RATE_HZ = 125.0
@@ -136,9 +140,16 @@ def standard_pass(duration_s: float = 10.0, seed: int = 1) -> Campaign:
 STANDARD = "standard"
 
 
+MAX_CAMPAIGN_FILE_BYTES = 4 << 20
+"""The largest campaign file read (10,000 ``[[run]]`` tables are ~2 MB)."""
+
+
 def load_campaign(source: str | Path, duration_s: float | None = None) -> Campaign:
-    """``standard``, ``quaketm`` or a TOML file of ``[[run]]`` tables (TestbedConfig fields +
-    ``role``)."""
+    """``standard``, ``quaketm`` or a TOML file of ``[[run]]`` tables (the fields of
+    :class:`~simsrv.testbed.schema.CampaignRow`: a :class:`TestbedConfig`'s, ``role`` and
+    ``question``), every row validated before anything runs: one :class:`InputError` line
+    naming the file, the row and the field; two rows of one condition (one label) are
+    refused."""
     if str(source) == STANDARD:
         return standard_campaign(duration_s or 10.0)
     if str(source) == "quaketm":
@@ -151,68 +162,70 @@ def load_campaign(source: str | Path, duration_s: float | None = None) -> Campai
             f"testbed --campaign: {STANDARD!r}, 'quaketm' or a TOML file, got {str(source)!r}"
         )
     try:
+        if path.stat().st_size > MAX_CAMPAIGN_FILE_BYTES:
+            raise InputError(
+                f"testbed --campaign {path}: larger than {MAX_CAMPAIGN_FILE_BYTES:,} bytes"
+            )
         data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"testbed --campaign: {path}: not valid TOML ({error})") from None
-    names = {f.name for f in fields(TestbedConfig)}
-    conditions = []
-    for i, row in enumerate(data.get("run", [])):
-        if not isinstance(row, dict):
-            raise InputError(f"testbed --campaign: run[{i}] must be a table")
-        row = dict(row)
-        role = row.pop("role", "prediction")
-        question = str(row.pop("question", ""))
-        if role not in ROLES:
-            raise InputError(
-                f"testbed --campaign: run[{i}].role must be one of {', '.join(ROLES)}, got {role!r}"
-            )
-        unknown = sorted(set(row) - names)
-        if unknown:
-            raise InputError(
-                f"testbed --campaign: run[{i}] has unknown field {unknown[0]!r} "
-                f"(allowed: {', '.join(sorted(names | {'role', 'question'}))})"
-            )
-        if duration_s is not None:
-            row["duration_s"] = duration_s
+    except OSError as error:
+        raise InputError(f"testbed --campaign {path}: cannot be read ({error.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise InputError(f"testbed --campaign {path}: not valid TOML ({error})") from None
+    if duration_s is not None:
+        for row in data.get("run", []) if isinstance(data.get("run"), list) else []:
+            if isinstance(row, dict):
+                row["duration_s"] = duration_s
+    where = f"testbed --campaign {path}"
+    try:
+        tables = CampaignFile.model_validate(data).run
+    except ValidationError as error:
+        raise InputError(f"{where}: {first_error_line(error, CampaignFile, '')}") from None
+    conditions: list[Condition] = []
+    seen: dict[str, int] = {}
+    for i, table in enumerate(tables):
         try:
-            config = TestbedConfig(**row).checked()
-        except TypeError as error:
-            raise InputError(f"testbed --campaign: run[{i}]: {error}") from None
-        conditions.append(Condition(config, role, question))
-    if not conditions:
-        raise InputError(f"testbed --campaign: {path} has no [[run]] table")
+            row = CampaignRow.model_validate(table)
+        except ValidationError as error:
+            raise InputError(
+                f"{where}: {first_error_line(error, CampaignRow, f'run.{i}')}"
+            ) from None
+        try:
+            config = row.config().checked()
+        except InputError as error:
+            raise InputError(f"{where}: run.{i}: {error}") from None
+        if config.label in seen:
+            raise InputError(
+                f"testbed --campaign {path}: run.{i} is the condition of run.{seen[config.label]} "
+                f"({config.label}); each condition is measured once a campaign (repeats: "
+                "another seed)"
+            )
+        seen[config.label] = i
+        conditions.append(Condition(config, row.role, row.question))
     return Campaign(tuple(conditions))
-
-
-def _stored(directory: Path) -> dict | None:
-    summary = directory / "summary.json"
-    if summary.is_file():
-        try:
-            return json.loads(summary.read_text())
-        except json.JSONDecodeError:
-            return None
-    return None
 
 
 def measure(
     condition: Condition, out: Path, shared_root: Path | None, log: Callable[[str], None]
 ) -> dict | None:
-    """The stored or newly measured summary of one condition (None if its server crashed)."""
-    directory = out / "runs" / condition.config.label
-    summary = _stored(directory)
+    """The stored or newly measured summary of one condition (None if its server crashed).
+    A stored run is checked first (:func:`simsrv.testbed.store.resume_run`: a damaged one is
+    moved aside and measured again); a new one is stored whole, with its checksums
+    (:func:`simsrv.testbed.store.write_run`)."""
+    config = condition.config
+    directory = out / "runs" / config.label
+    summary = resume_run(out, config, log)
     if summary is None:
-        log(f"measuring {condition.config.label} ({condition.role})")
+        log(f"measuring {config.label} ({condition.role})")
         try:
-            result = run_testbed(condition.config, shared_root=shared_root)
+            result = run_testbed(config, shared_root=shared_root)
         except RuntimeError as error:
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / "error.txt").write_text(f"{error}\n")
+            write_failure(directory, error)
             log(f"  failed: {error}")
             return None
-        result.write(directory)
+        write_run(directory, result)
         summary = result.summary
     else:
-        log(f"stored    {condition.config.label}")
+        log(f"stored    {config.label}")
     return {**summary, "role": condition.role, "question": condition.question}
 
 
@@ -256,8 +269,15 @@ def run_campaign(
     shared_root: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> pd.DataFrame:
-    """Measure every condition (resuming), then the capacity search; write ``runs.parquet``."""
+    """Measure every condition (resuming), then the capacity search; write ``runs.parquet``
+    and ``capacity.json`` with their checksums (:func:`simsrv.testbed.store.write_store`)."""
     out.mkdir(parents=True, exist_ok=True)
+    runs = out / "runs"
+    if runs.is_symlink() or (runs.exists() and not runs.is_dir()):
+        raise InputError(
+            f"testbed --out: {runs} is not a directory (a campaign keeps its runs there)"
+        )
+    runs.mkdir(exist_ok=True)
     rows = [
         row for c in campaign.conditions if (row := measure(c, out, shared_root, log)) is not None
     ]
@@ -278,16 +298,9 @@ def run_campaign(
             }
         )
         log(f"capacity {search.name} (seed {search.base.seed}): {capacity} clients")
-    if results:
-        (out / "capacity.json").write_text(json.dumps({"searches": results}, indent=2) + "\n")
     table = gather(rows + capacity_rows)
-    table.to_parquet(out / "runs.parquet", index=False)
+    write_store(out, table, {"searches": results} if results else None)
     return table
-
-
-def condition_of(label: str) -> str:
-    """A run's condition: its label without the seed (``dm1-n8-77hz-independent``)."""
-    return re.sub(r"-s\d+$", "", label)
 
 
 def pool_repeats(table: pd.DataFrame) -> pd.DataFrame:

@@ -16,7 +16,9 @@ one step of the measured repeats' range.  Writes ``validation.parquet``, ``valid
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -26,16 +28,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsrv.platforms.profile import load_platform
+from simsrv.sweep.orphan import exit_with_parent
 from simsrv.testbed.build import find_shared
 from simsrv.testbed.campaign import condition_of, pool_repeats
 from simsrv.testbed.model import (
     QUANTITIES,
     SCENARIO,
+    config_from_row,
     judged,
     row_overrides,
     scenario_overrides,
+    sends_file,
 )
 from simsrv.testbed.run import TestbedConfig
+from simsrv.testbed.store import check_sends, read_capacity, read_runs, run_file
 from simsrv.validation.jobs import RunJob, execute
 
 
@@ -57,11 +64,46 @@ def execute_all(
     jobs: list, workers: int, run: Callable[[Any], dict[str, float]] = execute
 ) -> list[dict[str, float]]:
     """Every job's quantities (``run`` of each: a :class:`RunJob`'s by default), in order: on
-    a process pool of ``workers``, or here."""
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            return list(pool.map(run, jobs))
-    return [run(job) for job in jobs]
+    a process pool of ``workers``, or here.  An exception, Ctrl-C included, stops the
+    pool's workers at once, whatever they are running, and propagates; the workers leave
+    SIGINT to this process (a terminal sends it to them too) and end with it
+    (:func:`simsrv.sweep.orphan.exit_with_parent`)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [run(job) for job in jobs]
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), initializer=_pool_worker)
+    try:
+        futures = [pool.submit(run, job) for job in jobs]
+        results = [future.result() for future in futures]
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
+def _pool_worker() -> None:
+    """A pool worker's start: it ends with this process and ignores Ctrl-C (its parent
+    stops it)."""
+    exit_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+STOP_WAIT_S = 10.0
+"""How long a stopped pool waits for each killed worker to be reaped, s."""
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started, kill the workers (their jobs are abandoned) and reap
+    them, so that none outlives this process (the pool's ``_processes``, pid -> process, is
+    read where it exists: Python has no public way to end the workers before 3.14)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=STOP_WAIT_S)
 
 
 def run_model(
@@ -146,18 +188,17 @@ def model_capacity(
 
 
 def capacity_searches(stored: dict) -> list[dict]:
-    """The searches of a stored ``capacity.json`` (a campaign's list, or one search as an
-    earlier campaign stored it), grouped by name: each with its base config, grid, rule and
-    the capacity every repeat measured."""
-    searches = stored.get("searches", [{"name": "capacity", **stored}])
+    """The searches of a stored ``capacity.json`` as :func:`~simsrv.testbed.store.read_capacity`
+    reads it, grouped by name: each with its base config, grid, rule and the capacity every
+    repeat measured."""
     grouped: dict[str, dict] = {}
-    for search in searches:
+    for search in stored["searches"]:
         entry = grouped.setdefault(
             search["name"],
             {
                 "name": search["name"],
                 "base": search["base"],
-                "clients_grid": search.get("clients_grid") or search["clients_tried"],
+                "clients_grid": search["clients_grid"] or search["clients_tried"],
                 "min_reply_ratio": search["min_reply_ratio"],
                 "measured": [],
             },
@@ -172,7 +213,7 @@ def compare_capacities(
     """Each search's measured capacities against the model's (module docstring)."""
     out = []
     for search in capacity_searches(stored):
-        base = TestbedConfig(**search["base"])
+        base: TestbedConfig = search["base"]
         grid = search["clients_grid"]
         log(f"model: capacity search {search['name']}")
         model = model_capacity(
@@ -192,6 +233,16 @@ def compare_capacities(
             }
         )
     return out
+
+
+def check_replays(rows: list[dict], store: Path, seeds: int) -> None:
+    """Every stored ``sends.parquet`` the model's runs of ``rows`` will replay, checked
+    before any runs (:func:`~simsrv.testbed.store.check_sends`; its checksum too)."""
+    for row in rows:
+        config = config_from_row(row)
+        for path in dict.fromkeys(sends_file(store, row, seed) for seed in range(1, seeds + 1)):
+            if path is not None:
+                check_sends(run_file(store, path.parent.name, path.name), config)
 
 
 def _capacity_label(capacity: dict) -> str:
@@ -273,9 +324,12 @@ def compare_campaign(
 ) -> pd.DataFrame:
     """Run the model on every stored condition and write the comparison (module docstring)."""
     shared = find_shared(shared_root)
-    measured_runs = pd.read_parquet(store / "runs.parquet")
+    measured_runs = read_runs(store, "testbed --compare")
+    stored_capacity = read_capacity(store)
+    load_platform(platform)
     measured = pool_repeats(measured_runs)
     rows = [r.to_dict() for _, r in measured.iterrows()]
+    check_replays(rows, store, seeds)
     model = run_model(rows, shared, platform, seeds, workers, log, store)
     out.mkdir(parents=True, exist_ok=True)
     runs = measured[["condition", "label", "role", "question"]].copy()
@@ -291,10 +345,8 @@ def compare_campaign(
     runs.to_parquet(out / "model-runs.parquet", index=False)
     table = compare_rows(measured, model)
     capacities: list[dict] = []
-    capacity_file = store / "capacity.json"
-    if capacity_file.is_file():
-        stored = json.loads(capacity_file.read_text())
-        capacities = compare_capacities(stored, shared, platform, seeds, workers, log)
+    if stored_capacity is not None:
+        capacities = compare_capacities(stored_capacity, shared, platform, seeds, workers, log)
         (out / "capacity-compared.json").write_text(json.dumps(capacities, indent=2) + "\n")
     table.to_parquet(out / "validation.parquet", index=False)
     (out / "validation.md").write_text(markdown(table, capacities))

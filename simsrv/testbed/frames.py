@@ -153,6 +153,14 @@ def idle_gaps_us(frames: pd.DataFrame) -> np.ndarray:
     return np.r_[np.nan, (starts[1:] - ends[:-1]) * 1e6]
 
 
+class Unpinned(ValueError):
+    """A fit whose frames cannot set ``parameters`` (the message says what is missing)."""
+
+    def __init__(self, parameters: str, why: str) -> None:
+        super().__init__(why)
+        self.parameters = parameters
+
+
 COLD_START_BOUNDS = ((0.0, 0.0, 1.0), (500.0, 1000.0, 1e5))
 """Bounds of the cold start's fit: wake (us), refill (us), decay (us)."""
 QUEUED_GAP_US = 5.0
@@ -182,9 +190,10 @@ def warm_costs(runs: list[pd.DataFrame]) -> dict[str, float]:
     warm = pd.concat(picked)
     packets = float(warm["packets"].sum())
     if len(warm) < 10 or packets == 0:
-        raise ValueError(
+        raise Unpinned(
+            "frame_overhead, net_recv_per_message and request_per_message",
             "no run has frames that followed the previous one at once (a crowd condition "
-            "among the calibration runs gives them)"
+            "among the calibration runs gives them)",
         )
     return {
         "frame_us": float((warm["other_us"] + warm["select_us"]).mean()),
@@ -237,7 +246,10 @@ def cold_start_fit(runs: list[pd.DataFrame], warm: dict[str, float]) -> dict[str
         frame_parts.append(frame[keep])
     gap, work, frame = np.concatenate(gaps), np.concatenate(works), np.concatenate(frame_parts)
     if len(gap) < 10:
-        raise ValueError("no run has frames of one packet to measure the cold start on")
+        raise Unpinned(
+            "cold_start_us, cold_refill_us and cold_decay_us",
+            "no run has frames of one packet to measure the cold start on",
+        )
     level = warm["frame_us"] + warm["recv_us"] + warm["execute_us"]
     fit = least_squares(
         lambda p: level + frames_cold_us(gap, *p) - work,
@@ -292,9 +304,10 @@ def send_wake_fit(runs: list[tuple[pd.DataFrame, float]]) -> dict[str, float]:
         send.append(frames["send_syscall_us"].to_numpy()[keep])
     r, i, y = np.concatenate(replies), np.concatenate(idle), np.concatenate(send)
     if len(r) < 10 or np.ptp(i) <= 0.0:
-        raise ValueError(
+        raise Unpinned(
+            "net_send_per_reply and net_send_wake",
             "the sends' fit needs frames with replies from runs whose receiver was idle for "
-            "different shares of the time"
+            "different shares of the time",
         )
     fit = least_squares(
         lambda p: p[0] * r + p[1] * i - y,
@@ -314,6 +327,6 @@ def latency_quantiles(latencies_us: np.ndarray, points: int = 100) -> list[float
     """``points`` quantiles of a sample at probabilities (i + 1/2) / points (us): the form of
     a platform's ``wakeup_latency_quantiles_us`` (:mod:`simsrv.frame_steps.wakeup`)."""
     if len(latencies_us) == 0:
-        raise ValueError("no wake-up was measured")
+        raise Unpinned("wakeup_latency_quantiles_us", "no wake-up was measured")
     probabilities = (np.arange(points) + 0.5) / points
     return [float(q) for q in np.quantile(latencies_us, probabilities)]

@@ -21,9 +21,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from simsrv.core.errors import InputError
 from simsrv.testbed.build import SharedFolder
 from simsrv.testbed.campaign import condition_of
 from simsrv.testbed.run import TestbedConfig
+from simsrv.testbed.schema import CORE_FIELDS
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "testbed" / "mvdsv-dm1.toml"
 
@@ -132,12 +134,18 @@ def scenario_overrides(
 
 
 def config_from_row(row: dict) -> TestbedConfig:
-    """The :class:`TestbedConfig` stored in a campaign row (``config.*`` columns)."""
+    """The :class:`TestbedConfig` stored in a campaign row (``config.*`` columns; a row read
+    by :func:`simsrv.testbed.store.read_runs`, which validated them).  Every field a campaign
+    has always stored must be there (none is taken from a default); QuakeTM's fields,
+    absent from a campaign stored before them, are mvdsv's."""
     values = {
         key.removeprefix("config."): value
         for key, value in row.items()
         if key.startswith("config.")
     }
+    missing = [name for name in CORE_FIELDS if name not in values]
+    if missing:
+        raise InputError(f"config.{missing[0]}: required column is missing from the stored row")
     if values.get("quota_us") is not None and values["quota_us"] != values["quota_us"]:
         values["quota_us"] = None  # NaN from a column shared with quota-free rows
     if values.get("server_cpu") is not None and values["server_cpu"] != values["server_cpu"]:

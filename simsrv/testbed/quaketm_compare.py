@@ -21,7 +21,9 @@ import pandas as pd  # noqa: E402
 
 from simsrv.testbed.build import find_shared  # noqa: E402
 from simsrv.testbed.campaign import pool_repeats  # noqa: E402
+from simsrv.testbed.compare import check_replays  # noqa: E402
 from simsrv.testbed.quaketm_model import compare_rows, run_model, speedups  # noqa: E402
+from simsrv.testbed.store import read_runs  # noqa: E402
 
 
 def compare_quaketm(
@@ -35,8 +37,9 @@ def compare_quaketm(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The validation table and the speedup table (module docstring); both written."""
     shared = find_shared(shared_root)
-    pooled = pool_repeats(pd.read_parquet(store / "runs.parquet"))
+    pooled = pool_repeats(read_runs(store, "testbed --compare"))
     rows = [r.to_dict() for _, r in pooled.iterrows()]
+    check_replays(rows, store, seeds)
     model = run_model(rows, shared, seeds, workers, log, store)
     table = compare_rows(pooled, model)
     gains = speedups(table)
