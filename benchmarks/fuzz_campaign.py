@@ -1,7 +1,7 @@
 """simsrv's long fuzz campaign: many hostile inputs, every promise checked.
 
     python benchmarks/fuzz_campaign.py --cases 10000 [--workers 2] [--seed 1] [--out DIR]
-        [--families scenario,text,bsp,sweep,argv,api]
+        [--families scenario,text,bsp,sweep,argv,api,store,testbed,campaign,stored]
 
 Each worker process draws cases from :func:`tests.input_fuzz.cases` (hypothesis, its own seed)
 and judges each with :func:`tests.input_fuzz.verdict`, writing one JSON line per case.  The
@@ -211,12 +211,14 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--budget-s", type=float, default=30.0, help="simulated Ctrl-C after")
-    parser.add_argument("--families", default="scenario,text,bsp,sweep,argv,api")
+    parser.add_argument("--families", default=None, help="comma-separated (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "fuzz")
     args = parser.parse_args()
-    summary = campaign(
-        args.cases, args.workers, args.seed, args.families.split(","), args.out, args.budget_s
-    )
+    sys.path.insert(0, str(ROOT))
+    from tests.input_fuzz import FAMILIES
+
+    families = args.families.split(",") if args.families else list(FAMILIES)
+    summary = campaign(args.cases, args.workers, args.seed, families, args.out, args.budget_s)
     print(json.dumps({k: v for k, v in summary.items() if k != "failed_cases"}, indent=2))
     return 1 if summary["failures"] else 0
 

@@ -12,13 +12,27 @@ A *case* is one thing a user (or a script, or another tool) may throw at simsrv:
 ``argv``      a subcommand with one of its flags given a hostile value
 ``api``       a call of the Python API (``run``, ``load_scenario``, ``Scenario``,
               ``KeepWindow``) with wrong arguments or a scenario changed after loading
+``testbed``   ``simsrv testbed`` with one of its flags given a hostile value, pointed at a
+              shared folder that is not there (a condition that passes every check is then
+              refused for the folder: no real server starts)
+``campaign``  a testbed campaign file (``[[run]]`` rows) with fields dropped, doubled or given
+              hostile values, run by ``simsrv testbed --campaign`` (no server either)
+``stored``    a testbed campaign's store (written by the campaign's own writer, made-up
+              measurements) damaged: bytes flipped in any file, a column of ``runs.parquet``
+              dropped or given hostile values, ``capacity.json`` garbage, the checksums
+              removed; read by ``simsrv testbed --compare`` or ``simsrv calibrate --data``
+``store``     a finished sweep's store damaged as a crash, a disk or a user may leave it (a
+              byte flipped anywhere in a file, a file cut short or removed, a part replaced by
+              a directory or a FIFO), then the sweep resumed: it must end with every run stored
+              with the values of the undamaged store, or refuse in one line
 
 :func:`verdict` runs a case in this process and classifies what happened.  The promise is:
 exit 0 (or the API returns), or exit 2 with one line (``InputError`` of one line) within
 :data:`REFUSAL_LIMIT_S`, or, for a valid long run, a Ctrl-C (simulated after the case's budget)
 that stops it with one line.  Anything else is a failure: a traceback (an exception other than
-``InputError`` escaping), another exit status, a multi-line or slow refusal, or a run that
-ignores Ctrl-C (caught by the campaign's watchdog, ``benchmarks/fuzz_campaign.py``).
+``InputError`` escaping), another exit status, a multi-line or slow refusal, a result lost or
+changed (a case's own ``check`` after it ran), or a run that ignores Ctrl-C (caught by the
+campaign's watchdog, ``benchmarks/fuzz_campaign.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import random
 import signal
 import struct
@@ -90,13 +105,17 @@ HOSTILE_VALUES = [
 @dataclass
 class Case:
     """One hostile input: ``argv`` for the command line (``{dir}`` is the case's temporary
-    directory, where ``files`` are written first), or ``call`` for the Python API."""
+    directory, where ``files`` are written first, then ``prepare(dir)`` makes what bytes
+    cannot say: a FIFO, a directory), or ``call`` for the Python API.  ``check(dir)``, after
+    a case that ran, names a result lost or changed (None: all there)."""
 
     family: str
     argv: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     call: Callable[[], Any] | None = None
     label: str = ""
+    prepare: Callable[[Path], None] | None = None
+    check: Callable[[Path], str | None] | None = None
 
     def describe(self) -> str:
         """The case as JSON, enough to replay it (:func:`replay`): its command or call and
@@ -115,7 +134,8 @@ class Case:
 @dataclass(frozen=True)
 class Verdict:
     """What a case did: ``outcome`` is ``run``, ``refused`` or ``interrupted`` (kept
-    promises) or ``traceback``, ``exit``, ``multi-line``, ``slow-refusal`` (failures)."""
+    promises) or ``traceback``, ``exit``, ``multi-line``, ``slow-refusal``, ``lost``
+    (failures)."""
 
     outcome: str
     seconds: float
@@ -139,11 +159,15 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
     previous = signal.signal(signal.SIGALRM, ctrl_c)
     start = time.perf_counter()
     out, err = io.StringIO(), io.StringIO()
+    lost = None
     try:
         with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
             # in the case's directory: a flag value such as `--out -1` writes a file there
             for name, data in case.files.items():
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / name).write_bytes(data)
+            if case.prepare is not None:
+                case.prepare(Path(tmp))
             signal.setitimer(signal.ITIMER_REAL, budget_s)
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -156,6 +180,7 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
                         code = main([arg.replace("{dir}", tmp) for arg in case.argv])
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            lost = case.check(Path(tmp)) if case.check is not None and code == 0 else None
     except _Interrupt:
         return Verdict("interrupted", time.perf_counter() - start)
     except InputError as error:
@@ -171,7 +196,7 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
     seconds = time.perf_counter() - start
     text = err.getvalue()
     if code == 0:
-        return Verdict("run", seconds)
+        return Verdict("lost", seconds, lost) if lost else Verdict("run", seconds)
     if code == 130 and text.startswith("simsrv: interrupted") and text.count("\n") == 1:
         return Verdict("interrupted", seconds)
     if code != 2:
@@ -449,6 +474,246 @@ def api_cases(draw: st.DrawFn) -> Case:
     return Case("api", call=lambda: function(value), label=f"{name}({value!r})")
 
 
+TESTBED_FLAG_VALUES = [
+    *FLAG_VALUES,
+    "1e-300",
+    "hosts:0",
+    "hosts:\u00b2",
+    "/dev/null",
+    "/tmp/x",
+    "dm1.bsp",
+    "../dm1",
+    "all",
+    "27600.5",
+    "1000000",
+    "step",
+    "true",
+]
+TESTBED_FLAGS = [
+    "--clients", "--clients-impl", "--map", "--rate-hz", "--phases", "--duration-s",
+    "--warmup-s", "--seed", "--quota-us", "--period-us", "--port", "--server", "--threads",
+    "--frame-s", "--omp-wait", "--server-cpu", "--client-cpu", "--out", "--campaign",
+    "--compare", "--platform", "--seeds",
+]  # fmt: skip
+
+
+@st.composite
+def testbed_cases(draw: st.DrawFn) -> Case:
+    argv = ["testbed", "--shared", "{dir}/no-shared", "--duration-s", "1"]
+    for _ in range(draw(st.integers(1, 2))):
+        argv += [draw(st.sampled_from(TESTBED_FLAGS)), draw(st.sampled_from(TESTBED_FLAG_VALUES))]
+    return Case("testbed", argv)
+
+
+CAMPAIGN_FIELDS = {
+    "clients": ["2", "16", "0", "-1", "2.0", "257", '"8"', "true"],
+    "map": ['"dm1"', '"dm3"', '""', '"/tmp/x"', '"../dm1"', "5", "true", '"dm1.bsp"'],
+    "rate_hz": ["77", "20.5", "0", "1e-300", "1e9", "true", '"77"', "nan"],
+    "phases": ['"step"', '"independent"', '"hosts:4"', '"hosts:0"', '"hosts:\u00b2"', "5"],
+    "duration_s": ["1.0", "0.5", "0", "-1", "1e6", "inf", '"20"'],
+    "warmup_s": ["0", "2", "-1", "1e9"],
+    "seed": ["1", "0", "-1", "4294967296", '"x"', "1.5"],
+    "port": ["27600", "27600.5", "80", "70000", "true"],
+    "server_cpu": ["1", "1.0", "-1", '"all"', "99999"],
+    "client_cpu": ["0", "99", "-1"],
+    "server": ['"mvdsv"', '"quaketm-fine"', '"apache"', "1"],
+    "threads": ["1", "2", "0", "9", "2.0"],
+    "role": ['"calibration"', '"prediction"', '"fit"', "1"],
+    "question": ['"q"', '""', "1"],
+    "bogus": ["1"],
+}
+
+
+@st.composite
+def campaign_cases(draw: st.DrawFn) -> Case:
+    rows = []
+    for _ in range(draw(st.integers(1, 3))):
+        names = draw(st.lists(st.sampled_from(sorted(CAMPAIGN_FIELDS)), max_size=4, unique=True))
+        lines = ["[[run]]", "clients = 2"] if "clients" not in names else ["[[run]]"]
+        lines += [f"{name} = {draw(st.sampled_from(CAMPAIGN_FIELDS[name]))}" for name in names]
+        rows.append("\n".join(lines))
+    text = "\n".join(rows) + "\n"
+    if draw(st.integers(0, 9)) == 0:  # the file itself broken
+        text = draw(st.sampled_from(["run = 5\n", "[run]\nclients = 2\n", "run = []\n", text[:-3]]))
+    argv = ["testbed", "--campaign", "{dir}/c.toml", "--out", "{dir}/out"]
+    return Case("campaign", argv + ["--shared", "{dir}/no-shared"], {"c.toml": text.encode()})
+
+
+_TESTBED_STORE: dict[str, bytes] = {}
+"""A campaign store of made-up runs (two calibration conditions and a prediction, with their
+checksums), its files by path relative to the case's directory; made once per process."""
+
+
+def _testbed_store() -> dict[str, bytes]:
+    if not _TESTBED_STORE:
+        from tests.test_testbed_inputs import base, make_store
+
+        with tempfile.TemporaryDirectory() as tmp:
+            configs = [base(clients=8), base(clients=16), base(clients=16, phases="step")]
+            make_store(Path(tmp) / "store", configs, ["calibration", "calibration", "prediction"])
+            for path in sorted(Path(tmp).rglob("*")):
+                if path.is_file():
+                    _TESTBED_STORE[str(path.relative_to(tmp))] = path.read_bytes()
+    return _TESTBED_STORE
+
+
+RUNS_COLUMNS = ["label", "role", "config.map", "config.clients", "config.rate_hz",
+                "config.duration_s", "config.phases", "frames_per_s", "reply_ratio",
+                "server_cpu_utilization"]  # fmt: skip
+RUNS_VALUES = [0, -1, 1e300, float("nan"), float("inf"), "x", "hosts:0", 1000000, None, True]
+
+
+def _rewritten_runs(data: bytes, rng: random.Random) -> bytes:
+    """``runs.parquet`` with a column dropped or one of its cells made hostile."""
+    import pandas as pd
+
+    table = pd.read_parquet(io.BytesIO(data))
+    column = rng.choice([c for c in RUNS_COLUMNS if c in table.columns] or list(table.columns))
+    if rng.random() < 0.4:
+        table = table.drop(columns=[column])
+    else:
+        table[column] = table[column].astype(object)
+        table.loc[rng.randrange(len(table)), column] = rng.choice(RUNS_VALUES)
+        with contextlib.suppress(Exception):  # pyarrow refuses a mixed column: keep it as text
+            return _parquet(table)
+        table[column] = table[column].astype(str)
+    return _parquet(table)
+
+
+def _parquet(table: Any) -> bytes:
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+@st.composite
+def stored_cases(draw: st.DrawFn) -> Case:
+    files = dict(_testbed_store())
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    names = sorted(files)
+    for _ in range(draw(st.integers(1, 2))):
+        which = rng.randrange(6)
+        name = rng.choice(names)
+        if which <= 1:  # a flipped bit anywhere
+            data = bytearray(files[name])
+            if data:
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            files[name] = bytes(data)
+        elif which == 2:  # cut short
+            files[name] = files[name][: rng.randrange(len(files[name]) + 1)]
+        elif which == 3:  # runs.parquet rewritten (its checksum then fails, unless removed)
+            files["store/runs.parquet"] = _rewritten_runs(files["store/runs.parquet"], rng)
+            if rng.random() < 0.7:
+                files.pop("store/manifest.json", None)
+        elif which == 4:  # a garbage capacity file
+            files["store/capacity.json"] = rng.choice(
+                [b"{", b"[]", b'{"searches": 5}', b"null", b'{"x": {"clients": -1}}']
+            )
+            files.pop("store/manifest.json", None)
+        else:  # the checksums removed (a store written before them)
+            for manifest in [n for n in files if n.endswith("manifest.json")]:
+                if rng.random() < 0.5:
+                    files.pop(manifest)
+    if draw(st.booleans()):
+        argv = ["testbed", "--compare", "{dir}/store", "--out", "{dir}/cmp", "--seeds", "1"]
+    else:
+        platform = draw(st.sampled_from(["this-machine-mvdsv", "this-machine-quaketm"]))
+        argv = ["calibrate", platform, "--data", "{dir}/store", "--out", "{dir}/p.toml"]
+    return Case("stored", argv, files)
+
+
+_STORE_TEMPLATE: dict[str, Any] = {}
+"""The finished store of a small sweep (made once per process): its files by path relative
+to the case's directory, and its rows without the columns that vary between runs."""
+
+STORE_SWEEP = 'base = "base.toml"\nseeds = 2\n[grid]\n"players.count" = [4, 8]\n'
+
+
+def _store_rows(out: Path) -> Any:
+    from simsrv.sweep.records import VOLATILE
+    from simsrv.sweep.store import SweepStore
+
+    rows = SweepStore(out).read()
+    rows = rows.drop(columns=[c for c in VOLATILE if c in rows.columns])
+    return rows.sort_values("scenario_hash").reset_index(drop=True)
+
+
+def _store_template() -> dict[str, Any]:
+    if not _STORE_TEMPLATE:
+        from simsrv.cli.main import main
+
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            files = {"base.toml": _small_base(), "w.toml": STORE_SWEEP.encode()}
+            for name, data in files.items():
+                (root / name).write_bytes(data)
+            argv = ["sweep", str(root / "w.toml"), "--out", str(root / "out"), "--workers", "1"]
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                assert main(argv) == 0
+            for path in sorted((root / "out").rglob("*")):
+                if path.is_file() and path.name != ".simsrv.lock":
+                    files[str(path.relative_to(root))] = path.read_bytes()
+            _STORE_TEMPLATE.update(files=files, rows=_store_rows(root / "out"))
+    return _STORE_TEMPLATE
+
+
+def _same_runs(tmp: Path) -> str | None:
+    """None when the resumed store holds every run of the template with its values."""
+    expected = _store_template()["rows"]
+    try:
+        rows = _store_rows(tmp / "out")
+    except Exception as error:  # a store its own reader cannot read is a lost result
+        return f"store unreadable after the resume: {type(error).__name__}: {error}"[:300]
+    if (
+        len(rows) != len(expected)
+        or rows["scenario_hash"].tolist() != expected["scenario_hash"].tolist()
+    ):
+        return f"{len(rows)} of {len(expected)} runs stored after the resume"
+    columns = [c for c in expected.columns if c in rows.columns]
+    if not rows[columns].equals(expected[columns]):
+        return "a stored run's values changed after the resume"
+    return None
+
+
+@st.composite
+def store_cases(draw: st.DrawFn) -> Case:
+    files = dict(_store_template()["files"])
+    stored = sorted(name for name in files if name.startswith("out/"))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    prepare = None
+    for _ in range(draw(st.integers(1, 2))):
+        name = rng.choice(stored)
+        data = bytearray(files[name])
+        which = rng.randrange(6)
+        if which <= 1 and data:  # a flipped bit anywhere (footer, page, header)
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif which == 2 and data:  # the footer's bytes: where a crash leaves its mark
+            at = len(data) - 1 - rng.randrange(min(64, len(data)))
+            data[at] ^= 1 << rng.randrange(8)
+        elif which == 3:  # cut short
+            del data[rng.randrange(len(data) + 1) :]
+        elif which == 4:  # removed
+            files.pop(name, None)
+            stored = [s for s in stored if s != name] or stored
+            continue
+        else:  # a part or run file replaced by a directory or a FIFO of its name
+            files.pop(name, None)
+            kind = rng.choice(["dir", "fifo"])
+
+            def prepare(root: Path, name: str = name, kind: str = kind) -> None:
+                path = root / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.mkdir() if kind == "dir" else os.mkfifo(path)
+
+            continue
+        files[name] = bytes(data)
+    argv = ["sweep", "{dir}/w.toml", "--out", "{dir}/out", "--workers", "1"]
+    return Case("store", argv, files, prepare=prepare, check=_same_runs)
+
+
 FAMILIES: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "scenario": scenario_cases,
     "text": text_cases,
@@ -456,9 +721,16 @@ FAMILIES: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "sweep": sweep_cases,
     "argv": argv_cases,
     "api": api_cases,
+    "store": store_cases,
+    "testbed": testbed_cases,
+    "campaign": campaign_cases,
+    "stored": stored_cases,
 }
 
-WEIGHTS = {"scenario": 30, "text": 25, "bsp": 15, "sweep": 5, "argv": 10, "api": 15}
+WEIGHTS = {
+    "scenario": 26, "text": 21, "bsp": 12, "sweep": 4, "argv": 8, "api": 12, "store": 3,
+    "testbed": 6, "campaign": 5, "stored": 3,
+}  # fmt: skip
 """Share of each family in a campaign, percent."""
 
 
