@@ -211,18 +211,36 @@ def test_the_api_refuses_wrong_arguments_in_one_line(scenario, call, message):
 @pytest.mark.parametrize(
     ("section", "field", "value", "message"),
     [
-        ("run", "duration_s", math.nan, "run.duration_s: Input should be a finite number"),
-        ("run", "duration_s", -1.0, "run.duration_s: Input should be greater than 0"),
-        ("run", "duration_s", math.inf, "run.duration_s: Input should be a finite number"),
-        ("players", "count", 0, "players.count: Input should be greater than or equal to 1"),
-        ("clients", "rate_hz", 0.0, "clients.rate_hz: Input should be greater than 0"),
-        ("machine", "cpus", 0, "machine.cpus: Input should be greater than or equal to 1"),
+        ("run", "duration_s", math.nan, "RunSection.duration_s: Input should be a finite number"),
+        ("run", "duration_s", -1.0, "RunSection.duration_s: Input should be greater than 0"),
+        ("run", "duration_s", math.inf, "RunSection.duration_s: Input should be a finite number"),
+        ("players", "count", 0, "PlayersSection.count: Input should be greater than or equal"),
+        ("clients", "rate_hz", 0.0, "ClientsSection.rate_hz: Input should be greater than 0"),
+        ("machine", "cpus", 0, "MachineSection.cpus: Input should be greater than or equal to"),
     ],
 )
-def test_run_validates_a_scenario_changed_after_loading(scenario, section, field, value, message):
-    changed = getattr(scenario, section).model_copy(update={field: value})
+def test_a_section_changed_after_loading_is_validated_as_it_is_copied(
+    scenario, section, field, value, message
+):
     with pytest.raises(InputError, match=re.escape(message)):
-        run(scenario.model_copy(update={section: changed}))
+        getattr(scenario, section).model_copy(update={field: value})
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value", "message"),
+    [
+        ("run", "duration_s", -1.0, "run.duration_s: Input should be greater than 0"),
+        ("players", "count", 0, "players.count: Input should be greater than or equal to 1"),
+    ],
+)
+def test_run_validates_a_scenario_built_without_validation(
+    scenario, section, field, value, message
+):
+    changed = getattr(scenario, section).model_construct(
+        **{**dict(getattr(scenario, section)), field: value}
+    )
+    with pytest.raises(InputError, match=re.escape(message)):
+        run(scenario.model_construct(**{**dict(scenario), section: changed}))
 
 
 def test_run_validates_the_mutable_parts_of_a_scenario():

@@ -222,13 +222,26 @@ _FLOAT = _Mistype(
 
 
 def _owner_model(model: type[BaseModel], path: list[str]) -> type[BaseModel]:
+    """The model that holds the field at ``path`` (field names and, inside a list, tuple or
+    dict of models, the index or key, which is skipped)."""
+    holder: Any = model
     for part in path:
-        field = model.model_fields.get(part)
-        annotation = getattr(field, "annotation", None)
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        field = holder.model_fields.get(part) if _is_model(holder) else None
+        if field is None:
+            if part.isdigit() or not _is_model(holder):
+                continue  # an index into the list of models found at the previous part
             break
-        model = annotation
-    return model
+        annotation = field.annotation
+        while get_origin(annotation) in (list, tuple, dict) and get_args(annotation):
+            annotation = get_args(annotation)[-1]
+        if not _is_model(annotation):
+            break
+        holder = annotation
+    return holder if _is_model(holder) else model
+
+
+def _is_model(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)
 
 
 _TYPE_TAGS = {"int", "float", "str", "bool", "list", "dict", "none"}
