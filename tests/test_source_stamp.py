@@ -8,6 +8,7 @@ from pathlib import Path
 
 from simsrv.core import source_stamp
 from simsrv.core.compiled_loading import FastLoadingCache
+from simsrv.core.uninitialised import POISON
 
 
 def _tree(root: Path) -> None:
@@ -52,4 +53,4 @@ def test_every_cached_function_is_keyed_by_the_installed_source(monkeypatch):
         "numba.core.caching.Cache._index_key", lambda self, sig, codegen: ("numba's key",)
     )
     key = FastLoadingCache._index_key(object.__new__(FastLoadingCache), None, None)
-    assert key[0] == "numba's key" and key[-1] == source_stamp.SOURCE_STAMP
+    assert key[0] == "numba's key" and key[-2:] == (source_stamp.SOURCE_STAMP, POISON)
