@@ -166,6 +166,11 @@ def test_least_pairs_never_exceeds_the_pairs_of_any_placement(count, size, edge,
         assert bound <= pairs
 
 
+@pytest.mark.parametrize("edge", [5e-324, 1e-300, 0.0])
+def test_least_pairs_of_a_vanishing_range_is_zero(edge):
+    assert least_pairs(40, np.zeros(3), np.full(3, 4096.0), edge) == 0
+
+
 def test_least_pairs_is_exact_for_an_even_spread():
     # 8 cubes of half an edge; 16 players, 2 per cube: 8 pairs at least
     assert least_pairs(16, np.zeros(3), np.full(3, 100.0), 100.0) == 8

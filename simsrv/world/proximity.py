@@ -98,9 +98,12 @@ def least_pairs(count: int, extent_min: np.ndarray, extent_max: np.ndarray, edge
     anywhere in the box ``[extent_min, extent_max]`` (units) can make, by pigeonhole: cut the
     box into cubes half an ``edge`` wide; two players in one cube are in range, and the pairs
     are fewest when the players spread evenly over the cubes."""
+    half = edge / 2
     cells = 1
     for low, high in zip(extent_min, extent_max, strict=True):
-        cells *= max(1, math.ceil(float(high - low) / (edge / 2)))
+        if not half > 0 or float(high - low) / half >= count:  # a range of ~0: cubes enough
+            return 0
+        cells *= max(1, math.ceil(float(high - low) / half))
         if cells >= count:
             return 0
     each, more = divmod(count, cells)
