@@ -197,8 +197,8 @@ def verdict(case: Case, budget_s: float = RUN_BUDGET_S) -> Verdict:
     text = err.getvalue()
     if code == 0:
         return Verdict("lost", seconds, lost) if lost else Verdict("run", seconds)
-    if code == 130 and text.startswith("simsrv: interrupted") and text.count("\n") == 1:
-        return Verdict("interrupted", seconds)
+    if code == 130 and text.endswith("simsrv: interrupted\n") and "Traceback" not in text:
+        return Verdict("interrupted", seconds)  # after the command's own progress lines
     if code != 2:
         return Verdict("exit", seconds, f"exit {code}: {text[:500]}")
     if not text.startswith("simsrv") or ": error: " not in text or text.count("\n") != 1:
