@@ -697,10 +697,11 @@ def store_cases(draw: st.DrawFn) -> Case:
             del data[rng.randrange(len(data) + 1) :]
         elif which == 4:  # removed
             files.pop(name, None)
-            stored = [s for s in stored if s != name] or stored
+            stored = [s for s in stored if s != name] or [next(iter(files))]
             continue
         else:  # a part or run file replaced by a directory or a FIFO of its name
             files.pop(name, None)
+            stored = [s for s in stored if s != name] or [next(iter(files))]
             kind = rng.choice(["dir", "fifo"])
 
             def prepare(root: Path, name: str = name, kind: str = kind) -> None:

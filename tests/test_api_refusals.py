@@ -175,3 +175,19 @@ def test_least_pairs_is_exact_for_an_even_spread():
     # 8 cubes of half an edge; 16 players, 2 per cube: 8 pairs at least
     assert least_pairs(16, np.zeros(3), np.full(3, 100.0), 100.0) == 8
     assert least_pairs(8, np.zeros(3), np.full(3, 100.0), 100.0) == 0
+
+
+@pytest.mark.parametrize("name", ["summary.csv", "report.html"])
+def test_a_sweep_output_that_is_a_directory_is_refused_before_any_run(capsys, tmp_path, name):
+    (tmp_path / "base.toml").write_text("[run]\nduration_s = 0.1\nwarmup_s = 0.05\n")
+    (tmp_path / "w.toml").write_text('base = "base.toml"\nseeds = 1\n')
+    (tmp_path / "out" / name).mkdir(parents=True)
+    assert main(["sweep", str(tmp_path / "w.toml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"simsrv: error: --out: {tmp_path / 'out' / name} exists and is not a file; remove it\n"
+    )
+    assert not (tmp_path / "out" / "runs").exists() or not any(
+        (tmp_path / "out" / "runs").iterdir()
+    )

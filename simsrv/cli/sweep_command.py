@@ -9,7 +9,7 @@ from pathlib import Path
 from simsrv.cli.parser import add_workers_argument, prepare_output_dir, resolve_workers
 from simsrv.core.defaults import SWEEP_BACKENDS
 from simsrv.core.errors import InputError
-from simsrv.core.paths import is_file
+from simsrv.core.paths import exists, is_file
 
 
 def add_parser(subparsers) -> None:
@@ -66,6 +66,9 @@ def handle(args: argparse.Namespace) -> int:
     out = args.out or sweep.out or Path("results") / "sweeps" / args.sweep.stem
     flag = "--out" if args.out else "out (sweep file)"
     prepare_output_dir(out, flag)
+    for name in ("summary.csv", "report.html"):  # written at the end: refused before any run
+        if exists(out / name) and not is_file(out / name):
+            raise InputError(f"{flag}: {out / name} exists and is not a file; remove it")
     with out_lock.hold(out, flag, "simsrv sweep"):  # one writer per store
         return _run(args, sweep, out, workers)
 
