@@ -261,9 +261,8 @@ def test_a_resumed_sweep_moves_a_damaged_part_aside_and_runs_its_runs_again(tmp_
     [moved] = (out / "damaged").glob(f"*/{part.name}")
     assert [line for line in err.splitlines() if "damaged" in line] == [
         f"simsrv: warning: damaged store file in {out / 'runs'} moved to {moved.parent}: "
-        f"{part.name} (Parquet magic bytes not found in footer. Either the file is corrupted or "
-        "this is not a parquet file.); the runs it held are no longer stored (the sweep runs "
-        "them again)"
+        f"{part.name} (its bytes differ from the checksum it was written with); the runs it "
+        "held are no longer stored (the sweep runs them again)"
     ]
     assert f"8 runs, 0 already stored in {out}; running 8" in err and "Traceback" not in err
     pd.testing.assert_frame_equal(_rows(SweepStore(out).table(sweep)), _rows(before))

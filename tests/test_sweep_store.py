@@ -281,7 +281,7 @@ def test_a_reader_scans_again_when_a_compaction_merges_files_under_it(sweep, tmp
     writer = SweepStore(tmp_path / "out", compact_every=0)
     for run in sweep.runs[:4]:
         writer.write(_row(run), run)
-    real_read = pd.read_parquet
+    real_read = store_module.read_frame
     calls = []
 
     def read_during_a_compaction(path, *args, **kwargs):
@@ -290,7 +290,7 @@ def test_a_reader_scans_again_when_a_compaction_merges_files_under_it(sweep, tmp
         calls.append(path)
         return real_read(path, *args, **kwargs)
 
-    monkeypatch.setattr(pd, "read_parquet", read_during_a_compaction)
+    monkeypatch.setattr(store_module, "read_frame", read_during_a_compaction)
     rows = SweepStore(writer.out).table(sweep)
     assert rows["seed"].tolist() == [r.seed for r in sweep.runs[:4]]
     assert any(Path(p).name.startswith("part-") for p in calls)
@@ -381,10 +381,11 @@ def test_a_damaged_file_is_moved_aside_and_only_its_runs_run_again(sweep, tmp_pa
     assert pending(sweep, SweepStore(store.out)) == []
 
 
-@pytest.mark.parametrize("damage", ["truncate", "empty", "rename_a_column"])
-def test_the_index_alone_finds_a_damaged_footer(sweep, tmp_path, damage):
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_the_index_alone_finds_a_damaged_file(sweep, tmp_path, damage):
     """Without :meth:`SweepStore.verify` (a Python caller of ``pending`` and ``run_sweep``),
-    building the index finds a damaged footer and moves the file aside the same way."""
+    building the index finds any damage (each file's checksum) and moves the file aside the
+    same way."""
     _, path, _, held = _damaged_store(tmp_path / "out", sweep, "part", damage)
     lines: list[str] = []
     assert pending(sweep, SweepStore(tmp_path / "out", warn=lines.append)) == held
@@ -392,12 +393,14 @@ def test_the_index_alone_finds_a_damaged_footer(sweep, tmp_path, damage):
 
 
 def test_a_compaction_that_meets_a_damaged_file_sets_it_aside_and_goes_on(sweep, tmp_path):
-    """A damaged value that the index does not read (it reads two columns) is found when a
-    compaction reads the file whole: moved aside, the compaction done without it."""
-    _, path, _, held = _damaged_store(tmp_path / "out", sweep, "run file", "flip_a_value")
+    """A file damaged after the index was built (the index reads each file once) is found
+    when a compaction reads it: moved aside, the compaction done without it."""
+    _store_to_compact(tmp_path / "out", sweep)
     lines: list[str] = []
     store = SweepStore(tmp_path / "out", warn=lines.append)
-    assert pending(sweep, store) == []  # the index did not see it
+    assert pending(sweep, store) == []
+    path, held = store.path(sweep.runs[6]), [sweep.runs[6]]
+    _flip_a_value(path)
     store.compact()
     assert len(lines) == 1 and path.name in lines[0] and not path.exists()
     assert pending(sweep, store) == held

@@ -14,14 +14,24 @@ run can be there twice; and pyarrow takes the column types of the first file it 
 store whose failed rows (``error`` text, NaN ``frames``) and successful rows are in separate
 files may not read that way at all.  Use ``read()``.
 
-**Files.**  ``run-<hash>.parquet`` holds one finished run's row.  It is the write-ahead unit:
+**Files.**  Every file's name ends in its **checksum**: 32 hex digits of the BLAKE2b (16
+bytes) of the file's bytes (:func:`simsrv.sweep.parquet_files.checksum`).  The file is written
+whole in memory first, so its name is known before anything reaches the disk, and one rename
+makes the file and its checksum appear together: there is no moment at which a file is there
+without it, and no second file to keep in step.  A name is never reused for other bytes.
+
+``run-<hash>-<checksum>.parquet`` holds one finished run's row.  It is the write-ahead unit:
 written to a hidden temporary name (``.<name>.<pid>.tmp``; pyarrow and pandas skip names that
 start with ``.``) and renamed, as soon as the run finishes, so a process killed at any moment
-loses at most the runs in flight and leaves only whole files.  Reading one small file per run is
-what made resuming and summarising slow at 10,000+ runs, so the store also *compacts*:
-``part-<seq>-<token>.parquet`` holds many runs' rows (``seq`` increases with every part
-written; ``token`` is random, so two processes never pick the same name).  ``compact()`` runs
-every ``compact_every`` (:data:`COMPACT_EVERY`) new run files and at the end of a sweep
+loses at most the runs in flight and leaves only whole files.  A run written again (a failed
+run that ran again) gets a new file, and its older run file is deleted after the new one is in
+place; a crash in between leaves both, and the row without an error wins (else the larger
+name; both are rows of the same run), for readers and for the index, which deletes the other.
+Reading one small file per run is what made resuming and summarising slow at 10,000+ runs, so
+the store also *compacts*: ``part-<seq>-<checksum>.parquet`` holds many runs' rows (``seq``
+increases with every part written; two processes that pick the same ``seq`` write other bytes,
+so other names, or the same bytes).  ``compact()`` runs every ``compact_every``
+(:data:`COMPACT_EVERY`) new run files and at the end of a sweep
 (:func:`simsrv.sweep.sweep.run_sweep`, also when it is interrupted).  It
 
 1. reads the run files, the parts that hold a row a newer file replaced ("stale": a failed run
@@ -29,7 +39,7 @@ every ``compact_every`` (:data:`COMPACT_EVERY`) new run files and at the end of 
 2. keeps each run's newest row, groups the rows by their Parquet schema (types included) and
    writes one new part per group (temporary name, ``fsync``, rename, ``fsync`` of the
    directory);
-3. only then deletes the files it read (a run file that changed since it was read is kept).
+3. only then deletes the files it read.
 
 A crash after 2, before or during 3, leaves some runs' rows in two files.  That is harmless
 because every reader applies one precedence rule, "newest wins": a run file beats every part,
@@ -49,28 +59,43 @@ rows read failed.  Failed rows also end up in their own small parts, so re-runni
 rewrites only those.
 
 **Resuming.**  ``done(run)`` answers from an index of the stored runs (hash -> newest file,
-whether its row has an ``error``), built once per :class:`SweepStore` by reading only the
-``scenario_hash`` and ``error`` columns of the parts, plus those two columns of the run files
-(at most ``compact_every`` of them, unless several crashes left more), and kept up to date by
+whether its row has an ``error``), built once per :class:`SweepStore` from the parts and the
+run files (at most ``compact_every`` of them, unless several crashes left more): each file's
+bytes checked against its checksum, and only its ``scenario_hash`` and ``error`` columns
+decoded; it is kept up to date by
 ``write`` and ``compact``.  A resumed sweep therefore skips exactly the runs stored without an
 error; failed runs run again and their new row replaces the old one.
 
-**Damaged files.**  Every file is written with page checksums and a schema fingerprint and
-read with both checked (:mod:`simsrv.sweep.parquet_files`); a run file must also hold the one
-run its name says.  A file that fails (truncated by a crash or a full disk, a flipped bit) is
-handled by the role of the one that meets it, with one line to ``warn`` (default: stderr):
+**Damaged files.**  Whoever opens a store file reads its bytes once, compares them with the
+checksum in its name and parses those same bytes, so any changed byte (a flipped bit in a
+page, in the footer's metadata or statistics, in the length at the end; a truncation) is found
+by every reader, the index included.  The file is also checked as Parquet (page checksums, the
+schema fingerprint: :mod:`simsrv.sweep.parquet_files`), it must have the text columns
+``scenario_hash`` and ``error``, and a run file must hold the one run its name says.  Only
+regular files are opened: an entry named like a store file that is a FIFO (opening it would
+wait for a writer), a directory or a symbolic link is never read.  Each of these is handled by
+the role of the one that meets it, with one line to ``warn`` (default: stderr):
 
 * the writer (the index, :meth:`SweepStore.compact`, :meth:`SweepStore.verify`, which
   ``simsrv sweep`` calls before it lists the pending runs) moves it as it is to
   ``OUT/damaged/<UTC time>/`` and forgets its rows, so its runs are pending again (or, where
-  an older file holds a row of the run, that row wins, by the rule above).  The index reads
-  two columns, so it finds a damaged footer; ``verify`` reads every file whole and finds a
-  damaged page of any column; a compaction finds what it reads, before it writes anything;
+  an older file holds a row of the run, that row wins, by the rule above).  A compaction finds
+  what it reads before it writes anything (a file damaged after the index read it);
 * readers (:meth:`SweepStore.read`, :meth:`SweepStore.table`: the summary) leave it out and
   move nothing (a reader is not the writer).
 
 Nothing else is lost: the rows of every other file are kept, and the damaged file itself is
-kept aside for inspection.
+kept aside for inspection.  If ``OUT/runs`` or ``OUT/damaged`` is something other than a
+directory (a regular file, say), the store raises :class:`~simsrv.core.errors.InputError`
+naming it (``simsrv sweep``: one line, exit 2) and touches nothing.
+
+**Stores written before names carried checksums** (``run-<hash>.parquet``,
+``part-<seq>-<8 random hex digits>.parquet``) read as before, with one more check: the
+metadata of the table read must equal the footer's schema.  :meth:`SweepStore.verify` (each
+``simsrv sweep``) also reads such a file as pandas reads it and, when every check passes,
+renames it to its checksummed name; compaction rewrites the others' rows into checksummed
+parts.  From its first resume on, such a store is checksummed like a new one.  A file damaged
+before that, in a way none of those checks sees, cannot be told from an intact one.
 
 The index assumes one writer per ``OUT`` (one sweep at a time; any number of readers).  Two
 sweeps writing one ``OUT`` at once are not supported: no file is ever corrupted, but one can
@@ -83,7 +108,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -94,16 +118,24 @@ from typing import Any, TypeVar
 import pandas as pd
 import pyarrow as pa
 
+from simsrv.core.errors import InputError
 from simsrv.sweep.parquet_files import (
+    CHECKSUM_DIGITS,
     DAMAGED_DIR,
     DamagedFile,
+    check_directory,
+    checksum,
+    file_bytes,
     fingerprinted,
+    frame_of,
+    not_regular,
+    opened,
+    parse_columns,
     read_columns,
     read_frame,
-    read_table,
     set_aside,
+    table_bytes,
     with_fingerprint,
-    write_table,
 )
 from simsrv.sweep.spec import Sweep, SweepRun
 
@@ -112,8 +144,13 @@ COMPACT_EVERY = 1000
 """Run files written between two compactions (also the size below which parts are merged)."""
 
 HASH = "scenario_hash"
-_RUN_FILE = re.compile(r"run-([0-9a-f]+)\.parquet")
-_PART_FILE = re.compile(r"part-(\d+)-([0-9a-f]+)\.parquet")
+ERROR = "error"
+_RUN_FILE = re.compile(rf"run-([0-9a-f]+)(?:-([0-9a-f]{{{CHECKSUM_DIGITS}}}))?\.parquet")
+_PART_FILE = re.compile(rf"part-(\d+)-([0-9a-f]{{{CHECKSUM_DIGITS}}}|[0-9a-f]{{8}})\.parquet")
+"""A part's name ends in its checksum, or (written before names carried one) 8 random hex
+digits."""
+_RUNS_ROLE = "the sweep store keeps its run files there"
+_DAMAGED_ROLE = "the sweep store moves damaged files there"
 _READ_ATTEMPTS = 5
 """Scans a reader makes when files vanish under it (a concurrent compaction merged them)."""
 
@@ -126,9 +163,21 @@ class _Part:
 
     path: Path
     key: tuple[int, str]
-    """(seq, token): the newest-wins order of parts."""
+    """(seq, checksum): the newest-wins order of parts."""
     rows: int
     schema: pa.Schema
+
+
+@dataclass
+class _Listing:
+    """The store files in ``runs/`` as one scan found them."""
+
+    parts: list[tuple[tuple[int, str], Path]] = field(default_factory=list)
+    """In newest-wins order (the newest last)."""
+    loose: dict[str, list[Path]] = field(default_factory=dict)
+    """Run files, by hash (more than one only after a crash while a run was written again)."""
+    odd: list[DamagedFile] = field(default_factory=list)
+    """Entries named like store files that are not regular files (never opened)."""
 
 
 @dataclass
@@ -142,9 +191,9 @@ class _Index:
     ok: dict[str, bool] = field(default_factory=dict)
     stale: set[Path] = field(default_factory=set)
     """Parts holding a row that a newer file replaced."""
-    written: dict[str, tuple[pa.Table, os.stat_result]] = field(default_factory=dict)
-    """The run files this store wrote since the last compaction: their table and file status
-    (compaction merges the table instead of reading the file back)."""
+    written: dict[str, pa.Table] = field(default_factory=dict)
+    """The table of each run file this store wrote since the last compaction (compaction
+    merges the table instead of reading the file back)."""
     next_seq: int = 1
 
     def put(self, run_hash: str, path: Path, ok: bool) -> None:
@@ -180,9 +229,10 @@ class SweepStore:
         run, :attr:`SweepRun.scenario_hash`)."""
         return run.scenario_hash
 
-    def path(self, run: SweepRun) -> Path:
-        """The run file of ``run`` (its row lives there until a compaction merges it)."""
-        return self.runs_dir / f"run-{self.run_hash(run)}.parquet"
+    def path(self, run: SweepRun) -> Path | None:
+        """The run file that holds ``run``'s row; None if none does (the run is not stored,
+        or a compaction merged its row into a part)."""
+        return self._loaded().loose.get(self.run_hash(run))
 
     def write(self, row: dict[str, Any], run: SweepRun) -> None:
         """Store one finished run's row (atomically), replacing any older row of the run;
@@ -191,14 +241,18 @@ class SweepStore:
         if row.get(HASH) != run_hash:
             raise ValueError(f"row's {HASH} {row.get(HASH)!r} is not the run's {run_hash!r}")
         index = self._loaded()
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        target = self.path(run)
+        self._make_runs_dir()
         # what DataFrame.to_parquet(index=False) does, keeping the table for the next compaction
         table = with_fingerprint(pa.Table.from_pandas(pd.DataFrame([row]), preserve_index=False))
-        _write_atomically(target, lambda tmp: write_table(table, tmp))
+        data = table_bytes(table)
+        target = self.runs_dir / f"run-{run_hash}-{checksum(data)}.parquet"
+        _write_atomically(target, data)
+        older = index.loose.get(run_hash)
+        if older is not None and older != target:
+            _delete(older)  # the run's older row (a failed run that ran again)
         index.loose[run_hash] = target
-        index.written[run_hash] = (table, os.stat(target))
-        index.put(run_hash, target, ok=_is_missing(row.get("error")))
+        index.written[run_hash] = table
+        index.put(run_hash, target, ok=_is_missing(row.get(ERROR)))
         if self.compact_every > 0 and len(index.loose) >= self.compact_every:
             self.compact()
 
@@ -237,7 +291,7 @@ class SweepStore:
         groups, loose, consumed = self._inputs(index)
         if not loose and not consumed:
             return
-        for run_hash, _, _ in loose:
+        for run_hash, _ in loose:
             index.written.pop(run_hash, None)
         written = []
         for _, tables in groups:
@@ -253,43 +307,29 @@ class SweepStore:
             _delete(part.path)
             del index.parts[part.path]
             index.stale.discard(part.path)
-        for run_hash, path, status in loose:
-            now = _status(path)
-            if now is not None and not _same_file(now, status):
-                # rewritten since it was read (by another writer): the newest row, keep it
-                try:
-                    index.put(run_hash, path, _stored_ok(path))
-                except DamagedFile:  # not done: the next index moves it aside
-                    index.put(run_hash, path, False)
-                continue
-            if now is not None:
-                _delete(path)
+        for run_hash, path in loose:
+            _delete(path)  # its name is its checksum: the bytes merged are the bytes there
             del index.loose[run_hash]
 
     def _inputs(
         self, index: _Index
-    ) -> tuple[
-        list[tuple[pa.Schema, list[pa.Table]]],
-        list[tuple[str, Path, os.stat_result]],
-        list[_Part],
-    ]:
+    ) -> tuple[list[tuple[pa.Schema, list[pa.Table]]], list[tuple[str, Path]], list[_Part]]:
         """What a compaction merges, read (nothing written, the index unchanged): the rows by
-        schema, the run files (hash, path, status) and the parts it replaces.  Raises
+        schema, the run files (hash, path) and the parts it replaces.  Raises
         :class:`_DamagedInputs` naming every damaged file among them."""
         groups: list[tuple[pa.Schema, list[pa.Table]]] = []
-        loose: list[tuple[str, Path, os.stat_result]] = []
+        loose: list[tuple[str, Path]] = []
         damaged: list[DamagedFile] = []
         for run_hash, path in sorted(index.loose.items()):
-            table, status = index.written.get(run_hash, (None, None))
-            if status is None:  # a run file this store did not write (e.g. before a crash)
+            table = index.written.get(run_hash)
+            if table is None:  # a run file this store did not write (e.g. before a crash)
                 try:
-                    status = os.stat(path)
                     table = _read_run_file(path, run_hash)
                 except DamagedFile as error:
                     damaged.append(error)
                     continue
             _add(groups, table)
-            loose.append((run_hash, path, status))
+            loose.append((run_hash, path))
         consumed = [index.parts[p] for p in index.stale]
         for part in consumed:
             try:
@@ -316,26 +356,44 @@ class SweepStore:
         return groups, loose, consumed
 
     def verify(self) -> list[DamagedFile]:
-        """Read every file of the store whole, checking it (:mod:`simsrv.sweep.parquet_files`:
-        page checksums, schema fingerprint, a run file holding its own run), and move the
-        damaged ones aside with one warning line; the damaged files found.  Their runs are
-        then not stored: a resumed sweep runs them again.  What a writer (``simsrv sweep``)
-        does before it lists the pending runs; the index alone reads only two columns and
-        finds a damaged footer, not a damaged page of another column."""
-        parts, loose = self._scan()
-        damaged = []
-        for _, path in parts:
+        """Read every file of the store whole, checking it (its checksum, and
+        :mod:`simsrv.sweep.parquet_files`: page checksums, schema fingerprint; the
+        ``scenario_hash`` and ``error`` columns; a run file holding its own run), and move the
+        damaged ones (and entries named like store files that are not regular files) aside
+        with one warning line; the damaged files found.  Their runs are then not stored: a
+        resumed sweep runs them again.  A file written before names carried a checksum is also
+        read as pandas reads it and, if intact, renamed to its checksummed name.  What a
+        writer (``simsrv sweep``) does before it lists the pending runs.  Raises
+        :class:`InputError` if ``runs`` or ``damaged`` is not a directory."""
+        listing = self._scan()
+        check_directory(self.out / DAMAGED_DIR, _DAMAGED_ROLE)
+        damaged = list(listing.odd)
+        renamed: list[tuple[Path, Path]] = []
+        for (seq, _), path in listing.parts:
             try:
-                _read_part(path)
+                data = _whole(path)
             except DamagedFile as error:
                 damaged.append(error)
-        for run_hash, path in sorted(loose.items()):
-            try:
-                _read_run_file(path, run_hash)
-            except DamagedFile as error:
-                damaged.append(error)
+                continue
+            if _expected(path) is None:
+                renamed.append((path, path.with_name(f"part-{seq:06d}-{checksum(data)}.parquet")))
+        for run_hash, paths in sorted(listing.loose.items()):
+            for path in paths:
+                try:
+                    data = _whole(path, run_hash)
+                except DamagedFile as error:
+                    damaged.append(error)
+                    continue
+                if _expected(path) is None:
+                    name = f"run-{run_hash}-{checksum(data)}.parquet"
+                    renamed.append((path, path.with_name(name)))
         if damaged:
             self._set_aside(damaged)
+        for old, new in renamed:
+            _replace(old, new)
+        if renamed:
+            _fsync_directory(self.runs_dir)
+        if damaged or renamed:
             self._index = None
         return damaged
 
@@ -362,12 +420,20 @@ class SweepStore:
 
     def _write_part(self, index: _Index, table: pa.Table) -> tuple[_Part, list[str]]:
         """Write ``table`` as the next part (durably); the part and the hashes it holds."""
-        key = (index.next_seq, secrets.token_hex(4))
+        data = table_bytes(table)
+        key = (index.next_seq, checksum(data))
         index.next_seq += 1
         path = self.runs_dir / f"part-{key[0]:06d}-{key[1]}.parquet"
-
-        _write_atomically(path, lambda tmp: write_table(table, tmp, durable=True))
+        _write_atomically(path, data, durable=True)
         return _Part(path, key, table.num_rows, table.schema), table.column(HASH).to_pylist()
+
+    def _make_runs_dir(self) -> None:
+        """Create ``runs/`` (:class:`InputError` if something else has its name)."""
+        check_directory(self.runs_dir, _RUNS_ROLE)
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputError(f"{self.runs_dir}: cannot create it: {error.strerror}") from None
 
     def _loaded(self) -> _Index:
         """The index, built on first use."""
@@ -376,66 +442,104 @@ class SweepStore:
         return self._index
 
     def _build_index(self) -> _Index:
-        """The index from the ``scenario_hash`` and ``error`` columns of every file; a file
-        that fails to read (or whose footer does not match its fingerprint) is moved aside
-        and its runs are not stored."""
+        """The index from the ``scenario_hash`` and ``error`` columns of every file (each
+        file's checksum checked); a file that fails to read (or whose footer does not match
+        its fingerprint) is moved aside and its runs are not stored."""
         index = _Index()
-        parts, loose = self._scan()
-        damaged: list[DamagedFile] = []
-        for key, path in parts:
+        listing = self._scan()
+        damaged = list(listing.odd)
+        for key, path in listing.parts:
             try:
-                schema, columns = read_columns(path, [HASH, "error"])
+                schema, columns = read_columns(path, [HASH, ERROR], _expected(path))
+                _check_columns(path, schema)
             except DamagedFile as error:
                 damaged.append(error)
                 continue
             index.parts[path] = _Part(path, key, columns.num_rows, fingerprinted(schema))
             index.next_seq = max(index.next_seq, key[0] + 1)
-            failed = columns.column("error").is_valid().to_pylist()
+            failed = columns.column(ERROR).is_valid().to_pylist()
             for run_hash, bad in zip(columns.column(HASH).to_pylist(), failed, strict=True):
                 index.put(run_hash, path, not bad)
-        for run_hash, path in loose.items():
-            try:
-                ok = _stored_ok(path, run_hash)
-            except DamagedFile as error:
-                damaged.append(error)
+        for run_hash, paths in listing.loose.items():
+            found = []
+            for path in paths:
+                try:
+                    found.append((_stored_ok(path, run_hash), path.name, path))
+                except DamagedFile as error:
+                    damaged.append(error)
+            if not found:
                 continue
+            found.sort()  # the winner last: a row without an error, then the larger name
+            *older, (ok, _, path) = found
+            for _, _, other in older:  # a crash while the run was written again left these
+                _delete(other)
             index.loose[run_hash] = path
             index.put(run_hash, path, ok)
         if damaged:
             self._set_aside(damaged)
         return index
 
-    def _scan(self) -> tuple[list[tuple[tuple[int, str], Path]], dict[str, Path]]:
-        """The parts in newest-wins order and the run files by hash (other names ignored)."""
+    def _scan(self) -> _Listing:
+        """The store files in ``runs/`` (other names ignored); raises :class:`InputError` if
+        ``runs`` is not a directory."""
         try:
-            names = os.listdir(self.runs_dir)
+            entries = list(os.scandir(self.runs_dir))
         except FileNotFoundError:
-            return [], {}
-        parts, loose = [], {}
-        for name in names:
-            if match := _RUN_FILE.fullmatch(name):
-                loose[match[1]] = self.runs_dir / name
-            elif match := _PART_FILE.fullmatch(name):
-                parts.append(((int(match[1]), match[2]), self.runs_dir / name))
-        parts.sort()
-        return parts, loose
+            check_directory(self.runs_dir, _RUNS_ROLE)  # a dangling link
+            return _Listing()
+        except NotADirectoryError:
+            check_directory(self.runs_dir, _RUNS_ROLE)
+            raise
+        listing = _Listing()
+        for entry in entries:
+            run, part = _RUN_FILE.fullmatch(entry.name), _PART_FILE.fullmatch(entry.name)
+            if not run and not part:
+                continue
+            path = self.runs_dir / entry.name
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    listing.odd.append(DamagedFile(path, not_regular(mode)))
+                    continue
+            except FileNotFoundError:  # merged away since the listing
+                continue
+            if run:
+                listing.loose.setdefault(run[1], []).append(path)
+            elif part:
+                listing.parts.append(((int(part[1]), part[2]), path))
+        listing.parts.sort()
+        for paths in listing.loose.values():
+            paths.sort()
+        return listing
 
     def _read(self, wanted: set[str] | None) -> pd.DataFrame:
         """Each run's newest row (of the runs in ``wanted``, or every run), each file's rows
         kept with their own types until the final concatenation."""
-        parts, loose = self._scan()
-        paths = [p for _, p in parts] + [loose[h] for h in sorted(loose)]
-        frames, damaged = [], []
-        for path in paths:
+        listing = self._scan()
+        damaged = list(listing.odd)
+        frames: list[pd.DataFrame] = []
+        for _, path in listing.parts:
             try:
-                frames.append(read_frame(path))
+                frames.append(_frame(path))
             except DamagedFile as error:
                 damaged.append(error)
+        first_run_file = len(frames)
+        order = []  # the run files' newest-wins order: a row without an error, then the name
+        for run_hash, paths in sorted(listing.loose.items()):
+            for path in paths:
+                try:
+                    frame = _frame(path, run_hash)
+                except DamagedFile as error:
+                    damaged.append(error)
+                    continue
+                order.append((bool(frame[ERROR].isna().all()), path.name, len(frames)))
+                frames.append(frame)
         if damaged:
             self._skipped(damaged)
         winner: dict[str, int] = {}
-        for i, frame in enumerate(frames):
-            winner.update(dict.fromkeys(frame[HASH].tolist(), i))
+        newest_last = list(range(first_run_file)) + [i for _, _, i in sorted(order)]
+        for i in newest_last:
+            winner.update(dict.fromkeys(frames[i][HASH].tolist(), i))
         kept = []
         for i, frame in enumerate(frames):
             hashes = frame[HASH].tolist()
@@ -463,25 +567,76 @@ def _warn(line: str) -> None:
     sys.stderr.flush()
 
 
+def _expected(path: Path) -> str | None:
+    """The checksum in a store file's name (None: a name from before names carried one)."""
+    if match := _RUN_FILE.fullmatch(path.name):
+        return match[2]
+    if (match := _PART_FILE.fullmatch(path.name)) and len(match[2]) == CHECKSUM_DIGITS:
+        return match[2]
+    return None
+
+
+def _check_columns(path: Path, schema: pa.Schema) -> None:
+    """Raise :class:`DamagedFile` unless ``schema`` has the text columns every store file
+    has: ``scenario_hash`` and ``error`` (null where no row failed)."""
+    for name in (HASH, ERROR):
+        if name not in schema.names:
+            raise DamagedFile(path, f"it has no {name!r} column")
+        kind = schema.field(name).type
+        if not (_is_text(kind) or (name == ERROR and pa.types.is_null(kind))):
+            raise DamagedFile(path, f"its {name!r} column holds {kind}, not text")
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _whole(path: Path, run_hash: str | None = None) -> bytes:
+    """Every check of a store file (:meth:`SweepStore.verify`); its bytes.  A file without a
+    checksum in its name is also read as the readers read it (pandas)."""
+    expected = _expected(path)
+    with opened(path, expected) as file:
+        schema, table = parse_columns(path, file.data)
+        _check_columns(path, schema)
+        if run_hash is not None:
+            _check_run_file(path, run_hash, table.column(HASH).to_pylist())
+        if expected is None and list(frame_of(file).columns) != table.column_names:
+            raise DamagedFile(path, "pandas reads other columns than the file's schema has")
+        return file.data
+
+
 def _read_part(path: Path) -> pa.Table:
     """A part's rows, checked, with the fingerprint of their schema (old files too, so that
     rows of one schema merge whatever wrote them)."""
-    return with_fingerprint(read_table(path))
+    schema, table = parse_columns(path, file_bytes(path, _expected(path)))
+    _check_columns(path, schema)
+    return with_fingerprint(table)
 
 
 def _read_run_file(path: Path, run_hash: str) -> pa.Table:
     """A run file's row, checked: it must hold the run its name says, once."""
-    table = with_fingerprint(read_table(path))
+    table = _read_part(path)
     _check_run_file(path, run_hash, table.column(HASH).to_pylist())
     return table
 
 
-def _stored_ok(path: Path, run_hash: str | None = None) -> bool:
-    """Whether the run file ``path`` holds a row without an error (reads two columns)."""
-    columns = read_table(path, [HASH, "error"])
+def _frame(path: Path, run_hash: str | None = None) -> pd.DataFrame:
+    """A store file as the readers read it (pandas), checked; ``run_hash``: a run file's."""
+    frame = read_frame(path, _expected(path))
+    for name in (HASH, ERROR):
+        if name not in frame.columns:
+            raise DamagedFile(path, f"it has no {name!r} column")
     if run_hash is not None:
-        _check_run_file(path, run_hash, columns.column(HASH).to_pylist())
-    error = columns.column("error")
+        _check_run_file(path, run_hash, frame[HASH].tolist())
+    return frame
+
+
+def _stored_ok(path: Path, run_hash: str) -> bool:
+    """Whether the run file ``path`` holds a row without an error (reads two columns)."""
+    schema, columns = read_columns(path, [HASH, ERROR], _expected(path))
+    _check_columns(path, schema)
+    _check_run_file(path, run_hash, columns.column(HASH).to_pylist())
+    error = columns.column(ERROR)
     return error.null_count == len(error)
 
 
@@ -490,10 +645,15 @@ def _check_run_file(path: Path, run_hash: str, hashes: list[Any]) -> None:
         raise DamagedFile(path, f"holds {hashes[:2]!r}, not the one row of run {run_hash}")
 
 
-def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
-    """``write`` a hidden temporary file beside ``target``, then rename it to ``target``."""
+def _write_atomically(target: Path, data: bytes, *, durable: bool = False) -> None:
+    """Write ``data`` to a hidden temporary file beside ``target`` (``durable``: ``fsync``
+    it), then rename it to ``target``."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    write(tmp)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     _replace(tmp, target)
 
 
@@ -531,18 +691,6 @@ def _add(groups: list[tuple[pa.Schema, list[pa.Table]]], table: pa.Table) -> Non
 
 def _same(a: pa.Schema, b: pa.Schema) -> bool:
     return a.equals(b, check_metadata=True)
-
-
-def _status(path: Path) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        return None
-
-
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    """Whether two stats are of one unchanged file."""
-    return (a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_size, b.st_mtime_ns)
 
 
 def _is_missing(value: Any) -> bool:
