@@ -185,7 +185,7 @@ def parse_columns(
     ``data`` read from ``path``; raises :class:`DamagedFile`."""
     with (
         _reading(path),
-        pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True) as file,
+        pq.ParquetFile(_native(data), page_checksum_verification=True) as file,
     ):
         schema = file.schema_arrow
         _check(path, schema)
@@ -226,7 +226,7 @@ def frame_of(file: OpenFile) -> pd.DataFrame:
     (:attr:`OpenFile.source`): given the bytes in memory instead, pyarrow's reader now and
     then aborted the process at exit (``terminate called without an active exception``)."""
     with _reading(file.path):
-        with pq.ParquetFile(pa.BufferReader(file.data)) as parquet:
+        with pq.ParquetFile(_native(file.data)) as parquet:
             _check(file.path, parquet.schema_arrow)
         return pd.read_parquet(file.source, page_checksum_verification=True)
 
@@ -267,6 +267,14 @@ def check_directory(path: Path, role: str) -> None:
     raise InputError(
         f"{path} is {kind}, not a directory ({role}): move it out of the way and run again"
     )
+
+
+def _native(data: bytes) -> pa.BufferReader:
+    """A reader of a copy of ``data`` in memory that pyarrow owns: pyarrow's threads then
+    never hold a Python object (releasing one needs the interpreter, which is gone at exit)."""
+    sink = pa.BufferOutputStream()
+    sink.write(data)
+    return pa.BufferReader(sink.getvalue())
 
 
 def _name_of_open(handle: int, status: os.stat_result, path: Path) -> str:
