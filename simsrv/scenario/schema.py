@@ -11,6 +11,8 @@ server nodes, each a ``[machine]``, serving the zones of one world (docs/cluster
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -406,26 +408,20 @@ class Scenario(BaseModel):
     cluster: ClusterSection | None = None
 
     def __init__(self, **sections: Any) -> None:
-        try:
+        with _one_line_errors():
             super().__init__(**sections)
-        except ValidationError as error:
-            raise InputError(_error_line(error)) from None
 
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Scenario:
         r"""Pydantic's ``model_validate``, its errors one-line :class:`InputError`\ s."""
-        try:
+        with _one_line_errors():
             return super().model_validate(obj, **options)
-        except ValidationError as error:
-            raise InputError(_error_line(error)) from None
 
     @classmethod
     def model_validate_json(cls, json_data: Any, **options: Any) -> Scenario:
         r"""Pydantic's ``model_validate_json``, its errors one-line :class:`InputError`\ s."""
-        try:
+        with _one_line_errors():
             return super().model_validate_json(json_data, **options)
-        except ValidationError as error:
-            raise InputError(_error_line(error)) from None
 
     def model_copy(self, *, update: Any = None, deep: bool = False) -> Scenario:
         """A copy with the sections of ``update`` replaced, validated as ``Scenario(...)`` is
@@ -470,6 +466,15 @@ class Scenario(BaseModel):
     def max_messages_per_frame(self) -> int:
         """Messages read per frame, resolved (defaults to one per client slot)."""
         return self.server.max_messages_per_frame or self.players.count
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Pydantic's validation errors inside the block raised as one-line :class:`InputError`."""
+    try:
+        yield
+    except ValidationError as error:
+        raise InputError(_error_line(error)) from None
 
 
 def _error_line(error: ValidationError) -> str:
