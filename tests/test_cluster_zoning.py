@@ -22,7 +22,7 @@ from simsrv.pipeline.cluster.exchange import Exchange
 from simsrv.pipeline.cluster.metrics import summarize_cluster
 from simsrv.pipeline.cluster.router import Router
 from simsrv.pipeline.cluster.simulation import simulate_cluster
-from simsrv.pipeline.cluster.socket import NodeSocket
+from simsrv.pipeline.cluster.socket import NodeSocket, QueuedPackets
 from simsrv.pipeline.cluster.zones import ZonedWorld
 from simsrv.pipeline.cluster.zoning import ZONINGS
 from simsrv.pipeline.cluster.zoning.areanode import AreanodeZoning, leaf_of, tree_depth
@@ -224,7 +224,8 @@ def test_a_border_move_hands_over_exactly_the_migrated_players():
     assert migrated.tolist() == [4, 5] and move.migrated == 2
 
     exchange = Exchange(load_profile("libvip"), 2, keep=True)
-    sockets = [NodeSocket(), NodeSocket()]
+    lists = QueuedPackets(8)
+    sockets = [NodeSocket(lists), NodeSocket(lists)]
     builders = [SimpleNamespace(last_tick=np.zeros(8, dtype=np.int64)) for _ in range(2)]
     router = Router(zoned, sockets, builders, exchange, handoff_bytes=8192)
     everyone = np.arange(8)

@@ -26,6 +26,29 @@ VARIANTS = {
     "-cpus1": ["machine.cpus=1", "run.duration_s=3"],
 }
 
+CLUSTER_VARIANTS = {
+    "cluster4-load-aware": ['cluster.zoning="load-aware"', "cluster.rebalance_s=0.5"],
+    "cluster4-areanode-tcp": ['cluster.zoning="areanode"', 'cluster.interconnect="tcp"'],
+    "cluster4-actions": ["cluster.remote_actions=true", "run.duration_s=3"],
+    "cluster4-actions-load-aware-tcp": [
+        "cluster.remote_actions=true",
+        'cluster.zoning="load-aware"',
+        'cluster.interconnect="tcp"',
+        "run.duration_s=3",
+    ],
+    "cluster4-bounded-socket": ["clients.socket_buffer_messages=64", "players.count=1200"],
+    "cluster4-nodes7": ["cluster.nodes=7", "players.count=1400", "run.duration_s=2"],
+    "cluster4-nodes1": ["cluster.nodes=1"],
+    "cluster16-load-aware": ['cluster.zoning="load-aware"', "run.duration_s=1"],
+    "cluster16-actions-tcp": [
+        "cluster.remote_actions=true",
+        'cluster.interconnect="tcp"',
+        "run.duration_s=1",
+    ],
+}
+"""Cluster runs beyond the shipped scenarios: every zoning, both interconnect profiles,
+cross-border actions, a bounded socket, an odd node count and one node."""
+
 
 def cases(tree: Path) -> dict[str, tuple[str, list[str]]]:
     """name -> (scenario path relative to the checkout, --set overrides)."""
@@ -39,6 +62,11 @@ def cases(tree: Path) -> dict[str, tuple[str, list[str]]]:
             out[name] = ("scenarios/cube-160.toml", [f"server.strategy={strategy}", *sets])
     nowait = ["server.strategy=bsp-group", 'server.options.reap="nowait"', "run.duration_s=3"]
     out["cube-bsp-nowait"] = ("scenarios/cube-160.toml", nowait)
+    for name, sets in CLUSTER_VARIANTS.items():
+        scenario = "scenarios/cluster/nodes4-cpus2-640.toml"
+        if name.startswith("cluster16"):
+            scenario = "scenarios/cluster/nodes16-cpus8-10000.toml"
+        out[name] = (scenario, sets)
     return out
 
 

@@ -76,12 +76,22 @@ class Router:
             return
         owner = self._owners(arrived)
         clients = arrived["client"]
-        start = 0
-        for i in np.flatnonzero(self._changes(clients, owner)):
-            self._deliver(arrived[start:i], owner[start:i])
-            start = i
-            self._hand_over(int(clients[i]), int(owner[i]), t_s)
-        self._deliver(arrived[start:], owner[start:])
+        changes = np.flatnonzero(self._changes(clients, owner))
+        if len(changes) == 0:
+            self._deliver(arrived, owner)
+            return
+        # a handoff needs its two sockets up to date (the packets before it delivered); the
+        # other sockets take their packets later, in one piece: each socket sees the same
+        # appends and removals in the same order
+        pending = _Pending(arrived, owner, len(self.sockets))
+        for i in changes.tolist():
+            client, dst = int(clients[i]), int(owner[i])
+            src = int(self.serving[client])
+            for node in (src, dst):
+                self._deliver_new(node, pending.take(node, i))
+            self._hand_over(client, dst, t_s)
+        for node in range(len(self.sockets)):
+            self._deliver_new(node, pending.take(node, len(arrived)))
 
     def _owners(self, arrived: np.ndarray) -> np.ndarray:
         owner = self.serving[arrived["client"]].copy()
@@ -109,10 +119,23 @@ class Router:
         return change
 
     def _deliver(self, messages: np.ndarray, owner: np.ndarray) -> None:
+        """Deliver ``messages`` (arrival order) to their ``owner`` nodes' sockets."""
         if len(messages) == 0:
             return
-        for node in np.unique(owner).tolist():
-            self.sockets[node].deliver_new(messages[owner == node])
+        if (owner == owner[0]).all():
+            self._deliver_new(int(owner[0]), messages)
+            return
+        order = np.argsort(owner, kind="stable")
+        ordered = messages[order]
+        ends = np.cumsum(np.bincount(owner, minlength=len(self.sockets)))
+        start = 0
+        for node, end in enumerate(ends.tolist()):
+            self._deliver_new(node, ordered[start:end])
+            start = end
+
+    def _deliver_new(self, node: int, messages: np.ndarray) -> None:
+        if len(messages):
+            self.sockets[node].deliver_new(messages)
             self.touched.add(node)
 
     def _hand_over(self, client: int, dst: int, t_s: float) -> None:
@@ -130,3 +153,25 @@ class Router:
         if self.exchange.keep:
             self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))
         self.handoffs_in_window += self.exchange.digest.inside(t_s)
+
+
+class _Pending:
+    """The packets of one route call not yet delivered, per node: node ``n``'s are
+    ``arrived[positions]`` for its positions (ascending) from its cursor on."""
+
+    def __init__(self, arrived: np.ndarray, owner: np.ndarray, nodes: int) -> None:
+        order = np.argsort(owner, kind="stable")
+        self.arrived = arrived
+        self.positions = order
+        ends = np.cumsum(np.bincount(owner, minlength=nodes))
+        self.cursor = np.concatenate([[0], ends[:-1]])
+        self.end = ends
+
+    def take(self, node: int, before: int) -> np.ndarray:
+        """Node ``node``'s pending packets at positions before ``before``, in arrival order."""
+        lo, hi = int(self.cursor[node]), int(self.end[node])
+        if lo == hi:
+            return self.arrived[:0]
+        stop = lo + int(np.searchsorted(self.positions[lo:hi], before))
+        self.cursor[node] = stop
+        return self.arrived[self.positions[lo:stop]]

@@ -33,6 +33,7 @@ from simsrv.pipeline.cluster.actions import RemoteActions
 from simsrv.pipeline.cluster.exchange import Exchange, with_ops
 from simsrv.pipeline.cluster.node import Node, build_node
 from simsrv.pipeline.cluster.router import Handoff, Router
+from simsrv.pipeline.cluster.socket import QueuedPackets
 from simsrv.pipeline.cluster.zones import Rebalance, ZonedWorld
 from simsrv.pipeline.cluster.zoning import ZONINGS
 from simsrv.pipeline.frame_stream import FrameStream
@@ -113,8 +114,10 @@ def simulate_cluster(
     )
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     stream = ClientStream(scenario.clients, zoned, rng["clients"], window)  # type: ignore[arg-type]
+    queued = QueuedPackets(world.players)
     nodes = [
-        build_node(scenario, i, platform, world, rng["strategy"]) for i in range(cluster.nodes)
+        build_node(scenario, i, platform, world, rng["strategy"], queued)
+        for i in range(cluster.nodes)
     ]
     for node in nodes:
         node.records = TraceStream(

@@ -62,6 +62,7 @@ class ZonedWorld:
         self.shots = shots
         self._map_part()
         self._owner: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._owned: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mirror: OrderedDict[int, np.ndarray] = OrderedDict()
         self._map_owned: OrderedDict[int, np.ndarray] = OrderedDict()
         self._map_mirror: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -105,11 +106,14 @@ class ZonedWorld:
         self._mirror[state.tick] = zoning.mirror_counts(positions, owner) + self.map_mirror
         self._map_owned[state.tick] = self.map_owned
         self._map_mirror[state.tick] = self.map_mirror
-        self.owned_history.append(np.bincount(owner, minlength=zoning.nodes))
+        owned = np.bincount(owner, minlength=zoning.nodes)
+        self._owned[state.tick] = owned
+        self.owned_history.append(owned)
         if self.owner_history is not None:
             self.owner_history.append(owner)
         while len(self._owner) > self.keep_ticks:
             self._owner.popitem(last=False)
+            self._owned.popitem(last=False)
             self._mirror.popitem(last=False)
             self._map_owned.popitem(last=False)
             self._map_mirror.popitem(last=False)
@@ -151,7 +155,7 @@ class ZonedWorld:
         entities in its zone plus those mirrored onto it (``map_entities`` false: the
         players only, the platform's ``world_counts_map_entities``)."""
         tick = self.tick_at(t_s)
-        owned = int(np.count_nonzero(self._owner[tick] == node))
+        owned = int(self._owned[tick][node])
         if not map_entities:
             mirrored = self._mirror[tick][:, node].sum() - self._map_mirror[tick][:, node].sum()
             return owned + int(mirrored)

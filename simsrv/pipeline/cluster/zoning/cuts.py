@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsrv.pipeline.cluster.zoning.base import Zoning
+from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
+from simsrv.pipeline.cluster.zoning.rectangles import RectangleZoning
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Cut:
     high: Cut | int
 
 
-class CutZoning(Zoning):
+class CutZoning(RectangleZoning):
     """The zones of a cut tree ``root`` over ``[low, high]`` (xy, units); ``border`` units."""
 
     def __init__(
@@ -72,25 +74,32 @@ class CutZoning(Zoning):
         self.at = np.array(at, dtype=float)
         self.child_low = np.array(low, dtype=np.int64)
         self.child_high = np.array(high, dtype=np.int64)
-        self.zone_min, self.zone_max = zone_min, zone_max
+        self.set_rectangles(zone_min, zone_max)
 
     def zone_of(self, xy: np.ndarray) -> np.ndarray:
-        code = np.full(len(xy), self._root_code, dtype=np.int64)
-        inner = code >= 0
-        while inner.any():
-            rows = np.flatnonzero(inner)
-            node = code[rows]
-            above = xy[rows, self.axis[node]] >= self.at[node]
-            code[rows] = np.where(above, self.child_high[node], self.child_low[node])
-            inner = code >= 0
-        return -code - 1
-
-    def near(self, xy: np.ndarray) -> np.ndarray:
-        p = xy[:, None, :2]
-        gap = np.maximum(np.maximum(self.zone_min[None] - p, p - self.zone_max[None]), 0.0)
-        return np.hypot(gap[..., 0], gap[..., 1]) < self.border
+        return _descend(
+            np.asarray(xy, dtype=np.float64),
+            self._root_code,
+            self.axis,
+            self.at,
+            self.child_low,
+            self.child_high,
+        )
 
     def cuts(self) -> list[tuple[int, float]]:
         """``(axis, at)`` of every cut, depth first (low side first): equal lists mean equal
         borders."""
         return list(zip(self.axis.tolist(), self.at.tolist(), strict=True))
+
+
+@compiled
+def _descend(xy, root, axis, at, child_low, child_high):  # pragma: no cover - compiled
+    """The zone of each point: down the cut tree from ``root`` (a row, or ``-zone - 1``),
+    to the ``high`` child when the point's coordinate is at or above the cut."""
+    zone = empty(len(xy), np.int64)
+    for n in range(len(xy)):
+        code = root
+        while code >= 0:
+            code = child_high[code] if xy[n, axis[code]] >= at[code] else child_low[code]
+        zone[n] = -code - 1
+    return zone

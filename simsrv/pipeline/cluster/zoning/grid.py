@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.pipeline.cluster.zoning.base import ZONINGS, Zoning, ZoningKind
+from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
+from simsrv.pipeline.cluster.zoning.base import ZONINGS, ZoningKind
+from simsrv.pipeline.cluster.zoning.rectangles import RectangleZoning
 from simsrv.world.maps.base import GameMap
 
 
@@ -20,7 +23,7 @@ def grid_shape(nodes: int) -> tuple[int, int]:
     return rows, nodes // rows
 
 
-class GridZoning(Zoning):
+class GridZoning(RectangleZoning):
     """Equal rectangles over ``[low, high]`` (xy, units); ``border`` units."""
 
     def __init__(self, low: np.ndarray, high: np.ndarray, nodes: int, border: float) -> None:
@@ -31,19 +34,22 @@ class GridZoning(Zoning):
         self.border = border
         index = np.arange(nodes)
         col, row = index % self.cols, index // self.cols
-        self.zone_min = self.low + np.stack([col, row], axis=1) * self.size
-        self.zone_max = self.zone_min + self.size
+        zone_min = self.low + np.stack([col, row], axis=1) * self.size
+        self.set_rectangles(zone_min, zone_min + self.size)
 
     def zone_of(self, xy: np.ndarray) -> np.ndarray:
-        cell = np.floor((xy[:, :2] - self.low) / self.size).astype(np.int64)
-        col = np.clip(cell[:, 0], 0, self.cols - 1)
-        row = np.clip(cell[:, 1], 0, self.rows - 1)
-        return row * self.cols + col
+        return _zone_of(np.asarray(xy, dtype=np.float64), self.low, self.size, self.rows, self.cols)
 
-    def near(self, xy: np.ndarray) -> np.ndarray:
-        p = xy[:, None, :2]
-        gap = np.maximum(np.maximum(self.zone_min[None] - p, p - self.zone_max[None]), 0.0)
-        return np.hypot(gap[..., 0], gap[..., 1]) < self.border
+
+@compiled
+def _zone_of(xy, low, size, rows, cols):  # pragma: no cover - compiled
+    """The cell of each point, ``floor((p - low) / size)``, clipped to the grid."""
+    zone = empty(len(xy), np.int64)
+    for n in range(len(xy)):
+        col = min(max(int(np.floor((xy[n, 0] - low[0]) / size[0])), 0), cols - 1)
+        row = min(max(int(np.floor((xy[n, 1] - low[1]) / size[1])), 0), rows - 1)
+        zone[n] = row * cols + col
+    return zone
 
 
 def build(game_map: GameMap, nodes: int, border: float, cluster: object = None) -> GridZoning:
