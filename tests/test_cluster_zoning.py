@@ -419,3 +419,29 @@ def test_mirrored_players_leave_out_the_mirrored_map_entities():
     assert zoned.mirrored_players_at(0, 0.0) == 1
     assert zoned.mirrored_players_at(1, 0.0) == 0  # only the door is mirrored onto node 1
     assert zoned.entities_at(1, 0.0) == 2  # its player and the mirrored door
+
+
+def test_packets_of_ticks_no_longer_kept_go_to_the_players_nodes():
+    """At the run's end the router gets packets of ticks the zoned world no longer keeps: a
+    player seen before stays on its node; a player routed for the first time, its first
+    packet of a kept tick or of none, goes to its owner at that tick or at the last kept
+    tick (never to no node: that once raised at the end of short overloaded runs)."""
+    zoning = GridZoning(np.zeros(2), np.array([2000.0, 1000.0]), 2, 50.0)
+    script = [[[100.0, 500.0], [1500.0, 500.0], [1600.0, 500.0]]] * 3
+    script += [[[100.0, 500.0], [100.0, 400.0], [1600.0, 500.0]]] * 6  # player 1 walks over
+    zoned = ZonedWorld(ScriptedWorld(fake_map((0, 0), (2000, 1000)), script), zoning, 1.0, 2)
+    for _ in range(8):
+        zoned.advance(1.0)
+    assert sorted(zoned._owner) == [6, 7]  # ticks 0-5 no longer kept
+    exchange = Exchange(load_profile("libvip"), 2, keep=True)
+    lists = QueuedPackets(3)
+    sockets = [NodeSocket(lists), NodeSocket(lists)]
+    builders = [SimpleNamespace(last_tick=np.zeros(3, dtype=np.int64)) for _ in range(2)]
+    router = Router(zoned, sockets, builders, exchange, handoff_bytes=8192)
+    router.serving[0] = 1  # seen before, on node 1 (an old border): it stays there
+    batch = np.concatenate([packets([0, 1], 1, 8.0), packets([2], 7, 8.0), packets([2], 1, 8.0)])
+    router.route(batch, 8.0)
+    assert router.handoffs == []
+    assert sockets[1].read(10)["client"].tolist() == [0, 2, 2]  # player 2: node 1 at tick 7
+    assert sockets[0].read(10)["client"].tolist() == [1]  # player 1: node 0 at the last tick
+    assert router.serving.tolist() == [1, 0, 1]

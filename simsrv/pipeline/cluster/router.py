@@ -8,7 +8,8 @@ and one message of ``handoff_bytes + forwarded x FORWARDED_PACKET_BYTES`` goes f
 node to the new one (the client state and the forwarded packets).  So exactly one node holds a
 player's unread packets at any time, and no packet is lost or read twice.  The new node's
 frame builder takes the player's last executed tick (command accounting) from the old one.
-Packets whose tick is no longer kept (after the run stopped) go to the player's current node.
+Packets whose tick is no longer kept (after the run stopped) go to the player's current node,
+or, for a player none of whose packets was routed before, to its owner at the last kept tick.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ class Router:
             if at is not None:
                 rows = ticks == tick
                 owner[rows] = at[arrived["client"][rows]]
+        unseen = owner < 0  # a player's first packets, of ticks no longer kept
+        if unseen.any():
+            owner[unseen] = self.zoned.last_owner()[arrived["client"][unseen]]
         return owner
 
     def _changes(self, clients: np.ndarray, owner: np.ndarray) -> np.ndarray:

@@ -129,6 +129,10 @@ class ZonedWorld:
         """(players,) owner node of each player at ``tick``, or None if not kept."""
         return self._owner.get(tick)
 
+    def last_owner(self) -> np.ndarray:
+        """(players,) owner node of each player at the last tick kept."""
+        return next(reversed(self._owner.values()))
+
     def target_of(self, tick: int, shooter: int) -> tuple[int, int] | None:
         """``(target, its owner)`` of ``shooter``'s shot at ``tick``, or None (no shot, no
         player in range, or the tick no longer kept)."""
