@@ -10,6 +10,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 GPL_MAPS = ROOT.parent / "shared" / "maps" / "quake-gpl"
 SCENARIOS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*.toml"))
+HEAVY = {
+    "scenarios/scale/clients100000-cpus256.toml",
+    "scenarios/scale/clients10000-cpus64.toml",
+    "scenarios/cluster/nodes64-cpus16-100000.toml",
+    "scenarios/cluster/nodes64-cpus64-1000000.toml",
+}
+"""The scenarios at scale: too long for the default suite (their tests are marked slow)."""
 
 
 def needs_gpl_maps(path: str) -> bool:

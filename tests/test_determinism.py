@@ -27,10 +27,9 @@ from pathlib import Path
 import pytest
 
 from simsrv.machine.invariants import CHECKS
-from tests.scenario_files import GPL_MAPS, SCENARIOS, needs_gpl_maps
+from tests.scenario_files import GPL_MAPS, HEAVY, SCENARIOS, needs_gpl_maps
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
 RUN = ["--set", "run.duration_s=1.5", "--set", "run.warmup_s=0.2"]
 """Long enough for ~30-150 frames: the cluster runs that once depended on the cache differed
 from frame 51 on."""

@@ -18,11 +18,10 @@ from simsrv.machine.simpy_engine import SimpyMachine
 from simsrv.pipeline.keep_window import KEEP_ALL
 from simsrv.pipeline.load import load_scenario
 from simsrv.pipeline.simulation import simulate
-from tests.scenario_files import SCENARIOS, scenario_params
+from tests.scenario_files import HEAVY, SCENARIOS, scenario_params
 from tests.test_machine_properties import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
 SHORT = ["run.duration_s=0.2", "run.warmup_s=0.1"]
 SMT = [(1, 1.0), (2, 0.6), (3, 0.5)]  # (logical CPUs per core, throughput while shared)
 

@@ -26,10 +26,10 @@ from simsrv.machine.invariants import (
 )
 from simsrv.pipeline import trace_stream
 from simsrv.pipeline.frame_loop import FrameLoop
+from tests.scenario_files import HEAVY
 from tests.test_machine_properties import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = {"scenarios/scale/clients100000-cpus256.toml", "scenarios/scale/clients10000-cpus64.toml"}
 SHORT = ["--set", "run.duration_s=0.3", "--set", "run.warmup_s=0.1"]
 
 
