@@ -22,7 +22,7 @@ from simsrv.pipeline.cluster.exchange import Exchange
 from simsrv.pipeline.cluster.metrics import summarize_cluster
 from simsrv.pipeline.cluster.router import Router
 from simsrv.pipeline.cluster.simulation import simulate_cluster
-from simsrv.pipeline.cluster.socket import NodeSocket, QueuedPackets
+from simsrv.pipeline.cluster.socket import SocketBank
 from simsrv.pipeline.cluster.zones import ZonedWorld
 from simsrv.pipeline.cluster.zoning import ZONINGS
 from simsrv.pipeline.cluster.zoning.areanode import AreanodeZoning, leaf_of, tree_depth
@@ -224,10 +224,10 @@ def test_a_border_move_hands_over_exactly_the_migrated_players():
     assert migrated.tolist() == [4, 5] and move.migrated == 2
 
     exchange = Exchange(load_profile("libvip"), 2, keep=True)
-    lists = QueuedPackets(8)
-    sockets = [NodeSocket(lists), NodeSocket(lists)]
+    bank = SocketBank(2, 8)
+    sockets = [bank.socket(0), bank.socket(1)]
     builders = [SimpleNamespace(last_tick=np.zeros(8, dtype=np.int64)) for _ in range(2)]
-    router = Router(zoned, sockets, builders, exchange, handoff_bytes=8192)
+    router = Router(zoned, bank, builders, exchange, handoff_bytes=8192)
     everyone = np.arange(8)
     router.route(packets(everyone, 2, 2.5), 2.5)  # first sight: no handoff
     router.route(packets(everyone, 3, 3.5), 3.5)  # players 0 and 1 walked: handed over
@@ -432,12 +432,12 @@ def test_packets_of_ticks_no_longer_kept_go_to_the_players_nodes():
     zoned = ZonedWorld(ScriptedWorld(fake_map((0, 0), (2000, 1000)), script), zoning, 1.0, 2)
     for _ in range(8):
         zoned.advance(1.0)
-    assert sorted(zoned._owner) == [6, 7]  # ticks 0-5 no longer kept
+    assert (zoned.first_tick, zoned.last_tick) == (6, 7)  # ticks 0-5 no longer kept
     exchange = Exchange(load_profile("libvip"), 2, keep=True)
-    lists = QueuedPackets(3)
-    sockets = [NodeSocket(lists), NodeSocket(lists)]
+    bank = SocketBank(2, 3)
+    sockets = [bank.socket(0), bank.socket(1)]
     builders = [SimpleNamespace(last_tick=np.zeros(3, dtype=np.int64)) for _ in range(2)]
-    router = Router(zoned, sockets, builders, exchange, handoff_bytes=8192)
+    router = Router(zoned, bank, builders, exchange, handoff_bytes=8192)
     router.serving[0] = 1  # seen before, on node 1 (an old border): it stays there
     batch = np.concatenate([packets([0, 1], 1, 8.0), packets([2], 7, 8.0), packets([2], 1, 8.0)])
     router.route(batch, 8.0)

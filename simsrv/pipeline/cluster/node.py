@@ -11,7 +11,7 @@ from simsrv.machine.cold_start import ColdStart
 from simsrv.machine.engines import ENGINES
 from simsrv.machine.executor import Machine
 from simsrv.machine.quota import CpuQuota
-from simsrv.pipeline.cluster.socket import NodeSocket, QueuedPackets
+from simsrv.pipeline.cluster.socket import NodeSocket
 from simsrv.pipeline.frame_loop import FrameLoop
 from simsrv.pipeline.seeding import STREAMS
 from simsrv.platforms.profile import Platform
@@ -71,10 +71,10 @@ def build_node(
     platform: Platform,
     world: World,
     rng: np.random.Generator,
-    queued: QueuedPackets,
+    socket: NodeSocket,
 ) -> Node:
-    """Node ``index`` with its own machine (the ``[machine]`` section), strategy and socket
-    (its players' packet lists in ``queued``, shared by the nodes)."""
+    """Node ``index`` with its own machine (the ``[machine]`` section), strategy and
+    ``socket`` (its socket in the cluster's bank)."""
     m = scenario.machine
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, m.cpus, world, strategy_rng(scenario, index, rng))
@@ -92,8 +92,6 @@ def build_node(
         lock_barging=platform.lock_release == "barging",
     )
     builder = FrameBuilder(scenario, world.physics_entities(platform.world_counts_map_entities))
-    window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
-    socket = NodeSocket(queued, scenario.clients.socket_buffer_messages, window)
     table = FrameTable()
     loop = FrameLoop(scenario, builder, machine, strategy, table)
     return Node(index, machine, strategy, builder, socket, loop, table=table)

@@ -10,6 +10,11 @@ player's unread packets at any time, and no packet is lost or read twice.  The n
 frame builder takes the player's last executed tick (command accounting) from the old one.
 Packets whose tick is no longer kept (after the run stopped) go to the player's current node,
 or, for a player none of whose packets was routed before, to its owner at the last kept tick.
+
+A batch is routed in two compiled passes and no Python per packet: :func:`_plan` finds each
+packet's node and the handoffs (in arrival order), then the socket bank appends the packets
+and moves the handed-over players' packets at their places (:meth:`SocketBank.deliver`); the
+handoffs' messages are then posted in order.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsrv.core.compiled import compiled, inlined_allocating
+from simsrv.core.uninitialised import empty
 from simsrv.pipeline.cluster.exchange import Exchange
-from simsrv.pipeline.cluster.socket import NodeSocket
+from simsrv.pipeline.cluster.socket import SocketBank
 from simsrv.pipeline.cluster.zones import ZonedWorld
 from simsrv.workload.frame import FrameBuilder
 
@@ -41,23 +48,24 @@ class Handoff:
 
 
 class Router:
-    """Puts released packets into the sockets of the nodes serving their players."""
+    """Puts released packets into the sockets (``bank``) of the nodes serving their players."""
 
     def __init__(
         self,
         zoned: ZonedWorld,
-        sockets: list[NodeSocket],
+        bank: SocketBank,
         builders: list[FrameBuilder],
         exchange: Exchange,
         handoff_bytes: int,
     ) -> None:
         self.zoned = zoned
-        self.sockets = sockets
+        self.bank = bank
         self.builders = builders
         self.exchange = exchange
         self.handoff_bytes = handoff_bytes
+        self.nodes = len(builders)
         self.serving = np.full(zoned.players, -1, dtype=np.int64)
-        self.served = np.zeros(len(sockets), dtype=np.int64)
+        self.served = np.zeros(self.nodes, dtype=np.int64)
         """Players each node serves (whose packets go to it): from a player's first packet."""
         self.handoffs: list[Handoff] = []
         """Every handoff (when the exchange keeps its messages)."""
@@ -65,117 +73,99 @@ class Router:
         """Handoffs in the exchange's measured window."""
         self.touched: set[int] = set()
         """Nodes whose socket got packets (the caller clears it)."""
+        self._seen = np.zeros(zoned.players, dtype=np.int64)  # scratch of :func:`_plan`
 
     def route(self, arrived: np.ndarray, t_s: float) -> None:
         """Deliver ``arrived`` (in arrival order) at time ``t_s`` s."""
-        if len(self.sockets) == 1:
-            self.sockets[0].deliver_new(arrived)
-            if len(arrived):
-                self.touched.add(0)
-            return
         if len(arrived) == 0:
             return
-        owner = self._owners(arrived)
-        clients = arrived["client"]
-        changes = np.flatnonzero(self._changes(clients, owner))
-        if len(changes) == 0:
-            self._deliver(arrived, owner)
+        if self.nodes == 1:
+            owner = np.zeros(len(arrived), dtype=np.int64)
+            self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
+            self.touched.add(0)
             return
-        # a handoff needs its two sockets up to date (the packets before it delivered); the
-        # other sockets take their packets later, in one piece: each socket sees the same
-        # appends and removals in the same order
-        pending = _Pending(arrived, owner, len(self.sockets))
-        for i in changes.tolist():
-            client, dst = int(clients[i]), int(owner[i])
-            src = int(self.serving[client])
-            for node in (src, dst):
-                self._deliver_new(node, pending.take(node, i))
-            self._hand_over(client, dst, t_s)
-        for node in range(len(self.sockets)):
-            self._deliver_new(node, pending.take(node, len(arrived)))
-
-    def _owners(self, arrived: np.ndarray) -> np.ndarray:
-        owner = self.serving[arrived["client"]].copy()
-        ticks = arrived["tick"]
-        for tick in np.unique(ticks).tolist():
-            at = self.zoned.owner_at(tick)
-            if at is not None:
-                rows = ticks == tick
-                owner[rows] = at[arrived["client"][rows]]
-        unseen = owner < 0  # a player's first packets, of ticks no longer kept
-        if unseen.any():
-            owner[unseen] = self.zoned.last_owner()[arrived["client"][unseen]]
-        return owner
-
-    def _changes(self, clients: np.ndarray, owner: np.ndarray) -> np.ndarray:
-        """Packets whose owner differs from that of the player's previous packet."""
-        order = np.argsort(clients, kind="stable")
-        c, o = clients[order], owner[order]
-        previous = self.serving[c].copy()
-        same = np.zeros(len(c), dtype=bool)
-        same[1:] = c[1:] == c[:-1]
-        previous[1:][same[1:]] = o[:-1][same[1:]]
-        change = np.zeros(len(c), dtype=bool)
-        change[order] = (previous != o) & (previous >= 0)
-        unseen = ~same & (previous < 0)
-        self.serving[c[unseen]] = o[unseen]  # first sight of a player: no handoff
-        self.served += np.bincount(o[unseen], minlength=len(self.served))
-        return change
-
-    def _deliver(self, messages: np.ndarray, owner: np.ndarray) -> None:
-        """Deliver ``messages`` (arrival order) to their ``owner`` nodes' sockets."""
-        if len(messages) == 0:
-            return
-        if (owner == owner[0]).all():
-            self._deliver_new(int(owner[0]), messages)
-            return
-        order = np.argsort(owner, kind="stable")
-        ordered = messages[order]
-        ends = np.cumsum(np.bincount(owner, minlength=len(self.sockets)))
-        start = 0
-        for node, end in enumerate(ends.tolist()):
-            self._deliver_new(node, ordered[start:end])
-            start = end
-
-    def _deliver_new(self, node: int, messages: np.ndarray) -> None:
-        if len(messages):
-            self.sockets[node].deliver_new(messages)
-            self.touched.add(node)
-
-    def _hand_over(self, client: int, dst: int, t_s: float) -> None:
-        src = int(self.serving[client])
-        forwarded = self.sockets[src].take_client(client)
-        size = self.handoff_bytes + FORWARDED_PACKET_BYTES * len(forwarded)
-        self.exchange.post("handoff", src, dst, size, t_s, len(forwarded))
-        self.sockets[dst].deliver(forwarded)
-        if len(forwarded):
-            self.touched.add(dst)
-        self.builders[dst].last_tick[client] = self.builders[src].last_tick[client]
-        self.serving[client] = dst
-        self.served[src] -= 1
-        self.served[dst] += 1
-        if self.exchange.keep:
-            self.handoffs.append(Handoff(t_s, client, src, dst, len(forwarded)))
-        self.handoffs_in_window += self.exchange.digest.inside(t_s)
+        zoned = self.zoned
+        owner, handoffs, bound = _plan(
+            arrived["client"],
+            arrived["tick"],
+            zoned.owner_ring,
+            zoned.first_tick,
+            zoned.last_tick,
+            self.serving,
+            self.served,
+            self.bank.count,
+            self._seen,
+        )
+        forwarded, touched = self.bank.deliver(arrived, owner, handoffs, bound)
+        self.touched.update(np.flatnonzero(touched).tolist())
+        inside = self.exchange.digest.inside(t_s)
+        for (_, client, src, dst), moved in zip(handoffs.tolist(), forwarded.tolist(), strict=True):
+            size = self.handoff_bytes + FORWARDED_PACKET_BYTES * moved
+            self.exchange.post("handoff", src, dst, size, t_s, moved)
+            self.builders[dst].last_tick[client] = self.builders[src].last_tick[client]
+            if self.exchange.keep:
+                self.handoffs.append(Handoff(t_s, client, src, dst, moved))
+            self.handoffs_in_window += inside
 
 
-class _Pending:
-    """The packets of one route call not yet delivered, per node: node ``n``'s are
-    ``arrived[positions]`` for its positions (ascending) from its cursor on."""
+NO_HANDOFFS = np.zeros((0, 4), dtype=np.int64)
 
-    def __init__(self, arrived: np.ndarray, owner: np.ndarray, nodes: int) -> None:
-        order = np.argsort(owner, kind="stable")
-        self.arrived = arrived
-        self.positions = order
-        ends = np.cumsum(np.bincount(owner, minlength=nodes))
-        self.cursor = np.concatenate([[0], ends[:-1]])
-        self.end = ends
 
-    def take(self, node: int, before: int) -> np.ndarray:
-        """Node ``node``'s pending packets at positions before ``before``, in arrival order."""
-        lo, hi = int(self.cursor[node]), int(self.end[node])
-        if lo == hi:
-            return self.arrived[:0]
-        stop = lo + int(np.searchsorted(self.positions[lo:hi], before))
-        self.cursor[node] = stop
-        return self.arrived[self.positions[lo:stop]]
+@compiled
+def _plan(clients, ticks, ring, first_tick, last_tick, serving, served, count, seen):
+    """Each packet's node and the batch's handoffs ``(packet, player, from, to)`` in
+    arrival order (``serving`` and ``served`` updated), and a bound on the packets the
+    handoffs move (``count``: each player's queued packets; ``seen``: zeros, a scratch per
+    player, left zero).
+
+    A packet of a kept tick (``first_tick .. last_tick``, row ``tick % len(ring)``) goes to
+    its player's owner then; of another tick, to the player's node before the batch, or, for
+    a player never routed, to its owner at the last kept tick.  A packet whose node differs
+    from the node of its player's previous packet (or, for its first in the batch, from the
+    player's node before the batch, if any) hands the player over before it.
+    """  # pragma: no cover - compiled
+    n = len(clients)
+    keep = len(ring)
+    owner = empty(n, np.int64)
+    for i in range(n):
+        c = clients[i]
+        tick = ticks[i]
+        if first_tick <= tick <= last_tick:
+            owner[i] = ring[tick % keep, c]
+        elif serving[c] >= 0:
+            owner[i] = serving[c]
+        else:
+            owner[i] = ring[last_tick % keep, c]
+    handoffs = empty((16, 4), np.int64)
+    made = 0
+    bound = 0
+    for i in range(n):
+        c = clients[i]
+        o = owner[i]
+        current = serving[c]
+        if current < 0:  # first sight of the player: no handoff
+            serving[c] = o
+            served[o] += 1
+        elif current != o:
+            if made == len(handoffs):
+                handoffs = _grown(handoffs, made)
+            handoffs[made, 0] = i
+            handoffs[made, 1] = c
+            handoffs[made, 2] = current
+            handoffs[made, 3] = o
+            made += 1
+            bound += count[c] + seen[c]
+            serving[c] = o
+            served[current] -= 1
+            served[o] += 1
+        seen[c] += 1
+    for i in range(n):
+        seen[clients[i]] = 0
+    return owner, handoffs[:made], bound
+
+
+@inlined_allocating
+def _grown(array, used):  # pragma: no cover - compiled
+    out = empty((2 * len(array), array.shape[1]), array.dtype)
+    out[:used] = array[:used]
+    return out

@@ -33,7 +33,7 @@ from simsrv.pipeline.cluster.actions import RemoteActions
 from simsrv.pipeline.cluster.exchange import Exchange, with_ops
 from simsrv.pipeline.cluster.node import Node, build_node
 from simsrv.pipeline.cluster.router import Handoff, Router
-from simsrv.pipeline.cluster.socket import QueuedPackets
+from simsrv.pipeline.cluster.socket import SocketBank
 from simsrv.pipeline.cluster.zones import Rebalance, ZonedWorld
 from simsrv.pipeline.cluster.zoning import ZONINGS
 from simsrv.pipeline.frame_stream import FrameStream
@@ -114,9 +114,9 @@ def simulate_cluster(
     )
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     stream = ClientStream(scenario.clients, zoned, rng["clients"], window)  # type: ignore[arg-type]
-    queued = QueuedPackets(world.players)
+    bank = SocketBank(cluster.nodes, world.players, scenario.clients.socket_buffer_messages, window)
     nodes = [
-        build_node(scenario, i, platform, world, rng["strategy"], queued)
+        build_node(scenario, i, platform, world, rng["strategy"], bank.socket(i))
         for i in range(cluster.nodes)
     ]
     for node in nodes:
@@ -127,7 +127,7 @@ def simulate_cluster(
     exchange = Exchange(load_profile(cluster.interconnect), cluster.nodes, window, keep_messages)
     router = Router(
         zoned,
-        [n.socket for n in nodes],
+        bank,
         [n.builder for n in nodes],
         exchange,
         cluster.handoff_bytes,

@@ -1,186 +1,321 @@
-"""A node's socket: the server socket queue plus what a cluster needs of it.
+"""The nodes' sockets: every node's socket receive buffer in one bank, compiled.
 
-The cluster's sockets hold every queued packet of a player at one node (the router's rule,
-:mod:`.router`), so handing a player over moves its queued packets from one socket to
-another.  To make that cost the packets moved and not the queue, each socket stores its
-packets in one buffer in arrival order and links each player's packets in a list
-(:class:`QueuedPackets`, shared by the nodes' sockets: a player's list lives in the socket that
-holds its packets).  A read takes the buffer's live packets from the head, in order; a handoff
-walks the player's list, marks its packets dead in the old buffer and appends them to the new
-one.  The packets a socket reads, the order it reads them in and what a bounded socket drops
-are those of a FIFO queue of chunks (:class:`~simsrv.workload.socket.SocketQueue`) from which
-a handoff removes the player's packets.
+A cluster's sockets hold every queued packet of a player at one node (the router's rule,
+:mod:`.router`), and handing a player over moves its queued packets from one socket to the end
+of another.  The bank stores every queued packet of every node in one buffer of slots, each
+node's queue as a list of slots in arrival order and each player's queued packets as a list
+too, so that each operation costs the packets it touches, never a whole queue:
 
-Memory: the buffer's packets (48 bytes each) plus 9 bytes per buffer slot (link, live flag);
-the buffer grows by doubling and is compacted when its read head passes half of it; 20 bytes
-per player for the lists.
+* :meth:`SocketBank.deliver` appends a routed batch (packets in arrival order, each with its
+  node) and performs the batch's handoffs at their places in it (before the packet that
+  triggered each): a handed-over player's packets are marked dead in the old node's list and
+  copied to the end of the new node's;
+* :meth:`SocketBank.read` takes a node's first packets, skipping the dead slots.
+
+A bounded socket (``capacity`` packets) drops, in arrival order, the packets that arrive while
+it is full, forwarded packets included; drops are counted (in all, and those arriving in the
+measured ``window``).  So each socket reads, in order, exactly what a FIFO queue of chunks would
+(:class:`~simsrv.workload.socket.SocketQueue`, from which a handoff takes the player's packets
+and appends them to the new node's queue; ``tests/test_cluster_router.py`` checks it against
+that reference).
+
+Memory: 48 bytes per slot (the packet) plus 17 (two links, a live flag); the buffer grows by
+doubling and drops its dead slots when full; 20 bytes per player for its list.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import compiled, inlined
 from simsrv.core.uninitialised import empty
 from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE
 
-INITIAL_SLOTS = 1024
-"""Slots of a socket's buffer before its first growth."""
+INITIAL_SLOTS = 4096
+"""Slots of the buffer before its first growth."""
 
 
-class QueuedPackets:
-    """Per player: its first and last queued packet (slots in the buffer of the socket that
-    holds them, -1 if none) and how many it has queued, for ``players`` players."""
-
-    def __init__(self, players: int) -> None:
-        self.first = np.full(players, -1, dtype=np.int64)
-        self.last = np.full(players, -1, dtype=np.int64)
-        self.count = np.zeros(players, dtype=np.int32)
-
-
-class NodeSocket:
-    """A node's socket receive buffer, its players' lists in ``queued`` (``capacity``
-    packets, 0: unbounded; drops counted as :class:`~simsrv.workload.socket.SocketQueue`
-    does): packets delivered in arrival order, read FIFO, and one player's queued packets
-    taken out (:meth:`take_client`).  Counts the
-    packets delivered from clients in the measured ``window`` (not those forwarded from another
-    node, already counted there)."""
+class SocketBank:
+    """The socket receive buffers of ``nodes`` nodes serving ``players`` players, each of
+    ``capacity`` packets (0: unbounded), counting what arrives in ``window`` ``[t0, t1)`` s."""
 
     def __init__(
         self,
-        queued: QueuedPackets,
+        nodes: int,
+        players: int,
         capacity: int = 0,
         window: tuple[float, float] = (0.0, np.inf),
     ) -> None:
-        self.queued = queued
         self.capacity = capacity
-        self.window = window
-        self.dropped = 0
-        """Packets dropped so far because the buffer was full."""
-        self.dropped_in_window = 0
-        """Of those, the ones arriving in ``window`` ``[t0, t1)`` (s)."""
-        self.arrived_in_window = 0
-        self._buffer = np.zeros(INITIAL_SLOTS, dtype=MESSAGE_DTYPE)
-        self._next = np.full(INITIAL_SLOTS, -1, dtype=np.int64)
-        self._live = np.zeros(INITIAL_SLOTS, dtype=np.bool_)
-        self._head = 0  # first slot not read yet
-        self._tail = 0  # first free slot
-        self._length = 0  # live packets in [head, tail)
+        self.window = (float(window[0]), float(window[1]))
+        self.buffer = np.zeros(INITIAL_SLOTS, dtype=MESSAGE_DTYPE)
+        self.node_next = np.full(INITIAL_SLOTS, -1, dtype=np.int64)
+        self.client_next = np.full(INITIAL_SLOTS, -1, dtype=np.int64)
+        self.live = np.zeros(INITIAL_SLOTS, dtype=np.bool_)
+        self.used = 0
+        """Slots written so far (the next packet goes to slot ``used``)."""
+        self.head = np.full(nodes, -1, dtype=np.int64)
+        """Each node's first slot not read yet (-1: empty)."""
+        self.tail = np.full(nodes, -1, dtype=np.int64)
+        self.length = np.zeros(nodes, dtype=np.int64)
+        """Packets queued at each node."""
+        self.first = np.full(players, -1, dtype=np.int64)
+        self.last = np.full(players, -1, dtype=np.int64)
+        self.count = np.zeros(players, dtype=np.int64)
+        """Each player's queued packets (at the node that holds them)."""
+        self.dropped = np.zeros(nodes, dtype=np.int64)
+        """Packets each node dropped because its buffer was full."""
+        self.dropped_in_window = np.zeros(nodes, dtype=np.int64)
+        """Of those, the ones arriving in ``window``."""
+        self.arrived_in_window = np.zeros(nodes, dtype=np.int64)
+        """Packets delivered to each node from clients (not forwarded) arriving in ``window``."""
 
-    def __len__(self) -> int:
-        return self._length
+    def socket(self, node: int) -> NodeSocket:
+        """Node ``node``'s socket."""
+        return NodeSocket(self, node)
 
-    def deliver_new(self, messages: np.ndarray) -> None:
-        """Deliver packets arriving from clients (counted when they arrive in the window)."""
-        if len(messages):
-            arrival = messages["arrival_s"]
-            t0, t1 = self.window
-            self.arrived_in_window += int(np.count_nonzero((arrival >= t0) & (arrival < t1)))
-        self.deliver(messages)
-
-    def deliver(self, messages: np.ndarray) -> None:
-        """Enqueue packets (in arrival order); those beyond the capacity are dropped."""
-        if len(messages) == 0:
-            return
-        if self.capacity:
-            space = max(self.capacity - self._length, 0)
-            if len(messages) > space:
-                arrival = messages["arrival_s"][space:]
-                t0, t1 = self.window
-                self.dropped += len(arrival)
-                self.dropped_in_window += int(np.count_nonzero((arrival >= t0) & (arrival < t1)))
-                messages = messages[:space]
-            if len(messages) == 0:
-                return
-        self._make_room(len(messages))
-        tail = self._tail
-        self._buffer[tail : tail + len(messages)] = messages
-        q = self.queued
-        _link(self._next, self._live, tail, messages["client"], q.first, q.last, q.count)
-        self._tail = tail + len(messages)
-        self._length += len(messages)
-
-    def read(self, limit: int) -> np.ndarray:
-        """Dequeue up to ``limit`` packets in arrival order (a copy)."""
-        if self._length == 0 or limit <= 0:
-            return EMPTY
-        q = self.queued
-        slots, self._head = _read(
-            self._buffer["client"],
-            self._next,
-            self._live,
-            self._head,
-            self._tail,
-            min(limit, self._length),
-            q.first,
-            q.last,
-            q.count,
+    def deliver(
+        self,
+        arrived: np.ndarray,
+        owner: np.ndarray,
+        handoffs: np.ndarray,
+        moves_bound: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Append ``arrived`` (arrival order) to the queues of their ``owner`` nodes, and
+        before packet ``handoffs[k, 0]`` move player ``handoffs[k, 1]``'s queued packets from
+        node ``handoffs[k, 2]`` to node ``handoffs[k, 3]`` (rows in order).  ``moves_bound``:
+        at most that many packets are moved in all.  Returns the packets each handoff moved
+        and the nodes whose socket got a packet (routed, or moved to it)."""
+        n = len(arrived)
+        self._make_room(n + moves_bound)
+        start = self.used
+        self.buffer[start : start + n] = arrived
+        forwarded = np.zeros(len(handoffs), dtype=np.int64)
+        touched = np.zeros(len(self.head), dtype=np.bool_)
+        self.used = _deliver(
+            self.buffer,
+            self.node_next,
+            self.client_next,
+            self.live,
+            start,
+            n,
+            owner,
+            handoffs,
+            self.head,
+            self.tail,
+            self.length,
+            self.first,
+            self.last,
+            self.count,
+            self.capacity,
+            self.window[0],
+            self.window[1],
+            self.dropped,
+            self.dropped_in_window,
+            self.arrived_in_window,
+            forwarded,
+            touched,
         )
-        self._length -= len(slots)
-        if len(slots) and slots[-1] - slots[0] == len(slots) - 1:  # no dead slot between
-            return self._buffer[slots[0] : slots[-1] + 1].copy()
-        return self._buffer[slots]
+        return forwarded, touched
 
-    def take_client(self, client: int) -> np.ndarray:
-        """Remove and return ``client``'s queued packets, in arrival order."""
-        q = self.queued
-        if q.count[client] == 0:
+    def read(self, node: int, limit: int) -> np.ndarray:
+        """Dequeue up to ``limit`` of node ``node``'s packets, in its queue's order (a copy)."""
+        if self.length[node] == 0 or limit <= 0:
             return EMPTY
-        slots = _unlink(client, self._next, self._live, q.first, q.last, q.count)
-        self._length -= len(slots)
-        return self._buffer[slots]
+        slots = _read(
+            node,
+            min(limit, int(self.length[node])),
+            self.buffer["client"],
+            self.node_next,
+            self.client_next,
+            self.live,
+            self.head,
+            self.tail,
+            self.length,
+            self.first,
+            self.last,
+            self.count,
+        )
+        return self.buffer[slots]
 
     def _make_room(self, extra: int) -> None:
-        """Room for ``extra`` more packets at the tail: compact, then grow by doubling."""
-        size = len(self._buffer)
-        if self._tail + extra <= size:
+        """Room for ``extra`` more slots: drop the dead slots, then grow by doubling."""
+        size = len(self.buffer)
+        if self.used + extra <= size:
             return
-        if self._head:
-            q = self.queued
-            head, tail = self._head, self._tail
-            _shift(self._buffer["client"], self._next, self._live, head, tail, q.first, q.last)
-            used = tail - head
-            self._buffer[:used] = self._buffer[head:tail]
-            self._next[:used] = self._next[head:tail]
-            self._live[:used] = self._live[head:tail]
-            self._head, self._tail = 0, used
-            if self._tail + extra <= size and self._tail <= size // 2:
-                return
-        grown = max(2 * size, self._tail + extra)
-        buffer = np.zeros(grown, dtype=MESSAGE_DTYPE)
-        buffer[: self._tail] = self._buffer[: self._tail]
-        links = np.full(grown, -1, dtype=np.int64)
-        links[: self._tail] = self._next[: self._tail]
-        live = np.zeros(grown, dtype=np.bool_)
-        live[: self._tail] = self._live[: self._tail]
-        self._buffer, self._next, self._live = buffer, links, live
+        alive = int(self.length.sum())
+        if alive + extra <= size // 2:
+            self._compact(size)
+            return
+        self._compact(max(2 * size, 2 * (alive + extra)))
+
+    def _compact(self, size: int) -> None:
+        """Keep the live slots, in order, in a buffer of ``size`` slots (lists renumbered)."""
+        used = self.used
+        renumber = np.cumsum(self.live[:used]) - 1
+        keep = np.flatnonzero(self.live[:used])
+        buffer = np.zeros(size, dtype=MESSAGE_DTYPE)
+        buffer[: len(keep)] = self.buffer[keep]
+        node_next = np.full(size, -1, dtype=np.int64)
+        client_next = np.full(size, -1, dtype=np.int64)
+        _relink(
+            self.node_next,
+            self.client_next,
+            self.live,
+            renumber,
+            node_next,
+            client_next,
+            self.head,
+            self.tail,
+            self.first,
+            self.last,
+        )
+        live = np.zeros(size, dtype=np.bool_)
+        live[: len(keep)] = True
+        self.buffer, self.node_next, self.client_next, self.live = (
+            buffer,
+            node_next,
+            client_next,
+            live,
+        )
+        self.used = len(keep)
+
+
+class NodeSocket:
+    """One node's socket in a :class:`SocketBank`: its queue's length, reads and counts."""
+
+    def __init__(self, bank: SocketBank, node: int) -> None:
+        self.bank = bank
+        self.node = node
+
+    def __len__(self) -> int:
+        return int(self.bank.length[self.node])
+
+    def read(self, limit: int) -> np.ndarray:
+        """Dequeue up to ``limit`` packets in arrival order."""
+        return self.bank.read(self.node, limit)
+
+    @property
+    def dropped(self) -> int:
+        """Packets dropped so far because the buffer was full."""
+        return int(self.bank.dropped[self.node])
+
+    @property
+    def dropped_in_window(self) -> int:
+        """Of those, the ones arriving in the measured window."""
+        return int(self.bank.dropped_in_window[self.node])
+
+    @property
+    def arrived_in_window(self) -> int:
+        """Packets delivered from clients (not forwarded) arriving in the measured window."""
+        return int(self.bank.arrived_in_window[self.node])
+
+
+@inlined
+def _append(node, slot, c, node_next, client_next, head, tail, length, first, last, count):
+    """Link ``slot`` (player ``c``'s packet) at the end of node ``node``'s queue and of the
+    player's list."""  # pragma: no cover - compiled
+    node_next[slot] = -1
+    client_next[slot] = -1
+    if tail[node] >= 0:
+        node_next[tail[node]] = slot
+    else:
+        head[node] = slot
+    tail[node] = slot
+    length[node] += 1
+    if count[c] == 0:
+        first[c] = slot
+    else:
+        client_next[last[c]] = slot
+    last[c] = slot
+    count[c] += 1
 
 
 @compiled
-def _link(links, live, tail, clients, first, last, count):  # pragma: no cover - compiled
-    """Append the packets of ``clients`` at slots ``tail, tail + 1, ...`` to their players'
-    lists."""
-    for k in range(len(clients)):
-        slot = tail + k
-        c = clients[k]
+def _deliver(  # pragma: no cover - compiled
+    buffer,
+    node_next,
+    client_next,
+    live,
+    start,
+    n,
+    owner,
+    handoffs,
+    head,
+    tail,
+    length,
+    first,
+    last,
+    count,
+    capacity,
+    t0,
+    t1,
+    dropped,
+    dropped_in_window,
+    arrived_in_window,
+    forwarded,
+    touched,
+):
+    """:meth:`SocketBank.deliver` on the batch in slots ``start .. start + n``; returns the
+    slots used (the moved packets' copies follow the batch)."""
+    used = start + n
+    k = 0
+    for i in range(n):
+        while k < len(handoffs) and handoffs[k, 0] == i:  # the handoffs before packet i
+            c, src, dst = handoffs[k, 1], handoffs[k, 2], handoffs[k, 3]
+            slot = first[c]
+            first[c] = -1  # the player's list starts again at ``dst``
+            last[c] = -1
+            count[c] = 0
+            moved = 0
+            while slot >= 0:  # its packets, in order, all at ``src``
+                following = client_next[slot]
+                live[slot] = False
+                length[src] -= 1
+                moved += 1
+                if capacity > 0 and length[dst] >= capacity:
+                    dropped[dst] += 1
+                    if t0 <= buffer[slot].arrival_s < t1:
+                        dropped_in_window[dst] += 1
+                else:
+                    buffer[used] = buffer[slot]
+                    live[used] = True
+                    _append(dst, used, c, node_next, client_next, head, tail, length, first,
+                            last, count)  # fmt: skip
+                    used += 1
+                slot = following
+            forwarded[k] = moved
+            if moved:
+                touched[dst] = True
+            k += 1
+        slot = start + i
+        o = owner[i]
+        touched[o] = True
+        inside = t0 <= buffer[slot].arrival_s < t1
+        if inside:
+            arrived_in_window[o] += 1
+        if capacity > 0 and length[o] >= capacity:
+            live[slot] = False
+            dropped[o] += 1
+            if inside:
+                dropped_in_window[o] += 1
+            continue
         live[slot] = True
-        links[slot] = -1
-        if count[c] == 0:
-            first[c] = slot
-        else:
-            links[last[c]] = slot
-        last[c] = slot
-        count[c] += 1
+        _append(o, slot, buffer[slot].client, node_next, client_next, head, tail, length, first,
+                last, count)  # fmt: skip
+    return used
 
 
 @compiled
-def _read(clients, links, live, head, tail, want, first, last, count):  # pragma: no cover
-    """The slots of the next ``want`` live packets from ``head`` (each its player's first),
-    taken off their lists; returns them and the new head."""
+def _read(  # pragma: no cover - compiled
+    node, want, clients, node_next, client_next, live, head, tail, length, first, last, count
+):
+    """The slots of node ``node``'s next ``want`` live packets (``want`` at most its length),
+    taken off its queue and their players' lists (each its player's first)."""
     slots = empty(want, np.int64)
     taken = 0
-    slot = head
-    while taken < want and slot < tail:
+    slot = head[node]
+    while taken < want:
         if live[slot]:
             live[slot] = False
             c = clients[slot]
@@ -189,40 +324,53 @@ def _read(clients, links, live, head, tail, want, first, last, count):  # pragma
                 first[c] = -1
                 last[c] = -1
             else:
-                first[c] = links[slot]
+                first[c] = client_next[slot]
             slots[taken] = slot
             taken += 1
-        slot += 1
-    while slot < tail and not live[slot]:  # the head skips the dead slots after the last read
-        slot += 1
-    return slots[:taken], slot
-
-
-@compiled
-def _unlink(client, links, live, first, last, count):  # pragma: no cover - compiled
-    """The slots of ``client``'s queued packets, in order, marked dead; its list emptied."""
-    slots = empty(count[client], np.int64)
-    slot = first[client]
-    for k in range(len(slots)):
-        slots[k] = slot
-        live[slot] = False
-        slot = links[slot]
-    first[client] = -1
-    last[client] = -1
-    count[client] = 0
+        slot = node_next[slot]
+    length[node] -= taken
+    while slot >= 0 and not live[slot]:  # the dead slots after the last one read
+        slot = node_next[slot]
+    head[node] = slot
+    if slot < 0:
+        tail[node] = -1
     return slots
 
 
 @compiled
-def _shift(clients, links, live, head, tail, first, last):  # pragma: no cover - compiled
-    """Renumber the live packets' slots ``head..tail`` to start at 0 (their links and their
-    players' first and last)."""
-    for slot in range(head, tail):
-        if live[slot]:
-            c = clients[slot]
-            if first[c] == slot:
-                first[c] = slot - head
-            if last[c] == slot:
-                last[c] = slot - head
-            if links[slot] >= 0:
-                links[slot] -= head
+def _relink(  # pragma: no cover - compiled
+    node_next,
+    client_next,
+    live,
+    renumber,
+    new_node_next,
+    new_client_next,
+    head,
+    tail,
+    first,
+    last,
+):
+    """The lists renumbered to the live slots' new places (``renumber``), dead slots left
+    out of the nodes' queues."""
+    for node in range(len(head)):
+        slot = head[node]
+        previous = -1
+        new_head = -1
+        while slot >= 0:
+            if live[slot]:
+                new = renumber[slot]
+                if previous < 0:
+                    new_head = new
+                else:
+                    new_node_next[previous] = new
+                previous = new
+            slot = node_next[slot]
+        head[node] = new_head
+        tail[node] = previous
+    for slot in range(len(renumber)):
+        if live[slot] and client_next[slot] >= 0:
+            new_client_next[renumber[slot]] = renumber[client_next[slot]]
+    for c in range(len(first)):
+        if first[c] >= 0:
+            first[c] = renumber[first[c]]
+            last[c] = renumber[last[c]]

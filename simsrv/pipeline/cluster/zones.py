@@ -61,7 +61,11 @@ class ZonedWorld:
         self.keep_ticks = keep_ticks
         self.shots = shots
         self._map_part()
-        self._owner: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.owner_ring = np.full((keep_ticks, world.players), -1, dtype=np.int32)
+        """Owner node of each player at each kept tick: row ``tick % keep_ticks``."""
+        self.first_tick = 0
+        """The kept ticks are ``first_tick .. last_tick`` (none while ``last_tick < 0``)."""
+        self.last_tick = -1
         self._owned: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mirror: OrderedDict[int, np.ndarray] = OrderedDict()
         self._map_owned: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -102,7 +106,9 @@ class ZonedWorld:
                     np.bincount(owner, minlength=zoning.nodes),
                 )
             )
-        self._owner[state.tick] = owner
+        self.owner_ring[state.tick % self.keep_ticks] = owner
+        self.last_tick = state.tick
+        self.first_tick = max(self.first_tick, state.tick - self.keep_ticks + 1)
         self._mirror[state.tick] = zoning.mirror_counts(positions, owner) + self.map_mirror
         self._map_owned[state.tick] = self.map_owned
         self._map_mirror[state.tick] = self.map_mirror
@@ -111,8 +117,7 @@ class ZonedWorld:
         self.owned_history.append(owned)
         if self.owner_history is not None:
             self.owner_history.append(owner)
-        while len(self._owner) > self.keep_ticks:
-            self._owner.popitem(last=False)
+        while len(self._owned) > self.keep_ticks:
             self._owned.popitem(last=False)
             self._mirror.popitem(last=False)
             self._map_owned.popitem(last=False)
@@ -126,12 +131,11 @@ class ZonedWorld:
         return state
 
     def owner_at(self, tick: int) -> np.ndarray | None:
-        """(players,) owner node of each player at ``tick``, or None if not kept."""
-        return self._owner.get(tick)
-
-    def last_owner(self) -> np.ndarray:
-        """(players,) owner node of each player at the last tick kept."""
-        return next(reversed(self._owner.values()))
+        """(players,) owner node of each player at ``tick`` (a view of the ring, valid until
+        the world advances ``keep_ticks`` more ticks), or None if not kept."""
+        if not self.first_tick <= tick <= self.last_tick:
+            return None
+        return self.owner_ring[tick % self.keep_ticks]
 
     def target_of(self, tick: int, shooter: int) -> tuple[int, int] | None:
         """``(target, its owner)`` of ``shooter``'s shot at ``tick``, or None (no shot, no
@@ -141,8 +145,7 @@ class ZonedWorld:
 
     def tick_at(self, t_s: float) -> int:
         """The kept tick whose state a frame at ``t_s`` uses."""
-        first, last = next(iter(self._owner)), next(reversed(self._owner))
-        return min(max(math.floor(t_s * self.rate_hz), first), last)
+        return min(max(math.floor(t_s * self.rate_hz), self.first_tick), self.last_tick)
 
     def mirror_at(self, t_s: float) -> np.ndarray:
         """(nodes, nodes) mirror matrix (players and map entities) at time ``t_s``."""
