@@ -201,3 +201,22 @@ def test_four_node_scenario_is_the_same_on_both_engines():
         assert a.frames.equals(b.frames)
     assert fast.accounting == slow.accounting
     assert [p.posted_s for p in fast.exchange.posted] == [p.posted_s for p in slow.exchange.posted]
+
+
+def test_a_node_replies_with_the_entities_it_holds():
+    """In an open arena every player sees every other (a packet carries 639 visible entities
+    at 640 players), but a node holds only its zone's players and those mirrored onto it: the
+    packets a node reads count the node's entities less the client, the same for every packet
+    of a frame, fewer than 639; one node holds them all."""
+    scenario = ROOT / "scenarios" / "cluster" / "nodes4-cpus2-640.toml"
+    short = ["run.duration_s=0.5", "run.warmup_s=0.2"]
+    for nodes in (4, 1):
+        sc = load_scenario(scenario, [*short, f"cluster.nodes={nodes}"])
+        out = simulate_cluster(sc, record_packets=True)
+        seen = [p["visible_count"] for frames in out.served for _, _, p in frames if len(p)]
+        assert seen
+        if nodes == 1:
+            assert all((v == 639).all() for v in seen)
+            continue
+        assert all((v == v[0]).all() and v[0] < 639 for v in seen)
+        assert max(int(v[0]) for v in seen) > 100  # a node holds its ~160 players and more

@@ -249,10 +249,17 @@ def run_frame(
     record_packets: bool,
     actions: RemoteActions | None = None,
 ) -> None:
-    """One frame of ``node`` starting at ``now`` s (its socket is not empty)."""
+    """One frame of ``node`` starting at ``now`` s (its socket is not empty).
+
+    A node's replies list only entities it has (docs/cluster.md, "What a node sees"): each
+    packet's visible entities are capped at the node's entities (its zone's players and map
+    entities plus those mirrored onto it) less the client itself."""
     batch = node.socket.read(limit)
     counts_map = node.strategy.context.platform.world_counts_map_entities
     node.builder.entities = entities = zoned.entities_at(node.index, now, counts_map)
+    if zoned.zoning.nodes > 1 and len(batch):
+        held = zoned.entities_at(node.index, now, True) - 1
+        np.minimum(batch["visible_count"], max(held, 0), out=batch["visible_count"])
     counts: list[int] = []
 
     def with_interconnect(plan: Any) -> Any:  # the frame's interconnect work, run first
