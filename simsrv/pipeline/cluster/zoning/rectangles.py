@@ -19,8 +19,7 @@ import math
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
-from simsrv.core.uninitialised import empty
+from simsrv.core.compiled import compiled, inlined
 from simsrv.pipeline.cluster.zoning.base import Zoning
 
 NEAR_SLACK = 1e-9
@@ -92,19 +91,34 @@ def mirror_counts(
 def _mirror_counts(xy, owner, zone_min, zone_max, border, start, zones):  # pragma: no cover
     nodes = len(zone_min)
     counts = np.zeros((nodes, nodes), np.int64)
-    everyone = empty(nodes, np.int64)
-    for j in range(nodes):
-        everyone[j] = j
     for n in range(len(xy)):
         x, y = xy[n, 0], xy[n, 1]
         i = owner[n]
         inside = zone_min[i, 0] <= x <= zone_max[i, 0] and zone_min[i, 1] <= y <= zone_max[i, 1]
-        candidates = zones[start[i] : start[i + 1]] if inside else everyone
-        for j in candidates:
-            if j == i:
-                continue
-            gx = max(max(zone_min[j, 0] - x, x - zone_max[j, 0]), 0.0)
-            gy = max(max(zone_min[j, 1] - y, y - zone_max[j, 1]), 0.0)
-            if math.hypot(gx, gy) < border:
-                counts[i, j] += 1
+        if inside:
+            for k in range(start[i], start[i + 1]):
+                j = zones[k]
+                if _near(x, y, zone_min[j, 0], zone_min[j, 1], zone_max[j, 0], zone_max[j, 1],
+                         border):  # fmt: skip
+                    counts[i, j] += 1
+        else:
+            for j in range(nodes):
+                if j != i and _near(x, y, zone_min[j, 0], zone_min[j, 1], zone_max[j, 0],
+                                    zone_max[j, 1], border):  # fmt: skip
+                    counts[i, j] += 1
     return counts
+
+
+@inlined
+def _near(x, y, x0, y0, x1, y1, border):  # pragma: no cover - compiled
+    """Whether ``(x, y)`` is closer than ``border`` to the rectangle ``[x0, x1] x [y0, y1]``:
+    ``hypot`` of the gaps, as :meth:`RectangleZoning.near` computes it.  A gap of 0 on one
+    axis makes ``hypot`` the other gap exactly, and ``hypot`` is never below either gap, so
+    only a point diagonal to the rectangle within ``border`` on both axes needs it."""
+    gx = max(max(x0 - x, x - x1), 0.0)
+    gy = max(max(y0 - y, y - y1), 0.0)
+    if gx >= border or gy >= border:
+        return False
+    if gx == 0.0 or gy == 0.0:
+        return max(gx, gy) < border
+    return math.hypot(gx, gy) < border
