@@ -126,6 +126,24 @@ class ClientStream:
             self._generate_chunk()
         return self._take(t_s)
 
+    def pending_until(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """The packets not released yet whose readable time is at most ``t_s`` and before
+        :attr:`horizon_s` (so final), in release order, with their readable times (s): what
+        :meth:`release_until` releases up to such a time.  Nothing is released or generated."""
+        t = min(t_s, float(np.nextafter(self.horizon_s, -np.inf)))
+        blocks = [(self._buffer, self._arrivals, self._head)]
+        blocks += [(block, arrivals, 0) for block, arrivals in self._later]
+        packets, times = [], []
+        for block, arrivals, head in blocks:
+            cut = head + int(np.searchsorted(arrivals[head:], t, side="right"))
+            packets.append(block[head:cut])
+            times.append(arrivals[head:cut])
+            if cut < len(arrivals):
+                break
+        if len(packets) == 1:
+            return packets[0], times[0]
+        return np.concatenate(packets), np.concatenate(times)
+
     def first_block(self) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """The backlog's first block (packets in arrival order), their arrival times (s), the
         first one not released, and whether more blocks follow (for the compiled loop)."""

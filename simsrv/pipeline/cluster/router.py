@@ -11,10 +11,10 @@ frame builder takes the player's last executed tick (command accounting) from th
 Packets whose tick is no longer kept (after the run stopped) go to the player's current node,
 or, for a player none of whose packets was routed before, to its owner at the last kept tick.
 
-A batch is routed in two compiled passes and no Python per packet: :func:`_plan` finds each
-packet's node and the handoffs (in arrival order), then the socket bank appends the packets
-and moves the handed-over players' packets at their places (:meth:`SocketBank.deliver`); the
-handoffs' messages are then posted in order.
+A batch is routed in compiled passes and no Python per packet: :func:`_owners` finds each
+packet's node, :func:`_handoffs` the handoffs (in arrival order), then the socket bank
+appends the packets and moves the handed-over players' packets at their places
+(:meth:`SocketBank.deliver`); the handoffs' messages are then posted in order.
 """
 
 from __future__ import annotations
@@ -73,61 +73,64 @@ class Router:
         """Handoffs in the exchange's measured window."""
         self.touched: set[int] = set()
         """Nodes whose socket got packets (the caller clears it)."""
-        self._seen = np.zeros(zoned.players, dtype=np.int64)  # scratch of :func:`_plan`
+        self._seen = np.zeros(zoned.players, dtype=np.int64)  # scratch of :func:`_handoffs`
 
-    def route(self, arrived: np.ndarray, t_s: float) -> None:
-        """Deliver ``arrived`` (in arrival order) at time ``t_s`` s."""
-        if len(arrived) == 0:
-            return
+    def owners(self, arrived: np.ndarray) -> np.ndarray:
+        """The node each of ``arrived`` goes to (module docstring), without routing them."""
         if self.nodes == 1:
-            owner = np.zeros(len(arrived), dtype=np.int64)
-            self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
-            self.touched.add(0)
-            return
+            return np.zeros(len(arrived), dtype=np.int64)
         zoned = self.zoned
-        owner, handoffs, bound = _plan(
+        return _owners(
             arrived["client"],
             arrived["tick"],
             zoned.owner_ring,
             zoned.first_tick,
             zoned.last_tick,
             self.serving,
-            self.served,
-            self.bank.count,
-            self._seen,
+        )
+
+    def route(
+        self, arrived: np.ndarray, t_s: float | np.ndarray, owner: np.ndarray | None = None
+    ) -> None:
+        """Deliver ``arrived`` (in arrival order) at time ``t_s`` s, or each packet at its
+        own time (``t_s`` an array: when its handoff, if any, is posted); ``owner``: their
+        nodes if already known (:meth:`owners`)."""
+        if len(arrived) == 0:
+            return
+        if owner is None:
+            owner = self.owners(arrived)
+        if self.nodes == 1:
+            self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
+            self.touched.add(0)
+            return
+        handoffs, bound = _handoffs(
+            arrived["client"], owner, self.serving, self.served, self.bank.count, self._seen
         )
         forwarded, touched = self.bank.deliver(arrived, owner, handoffs, bound)
         self.touched.update(np.flatnonzero(touched).tolist())
-        inside = self.exchange.digest.inside(t_s)
-        for (_, client, src, dst), moved in zip(handoffs.tolist(), forwarded.tolist(), strict=True):
+        times = np.broadcast_to(np.asarray(t_s, dtype=float), len(arrived))
+        digest = self.exchange.digest
+        for (i, client, src, dst), moved in zip(handoffs.tolist(), forwarded.tolist(), strict=True):
+            at = float(times[i])
             size = self.handoff_bytes + FORWARDED_PACKET_BYTES * moved
-            self.exchange.post("handoff", src, dst, size, t_s, moved)
+            self.exchange.post("handoff", src, dst, size, at, moved)
             self.builders[dst].last_tick[client] = self.builders[src].last_tick[client]
             if self.exchange.keep:
-                self.handoffs.append(Handoff(t_s, client, src, dst, moved))
-            self.handoffs_in_window += inside
+                self.handoffs.append(Handoff(at, client, src, dst, moved))
+            self.handoffs_in_window += digest.inside(at)
 
 
 NO_HANDOFFS = np.zeros((0, 4), dtype=np.int64)
 
 
 @compiled
-def _plan(clients, ticks, ring, first_tick, last_tick, serving, served, count, seen):
-    """Each packet's node and the batch's handoffs ``(packet, player, from, to)`` in
-    arrival order (``serving`` and ``served`` updated), and a bound on the packets the
-    handoffs move (``count``: each player's queued packets; ``seen``: zeros, a scratch per
-    player, left zero).
-
-    A packet of a kept tick (``first_tick .. last_tick``, row ``tick % len(ring)``) goes to
-    its player's owner then; of another tick, to the player's node before the batch, or, for
-    a player never routed, to its owner at the last kept tick.  A packet whose node differs
-    from the node of its player's previous packet (or, for its first in the batch, from the
-    player's node before the batch, if any) hands the player over before it.
-    """  # pragma: no cover - compiled
-    n = len(clients)
+def _owners(clients, ticks, ring, first_tick, last_tick, serving):  # pragma: no cover
+    """Each packet's node: of a kept tick (``first_tick .. last_tick``, row ``tick %
+    len(ring)``), its player's owner then; of another tick, the player's node (``serving``),
+    or, for a player never routed, its owner at the last kept tick."""
     keep = len(ring)
-    owner = empty(n, np.int64)
-    for i in range(n):
+    owner = empty(len(clients), np.int64)
+    for i in range(len(clients)):
         c = clients[i]
         tick = ticks[i]
         if first_tick <= tick <= last_tick:
@@ -136,10 +139,21 @@ def _plan(clients, ticks, ring, first_tick, last_tick, serving, served, count, s
             owner[i] = serving[c]
         else:
             owner[i] = ring[last_tick % keep, c]
+    return owner
+
+
+@compiled
+def _handoffs(clients, owner, serving, served, count, seen):  # pragma: no cover - compiled
+    """The handoffs ``(packet, player, from, to)`` of a batch going to ``owner``, in arrival
+    order (``serving`` and ``served`` updated), and a bound on the packets they move
+    (``count``: each player's queued packets; ``seen``: zeros, a scratch per player, left
+    zero).  A packet whose node differs from the node of its player's previous packet (or,
+    for its first in the batch, from the player's node before the batch, if any) hands the
+    player over before it."""
     handoffs = empty((16, 4), np.int64)
     made = 0
     bound = 0
-    for i in range(n):
+    for i in range(len(clients)):
         c = clients[i]
         o = owner[i]
         current = serving[c]
@@ -159,9 +173,9 @@ def _plan(clients, ticks, ring, first_tick, last_tick, serving, served, count, s
             served[current] -= 1
             served[o] += 1
         seen[c] += 1
-    for i in range(n):
+    for i in range(len(clients)):
         seen[clients[i]] = 0
-    return owner, handoffs[:made], bound
+    return handoffs[:made], bound
 
 
 @inlined_allocating

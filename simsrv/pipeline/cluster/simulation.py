@@ -204,10 +204,12 @@ def event_loop(
     runs, the packets arrived by then are routed.  ``step(node, now)`` runs its frame and
     returns True, or returns False when its socket is empty: the node is then idle, and an
     idle node's clock is the next packet arrival anywhere.  Busy nodes wait in a heap of
-    ``(clock, node)``; the idle ones all share that next arrival, at which the router says
-    which of them got packets (:attr:`Router.touched`): only those run, the others stay
-    idle.  So a step costs nothing per idle node, and the order of the frames is that of
-    scanning every node for the smallest clock.  At the end an idle node's clock is the next
+    ``(clock, node)``.  While some node is idle, every packet arrival is an event: the packet
+    is routed at its arrival, and an idle node that gets one wakes up (its frame starts after
+    the wake-up latency, drawn then).  Those events are taken together
+    (:func:`route_arrivals`) up to the next frame start, so a step costs nothing per idle
+    node or per packet, and the order of the frames, of the wake-up draws and of the routing
+    is that of taking the events one at a time.  At the end an idle node's clock is the next
     arrival.
     """
     busy = [(n.now, n.index) for n in nodes if n.now < stop_s]
@@ -219,6 +221,11 @@ def event_loop(
         now = min(t_busy, t_idle)
         if now >= stop_s:
             break
+        if t_idle < t_busy:  # arrivals while some node is idle, up to the next frame start
+            for start, index in route_arrivals(stream, router, idle, t_busy, stop_s, wakeup):
+                idle.discard(index)
+                heapq.heappush(busy, (start, index))
+            continue
         router.touched.clear()
         router.route(stream.release_until(now), now)
         for index in sorted(router.touched & idle):
@@ -237,6 +244,51 @@ def event_loop(
         wake = stream.next_arrival_s() + wakeup()
         for index in idle:
             nodes[index].now = wake
+
+
+def route_arrivals(
+    stream: ClientStream,
+    router: Router,
+    idle: set[int],
+    t_busy: float,
+    stop_s: float,
+    wakeup: Callable[[], float],
+) -> list[tuple[float, int]]:
+    """Route the packets arriving while some node is idle, before the next frame start
+    (``t_busy``, or a woken node's), as the events of :func:`event_loop` one at a time would:
+    each idle node wakes at its first packet's arrival (in order of arrival, then of node;
+    its frame start drawn then), each packet is routed at its arrival, or, once no node is
+    idle, at the next frame start.  Returns the woken nodes' ``(frame start, node)``."""
+    limit = min(t_busy, stop_s)
+    packets, times = stream.pending_until(limit)  # the next arrival at least
+    keep = times < stop_s  # events at the stop are not run
+    packets, times = packets[keep], times[keep]
+    owner = router.owners(packets)
+    nodes, first = np.unique(owner, return_index=True)  # each node's first packet
+    wakes = sorted(
+        (float(times[at]), node)
+        for node, at in zip(nodes.tolist(), first.tolist(), strict=True)
+        if node in idle
+    )
+    cut = t_busy  # the next frame start
+    woken: list[tuple[float, int]] = []
+    last_wake = -math.inf
+    for arrival, node in wakes:
+        if arrival > cut:
+            break
+        start = arrival + wakeup()
+        woken.append((start, node))
+        cut = min(cut, start)
+        last_wake = arrival
+    bound = min(cut, float(times[-1]))  # the packets seen: the rest are later events
+    count = int(np.searchsorted(times, bound, side="right"))
+    released = stream.release_until(bound)
+    assert len(released) == count, "the stream released what was not pending"
+    route_at = times[:count].copy()
+    if len(woken) == len(idle):  # no node idle: the packets after wait for the next event
+        route_at[route_at > last_wake] = cut
+    router.route(released, route_at, owner[:count])
+    return woken
 
 
 def run_frame(
