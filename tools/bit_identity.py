@@ -40,6 +40,19 @@ CLUSTER_VARIANTS = {
     "cluster4-nodes7": ["cluster.nodes=7", "players.count=1400", "run.duration_s=2"],
     "cluster4-nodes1": ["cluster.nodes=1"],
     "cluster16-load-aware": ['cluster.zoning="load-aware"', "run.duration_s=1"],
+    "cluster4-light": ["players.count=200"],
+    "cluster4-light-actions-load-aware": [
+        "players.count=240",
+        "cluster.remote_actions=true",
+        'cluster.zoning="load-aware"',
+        "cluster.rebalance_s=0.5",
+    ],
+    "cluster4-light-bounded-tcp": [
+        "players.count=300",
+        "clients.socket_buffer_messages=8",
+        'cluster.interconnect="tcp"',
+    ],
+    "cluster16-light": ["players.count=1600", "run.duration_s=1"],
     "cluster16-actions-tcp": [
         "cluster.remote_actions=true",
         'cluster.interconnect="tcp"',
@@ -47,7 +60,8 @@ CLUSTER_VARIANTS = {
     ],
 }
 """Cluster runs beyond the shipped scenarios: every zoning, both interconnect profiles,
-cross-border actions, a bounded socket, an odd node count and one node."""
+cross-border actions, a bounded socket, an odd node count and one node; loaded and light (the
+nodes idle between frames)."""
 
 
 def cases(tree: Path) -> dict[str, tuple[str, list[str]]]:
