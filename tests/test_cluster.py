@@ -220,3 +220,20 @@ def test_a_node_replies_with_the_entities_it_holds():
             continue
         assert all((v == v[0]).all() and v[0] < 639 for v in seen)
         assert max(int(v[0]) for v in seen) > 100  # a node holds its ~160 players and more
+
+
+def test_a_plan_as_arrays_gets_the_interconnect_ops_as_its_first_rows():
+    """The coordinator's receive and send CPU prepended to a plan as arrays is the same plan
+    as prepending them to the plan as objects (a new activity name is added once)."""
+    from simsrv.machine.plan_arrays import from_plan
+
+    plan = FramePlan(
+        (
+            Thread("main", 0, (Compute("frame", 100.0), Compute("mirror_send", 3.0))),
+            Thread("worker", 1, (Compute("request", 50.0),)),
+        )
+    )
+    ops = (Compute("mirror_recv", 7.5), Compute("mirror_send", 2.0))
+    arrays = with_ops(from_plan(plan), ops)
+    assert arrays.to_plan() == with_ops(plan, ops)
+    assert arrays.activities == ("frame", "mirror_send", "request", "mirror_recv")

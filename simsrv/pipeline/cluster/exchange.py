@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from simsrv.interconnect import Delivery, InterconnectProfile, Network
 from simsrv.machine.plan import Compute, FramePlan
-from simsrv.machine.plan_arrays import PlanArrays
+from simsrv.machine.plan_arrays import COMPUTE, PlanArrays
 from simsrv.metrics.kahan import ExactSum
 
 KINDS = ("mirror", "handoff", "action", "action_reply")
@@ -179,10 +181,22 @@ class Exchange:
 
 def with_ops(plan: FramePlan | PlanArrays, ops: tuple[Compute, ...]) -> FramePlan | PlanArrays:
     """``plan`` with ``ops`` run first by its coordinator (thread 0); the same plan if none
-    (a plan as arrays with ops becomes the same plan as objects, the ops prepended)."""
+    (a plan as arrays stays arrays: the ops become its first rows)."""
     if not ops:
         return plan
     if type(plan) is PlanArrays:
-        plan = plan.to_plan()
+        activities = list(plan.activities)
+        for op in ops:
+            if op.activity not in activities:
+                activities.append(op.activity)
+        k = len(ops)
+        return plan._replace(
+            thread=np.concatenate([np.zeros(k, np.int64), plan.thread]),
+            kind=np.concatenate([np.full(k, COMPUTE, np.int8), plan.kind]),
+            cost=np.concatenate([[op.cost_us for op in ops], plan.cost]),
+            arg=np.concatenate([np.full(k, -1, np.int64), plan.arg]),
+            activity=np.concatenate([[activities.index(op.activity) for op in ops], plan.activity]),
+            activities=tuple(activities),
+        )
     main = plan.threads[0]
     return plan._replace(threads=(main._replace(ops=ops + main.ops), *plan.threads[1:]))
