@@ -154,10 +154,13 @@ class SocketBank:
         used = self.used
         renumber = np.cumsum(self.live[:used]) - 1
         keep = np.flatnonzero(self.live[:used])
-        buffer = np.zeros(size, dtype=MESSAGE_DTYPE)
-        buffer[: len(keep)] = self.buffer[keep]
-        node_next = np.full(size, -1, dtype=np.int64)
-        client_next = np.full(size, -1, dtype=np.int64)
+        # slots past the live ones are written (packet, links, flag) before they are read
+        buffer = empty(size, MESSAGE_DTYPE)
+        np.take(self.buffer, keep, out=buffer[: len(keep)])
+        node_next = empty(size, np.int64)
+        client_next = empty(size, np.int64)
+        node_next[: len(keep)] = -1
+        client_next[: len(keep)] = -1
         _relink(
             self.node_next,
             self.client_next,
@@ -170,7 +173,7 @@ class SocketBank:
             self.first,
             self.last,
         )
-        live = np.zeros(size, dtype=np.bool_)
+        live = empty(size, np.bool_)
         live[: len(keep)] = True
         self.buffer, self.node_next, self.client_next, self.live = (
             buffer,
