@@ -132,7 +132,7 @@ def test_the_repository_sweep_file_loads():
     sweep = load_sweep(ROOT / "sweeps" / "cluster-capacity.toml")
     assert sweep.capacity is not None and sweep.capacity.search == "bisect"
     nodes = {r.scenario.cluster.nodes for r in sweep.runs}
-    assert nodes == {1, 2, 4, 8, 16}
+    assert nodes == {1, 2, 4, 8, 16, 32, 64}
     for r in sweep.runs:  # every zone has the same area
         side = r.scenario.map.params.base_params["size"]
         assert side**2 / r.scenario.cluster.nodes == pytest.approx(2048.0**2, rel=1e-3)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m simsrv.studies.cluster_capacity [--quick] [--seeds 3] [--nodes 1 2 4 8 16]
+    python -m simsrv.studies.cluster_capacity [--quick] [--seeds 3] [--nodes 1 2 4 ... 64]
         [--zonings grid areanode] [--profiles libvip tcp] [--duration 1.0]
         [--out docs/cluster-study] [--workers 2]
 
@@ -54,7 +54,7 @@ from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "cluster" / "nodes4-cpus2-640.toml"
-NODES = (1, 2, 4, 8, 16)
+NODES = (1, 2, 4, 8, 16, 32, 64)
 PROFILES = ("libvip", "tcp")
 WANTED_ZONINGS = ("grid", "areanode", "load-aware")
 START, STEP, MAX = 128, 8, 512

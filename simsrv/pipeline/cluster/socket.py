@@ -19,8 +19,9 @@ measured ``window``).  So each socket reads, in order, exactly what a FIFO queue
 and appends them to the new node's queue; ``tests/test_cluster_router.py`` checks it against
 that reference).
 
-Memory: 48 bytes per slot (the packet) plus 17 (two links, a live flag); the buffer grows by
-doubling and drops its dead slots when full; 20 bytes per player for its list.
+Memory: 45 bytes per slot (the packet) plus 17 (two links, a live flag); when the buffer is
+full its dead slots are dropped in place, and it doubles when the live ones fill more than half
+of it; 24 bytes per player for its list.
 """
 
 from __future__ import annotations
@@ -139,49 +140,41 @@ class SocketBank:
         return self.buffer[slots]
 
     def _make_room(self, extra: int) -> None:
-        """Room for ``extra`` more slots: drop the dead slots, then grow by doubling."""
+        """Room for ``extra`` more slots: drop the dead slots in place, then, if the live ones
+        fill more than half the buffer, grow it by doubling (only the live prefix is
+        copied; the fresh slots are written before they are read)."""
         size = len(self.buffer)
         if self.used + extra <= size:
             return
-        alive = int(self.length.sum())
-        if alive + extra <= size // 2:
-            self._compact(size)
-            return
-        self._compact(max(2 * size, 2 * (alive + extra)))
-
-    def _compact(self, size: int) -> None:
-        """Keep the live slots, in order, in a buffer of ``size`` slots (lists renumbered)."""
-        used = self.used
-        renumber = np.cumsum(self.live[:used]) - 1
-        keep = np.flatnonzero(self.live[:used])
-        # slots past the live ones are written (packet, links, flag) before they are read
-        buffer = empty(size, MESSAGE_DTYPE)
-        np.take(self.buffer, keep, out=buffer[: len(keep)])
-        node_next = empty(size, np.int64)
-        client_next = empty(size, np.int64)
-        node_next[: len(keep)] = -1
-        client_next[: len(keep)] = -1
-        _relink(
+        self.used = _compact(
+            self.buffer,
             self.node_next,
             self.client_next,
             self.live,
-            renumber,
-            node_next,
-            client_next,
+            self.used,
             self.head,
             self.tail,
             self.first,
             self.last,
         )
-        live = empty(size, np.bool_)
-        live[: len(keep)] = True
+        if self.used + extra <= size // 2:
+            return
+        grown = max(2 * size, 2 * (self.used + extra))
+        kept = self.used
+        buffer = empty(grown, MESSAGE_DTYPE)
+        buffer[:kept] = self.buffer[:kept]
+        node_next = empty(grown, np.int64)
+        node_next[:kept] = self.node_next[:kept]
+        client_next = empty(grown, np.int64)
+        client_next[:kept] = self.client_next[:kept]
+        live = empty(grown, np.bool_)
+        live[:kept] = self.live[:kept]
         self.buffer, self.node_next, self.client_next, self.live = (
             buffer,
             node_next,
             client_next,
             live,
         )
-        self.used = len(keep)
 
 
 class NodeSocket:
@@ -341,20 +334,19 @@ def _read(  # pragma: no cover - compiled
 
 
 @compiled
-def _relink(  # pragma: no cover - compiled
-    node_next,
-    client_next,
-    live,
-    renumber,
-    new_node_next,
-    new_client_next,
-    head,
-    tail,
-    first,
-    last,
+def _compact(  # pragma: no cover - compiled
+    buffer, node_next, client_next, live, used, head, tail, first, last
 ):
-    """The lists renumbered to the live slots' new places (``renumber``), dead slots left
-    out of the nodes' queues."""
+    """Move the live slots of ``0 .. used`` to the front, in order, in place, and renumber
+    the lists (the dead slots leave the nodes' queues); returns the live slots' count."""
+    renumber = empty(used, np.int64)
+    kept = 0
+    for slot in range(used):
+        if live[slot]:
+            renumber[slot] = kept
+            kept += 1
+    new_node_next = np.full(kept, -1, np.int64)
+    new_client_next = np.full(kept, -1, np.int64)
     for node in range(len(head)):
         slot = head[node]
         previous = -1
@@ -370,10 +362,17 @@ def _relink(  # pragma: no cover - compiled
             slot = node_next[slot]
         head[node] = new_head
         tail[node] = previous
-    for slot in range(len(renumber)):
+    for slot in range(used):
         if live[slot] and client_next[slot] >= 0:
             new_client_next[renumber[slot]] = renumber[client_next[slot]]
     for c in range(len(first)):
         if first[c] >= 0:
             first[c] = renumber[first[c]]
             last[c] = renumber[last[c]]
+    for slot in range(used):  # forward: a slot moves to a place already read
+        if live[slot] and renumber[slot] != slot:
+            buffer[renumber[slot]] = buffer[slot]
+    node_next[:kept] = new_node_next
+    client_next[:kept] = new_client_next
+    live[:kept] = True
+    return kept
