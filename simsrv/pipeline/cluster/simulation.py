@@ -158,8 +158,13 @@ def simulate_cluster(
     stream.close()
     counted_s = accounting_time_s(end_s, stop_s, scenario.run.duration_s)
     # the packets arrived by then go to their nodes' sockets (a bounded one drops them as
-    # a single server's does); what is left is counted, never generated
-    router.route(stream.release_until(counted_s), counted_s)
+    # a single server's does); what is left is counted, never generated.  With unbounded
+    # sockets only the packets of the measured window (each node counts its arrivals) are
+    # routed: the later ones add to the queued total alone, which the count gives
+    routed_until = counted_s
+    if not scenario.clients.socket_buffer_messages:
+        routed_until = min(counted_s, math.nextafter(stop_s, -math.inf))
+    router.route(stream.release_until(routed_until), counted_s)
     counts = stream.settle(counted_s)
     accounting = {
         "sent": counts.sent,
