@@ -7,6 +7,7 @@ both directions, one argsort, plus its pair-budget grid bound above ~8,000 entit
 must give identical lists (checked).
 
     python benchmarks/proximity_speed.py
+    python benchmarks/proximity_speed.py --scenarios my-1m-players.toml --repeat 5
 """
 
 from __future__ import annotations
@@ -84,10 +85,16 @@ def median_ms(function, args: tuple, repeat: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=list(SCENARIOS),
+        help="scenario files (default: the shipped scale scenarios, relative to the checkout)",
+    )
     args = parser.parse_args()
     print("| scenario | players | listed per player | k-d tree, ms | cell list, ms | ratio |")
     print("|---|---|---|---|---|---|")
-    for name in SCENARIOS:
+    for name in args.scenarios:
         scenario = load_scenario(ROOT / name, [])
         world = build_world(scenario, spawn_streams(scenario.run.seed))
         for _ in range(3):

@@ -1,10 +1,11 @@
 """Speed of the world model (players moving on a map, action ranges, visibility) at scale.
 
-Times ``World.advance`` (one client tick: mobility, wall collisions, room lookup, k-d tree action
-ranges, PVS counts) for N random-waypoint players on a ``rooms`` map at constant density (map side
-``2048 * sqrt(N / 160)``, rooms ~1,000 units wide) and on an ``arena``; median wall time per tick
-over the measured ticks, after the settling walk.  The map-geometry queries use a grid index
-(``simsrv.world.maps.box_index``), so a tick should cost roughly O(N).
+Times ``World.advance`` (one client tick: mobility, wall collisions, room lookup, action
+ranges by the cell list, PVS counts) for N random-waypoint players on a ``rooms`` map at
+constant density (map side ``2048 * sqrt(N / 160)``, rooms ~1,000 units wide) and on an
+``arena``; median wall time per tick over the measured ticks, after the settling walk.  The
+map-geometry queries use a grid index (``simsrv.world.maps.box_index``), so a tick should cost
+roughly O(N).
 """
 
 from __future__ import annotations

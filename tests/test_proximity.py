@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.spatial import cKDTree
 
 from simsrv.core.errors import InputError
-from simsrv.world import proximity
+from simsrv.world import cell_list, proximity
 from simsrv.world.cell_list import build_grid, count_pairs, neighbour_rows
 from simsrv.world.proximity import neighbour_lists
 
@@ -138,28 +140,51 @@ def test_the_budget_stops_the_search_at_the_first_pair_over_it(monkeypatch):
         neighbour_lists(players, entities, 256.0)
 
 
-@settings(max_examples=150, deadline=None)
+def brute_rows(points: np.ndarray, rows: int, radius: float):
+    """The lists by brute force: every pair's Chebyshev test, O(P^2)."""
+    near = (np.abs(points[:, None, :] - points[None, :, :]) <= radius).all(axis=2)
+    np.fill_diagonal(near, False)
+    pairs = int(np.triu(near).sum())
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(near[:rows].sum(axis=1), out=indptr[1:])
+    return indptr, np.nonzero(near[:rows])[1].astype(np.int32), pairs
+
+
+@settings(max_examples=200, deadline=None)
 @given(
-    n=st.integers(0, 300),
-    spread=st.floats(0.5, 5000.0),
+    n=st.integers(0, 250),
+    entities=st.integers(0, 30),
+    spread=st.tuples(st.floats(0.5, 6000.0), st.floats(0.5, 6000.0), st.floats(0.0, 2000.0)),
     radius=st.floats(0.25, 600.0),
-    stacked=st.integers(0, 40),
+    stacked=st.integers(0, 60),
+    grid=st.booleans(),
+    limit=st.integers(-1, 3000),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_the_quick_refusal_never_counts_more_pairs_than_there_are(n, spread, radius, stacked, seed):
-    """The one-pass bound that refuses a crowd before the search (pairs within one cube
-    narrower than the range) is a lower bound of the exact count, so it refuses nothing the
-    search would accept; on a dense crowd it is most of the count."""
-    from simsrv.world.cell_list import _pairs_at_least
-
+def test_the_search_equals_brute_force_and_refuses_over_the_limit(
+    n, entities, spread, radius, stacked, grid, limit, seed
+):
+    """Every path of the search against brute force: flat and tall point sets (one run of
+    cells per column, or nine), players and map entities (rows for the first ``rows`` points
+    only), stacked points (a row buffer grown during the scan), coordinates on multiples of the
+    radius (pairs exactly at it, points on cell borders); over ``limit`` pairs the lists are
+    refused with ``limit + 1``, a negative limit counts them and lists nothing."""
     rng = np.random.default_rng(seed)
-    points = rng.uniform(0, spread, (n, 3))
-    points[: min(stacked, n)] = points[0] if n else points[:0]
-    bound = _pairs_at_least(points, radius)
-    exact = count_pairs(points, radius)
-    assert 0 <= bound <= exact
-    if n >= 2 and spread <= radius / 2:  # every point in one cube: the bound is exact
-        assert bound == exact == n * (n - 1) // 2
+    points = rng.uniform(0.0, 1.0, (n + entities, 3)) * np.array(spread)
+    if grid:
+        points = np.round(points / radius) * radius
+    points[: min(stacked, len(points))] = points[0] if len(points) else points[:0]
+    indptr, indices, pairs = brute_rows(points, n, radius)
+    got = neighbour_rows(points, n, radius, limit)
+    if limit < 0:
+        assert (len(got[0]), len(got[1]), got[2]) == (0, 0, pairs)
+    elif pairs > limit:
+        assert (len(got[0]), len(got[1]), got[2]) == (0, 0, limit + 1)
+    else:
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int32 and got[2] == pairs
+        np.testing.assert_array_equal(got[0], indptr)
+        np.testing.assert_array_equal(got[1], indices)
+    assert count_pairs(points, radius) == pairs
 
 
 def test_a_dense_crowd_is_refused_by_the_bound_with_the_same_answer():
@@ -169,3 +194,37 @@ def test_a_dense_crowd_is_refused_by_the_bound_with_the_same_answer():
     for limit in (exact // 10, exact - 1):
         assert neighbour_rows(points, 3000, 128.0, limit)[2] == limit + 1
     assert neighbour_rows(points, 3000, 128.0, exact)[2] == exact
+
+
+@pytest.mark.parametrize("height", [0.0, 5000.0])  # one cell along z (3 runs), or many (9)
+def test_a_row_buffer_grown_in_the_middle_of_a_cell_resumes_there(height, monkeypatch):
+    """Crowds whose rows outgrow the buffer a search starts with (4 entries per point, for at
+    least 4,096 points): the scan stops in the middle of a cell, the buffer doubles, the scan
+    resumes at the point it stopped at, and the longer buffer is kept for the next search."""
+    monkeypatch.setattr(cell_list, "_KEPT", threading.local())  # a new thread's arrays
+    rng = np.random.default_rng(7)
+    points = rng.uniform(0, 5000, (400, 3)) * np.array([1.0, 1.0, height / 5000])
+    points[100:250] = points[100] + rng.uniform(-40, 40, (150, 3))  # 150 in one cell
+    points[300:360] = points[300]
+    indptr, indices, pairs = brute_rows(points, 380, 128.0)
+    for _ in range(2):  # grown, then kept
+        got = neighbour_rows(points, 380, 128.0, pairs)
+        assert got[2] == pairs and 2 * pairs > 4 * 4096 + 64
+        np.testing.assert_array_equal(got[0], indptr)
+        np.testing.assert_array_equal(got[1], indices)
+        assert len(cell_list._KEPT.work.written) > 4 * 4096 + 64
+
+
+def test_the_working_arrays_kept_between_searches_leave_nothing_behind():
+    """Searches of other sizes in between (the arrays kept, or replaced when too small or
+    too large) give the same lists as brute force."""
+    rng = np.random.default_rng(11)
+    sets = [rng.uniform(0, size, (count, 3)) for size, count in ((3000, 900), (800, 120))]
+    sets.append(rng.uniform(0, 40_000, (9000, 3)) * np.array([1.0, 1.0, 0.0]))
+    for points in sets + sets[::-1] + sets:
+        rows = len(points) - 5
+        indptr, indices, pairs = brute_rows(points, rows, 128.0)
+        got = neighbour_rows(points, rows, 128.0, 2**25)
+        assert got[2] == pairs
+        np.testing.assert_array_equal(got[0], indptr)
+        np.testing.assert_array_equal(got[1], indices)

@@ -7,10 +7,10 @@ a uniform grid of cells half an edge wide) lists them in O(N + pairs) per tick.
 
 The neighbour lists hold every pair, so their memory grows with the number of pairs, up to
 N^2 / 2 when every player stands in every other's range (100,000 players on a small map: about
-2e8 pairs).  The cell list counts the pairs as it finds them and stops at the first beyond
-:data:`MAX_PAIRS` (a crowd is refused in a time bounded by the limit, not by the crowd); the
-tick is then refused with an error naming ``players.count`` and the memory the lists would
-need.
+2e8 pairs).  The cell list counts the pairs as it finds them and stops at the first point
+that takes them beyond :data:`MAX_PAIRS` (a crowd is refused in a time bounded by the limit,
+not by the crowd); the tick is then refused with an error naming ``players.count`` and the
+memory the lists would need.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ MAX_PAIRS = 2**25
 while the neighbour lists are built, at :data:`BYTES_PER_PAIR`)."""
 
 BYTES_PER_PAIR = 24
-"""Peak memory per pair while the neighbour lists are built (the cell list's pair buffers,
-grown by doubling, then both directions of the lists: measured ~21 bytes; the lists kept
-afterwards hold 8), bytes."""
+"""Peak memory per pair while the neighbour lists are built, bytes: the cell list's rows in
+cell order (both directions, 4 bytes an entry, in a buffer grown by doubling: up to 16), then
+the lists (8, what is kept afterwards)."""
 
 
 class Neighbours(NamedTuple):

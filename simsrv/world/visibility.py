@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.core.compiled import compiled
+from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
 
 
@@ -38,16 +39,19 @@ def visibility(game_map: GameMap, players: np.ndarray, visibility_range: float =
         row_size = np.where(rooms >= 0, game_map.pvs_row_rooms[rooms], 0)
         return Visibility(_seen_within(game_map, players, rooms, visibility_range), row_size)
     entity_rooms = game_map.entity_rooms if len(game_map.entities) else rooms[:0]
-    return Visibility(
-        *_seen_in_rooms(rooms, entity_rooms, game_map.room_visible, game_map.pvs_row_rooms)
-    )
+    seen, row = empty(len(rooms), np.int64), empty(len(rooms), np.int64)  # numpy's: huge pages
+    _seen_in_rooms(rooms, entity_rooms, game_map.room_visible, game_map.pvs_row_rooms, seen, row)
+    return Visibility(seen, row)
 
 
 @compiled
-def _seen_in_rooms(rooms, entity_rooms, room_visible, row_rooms):  # pragma: no cover - compiled
+def _seen_in_rooms(
+    rooms, entity_rooms, room_visible, row_rooms, seen, row
+):  # pragma: no cover - compiled
     """Per player (room ``rooms``, -1: none): the players and map entities (rooms
-    ``entity_rooms``) in the rooms its room sees, self excluded, and its PVS row's length;
-    0 and 0 in no room.  Each room's count is summed once, over the occupied rooms."""
+    ``entity_rooms``) in the rooms its room sees, self excluded, to ``seen``, and its PVS
+    row's length, to ``row``; 0 and 0 in no room.  Each room's count is summed once, over the
+    occupied rooms."""
     n_rooms = len(room_visible)
     per_room = np.zeros(n_rooms, np.int64)
     for r in rooms:
@@ -58,11 +62,11 @@ def _seen_in_rooms(rooms, entity_rooms, room_visible, row_rooms):  # pragma: no 
             per_room[r] += 1
     occupied = np.flatnonzero(per_room)
     seen_from = np.full(n_rooms, -1, np.int64)
-    seen = np.zeros(len(rooms), np.int64)
-    row = np.zeros(len(rooms), np.int64)
     for i in range(len(rooms)):
         r = rooms[i]
         if r < 0:
+            seen[i] = 0
+            row[i] = 0
             continue
         if seen_from[r] < 0:
             total = 0
@@ -72,7 +76,6 @@ def _seen_in_rooms(rooms, entity_rooms, room_visible, row_rooms):  # pragma: no 
             seen_from[r] = total
         seen[i] = seen_from[r] - 1
         row[i] = row_rooms[r]
-    return seen, row
 
 
 def _seen_within(

@@ -19,9 +19,7 @@ from simsrv.world.maps.registry import MAP_KINDS, MapKind
 class ArenaParams(StrictModel):
     """Parameters of the open arena (units are Quake units)."""
 
-    size: float = Field(
-        2048.0, ge=256.0, le=1_048_576.0, description="side of the square arena"
-    )
+    size: float = Field(2048.0, ge=256.0, le=1_048_576.0, description="side of the square arena")
     height: float = Field(256.0, ge=64.0, le=8192.0, description="floor-to-ceiling height")
     map_entities: int = Field(0, ge=0, le=100_000, description="map entities (items, lifts)")
 

@@ -25,46 +25,56 @@ def fall(
     """
     z = positions[:, 2]
     ground = game_map.ground_z(positions)
-    airborne, any_airborne, new_z, new_vz, rising = _airborne(z, vz, ground, dt_s, GRAVITY)
-    if not any_airborne:
+    if not _any_airborne(z, vz, ground):  # everyone on the ground: the heights only
         return vz, np.maximum(z, ground)
+    n = len(z)  # the compiled calls' arrays are numpy's (huge pages: fewer page faults)
+    airborne, new_z, new_vz, rising = empty(n, np.bool_), empty(n), empty(n), empty(n, np.int64)
+    risen = _airborne(z, vz, ground, dt_s, GRAVITY, airborne, new_z, new_vz, rising)
+    rising = rising[:risen]
     if len(rising):
         moved = positions[rising].copy()
         moved[:, 2] = new_z[rising]
         bumped = rising[game_map.in_solid(moved)]
         new_z[bumped] = z[bumped]
         new_vz[bumped] = 0.0
-    return new_vz, _land(z, ground, airborne, new_z, new_vz)
+    out = empty(n)
+    _land(z, ground, airborne, new_z, new_vz, out)
+    return new_vz, out
 
 
 @compiled
-def _airborne(z, vz, ground, dt_s, gravity):  # pragma: no cover - compiled
-    """Who is airborne (moving up or above its ground) and whether anyone is; where each
-    would be after ``dt_s`` and its speed then (airborne: less gravity; else 0); the rising
-    players (airborne, moving up), in index order."""
+def _any_airborne(z, vz, ground):  # pragma: no cover - compiled
+    """Whether a player is airborne: moving up or down, or above its ground."""
+    anyone = False
+    for i in range(len(z)):  # no early exit: the usual answer is no
+        anyone |= (vz[i] != 0.0) | (z[i] > ground[i])
+    return anyone
+
+
+@compiled
+def _airborne(z, vz, ground, dt_s, gravity, airborne, new_z, new_vz, rising):  # pragma: no cover
+    """Who is airborne (moving up or above its ground), to ``airborne``; where each would be
+    after ``dt_s`` and its speed then (airborne: less gravity; else 0), to ``new_z`` and
+    ``new_vz``; the rising players (airborne, moving up), in index order, to the start of
+    ``rising``.  Returns how many rise."""
     n = len(z)
-    airborne = empty(n, np.bool_)
-    new_z, new_vz = empty(n), empty(n)
-    rising = empty(n, np.int64)
     pull = gravity * dt_s
-    count, anyone = 0, False
+    count = 0
     for i in range(n):
         up = vz[i] != 0.0 or z[i] > ground[i]
         airborne[i] = up
-        anyone = anyone or up
         new_z[i] = z[i] + vz[i] * dt_s
         new_vz[i] = vz[i] - pull if up else 0.0
         if up and vz[i] > 0.0:
             rising[count] = i
             count += 1
-    return airborne, anyone, new_z, new_vz, rising[:count]
+    return count
 
 
 @compiled
-def _land(z, ground, airborne, new_z, new_vz):  # pragma: no cover - compiled
-    """The heights after the tick (never below the ground); an airborne player that reaches
-    its ground lands (its speed becomes 0, in ``new_vz``)."""
-    out = empty(len(z))
+def _land(z, ground, airborne, new_z, new_vz, out):  # pragma: no cover - compiled
+    """The heights after the tick (never below the ground), to ``out``; an airborne player
+    that reaches its ground lands (its speed becomes 0, in ``new_vz``)."""
     for i in range(len(z)):
         if airborne[i]:
             if new_z[i] <= ground[i]:
@@ -72,7 +82,6 @@ def _land(z, ground, airborne, new_z, new_vz):  # pragma: no cover - compiled
             out[i] = _maximum(new_z[i], ground[i])
         else:
             out[i] = _maximum(z[i], ground[i])
-    return out
 
 
 @compiled

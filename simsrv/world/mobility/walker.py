@@ -21,7 +21,7 @@ from simsrv.core.compiled import compiled
 from simsrv.core.strict_model import StrictModel
 from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
-from simsrv.world.mobility.physics import fall
+from simsrv.world.mobility.physics import _maximum, fall
 from simsrv.world.mobility.registry import TickActions
 from simsrv.world.spawn import floor_positions, spawn_positions
 
@@ -112,13 +112,13 @@ class Walker:
         """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
         n = len(self.speed)
         self.time_s += dt_s
-        paused = self.pause_s > 0.0
-        self.pause_s = np.maximum(self.pause_s - dt_s, 0.0)
-        resume = np.flatnonzero(paused & (self.pause_s == 0.0))
+        left, resume, walking = empty(n), empty(n, np.int64), empty(n, np.int64)
+        resumed, walkers = _pauses(self.pause_s, dt_s, left, resume, walking)
+        self.pause_s = left
+        resume = resume[:resumed]
         if len(resume):
             self.target[resume] = self.destinations(resume)
-        walking = ~paused
-        moved = self._walk(np.flatnonzero(walking), dt_s)
+        moved = self._walk(walking[:walkers], dt_s)
         self.vz, self.positions[:, 2] = fall(self.map, self.positions, self.vz, dt_s)
         shot = self.rng.random(n) < self.params.shot_rate_hz * dt_s
         return TickActions(moving=moved, shot=shot, jumped=np.zeros(n, dtype=bool))
@@ -165,17 +165,22 @@ class Walker:
         if len(idx) == 0:
             return moved
         way, way_rows = self._waypoints(idx)
-        full, proposal = _steps(self.positions, idx, way, way_rows, self.speed, dt_s)
-        rows = np.arange(len(idx))
+        n = len(idx)  # the compiled calls' arrays are numpy's (huge pages: fewer page faults)
+        full, proposal = empty((n, 2)), empty((n, 3))
+        _steps(self.positions, idx, way, way_rows, self.speed, dt_s, full, proposal)
+        rows = np.arange(n)
+        positions, detour = self.positions, self.detour
         start = np.zeros((0, 3))  # the whole step starts where the players are
         for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
             free = ~self.map.blocked(proposal)
+            keep = empty(len(rows), np.int64)
             rows, start, proposal = _try(
-                self.positions, moved, self.detour, idx, rows, full, start, proposal, free, axis
+                positions, moved, detour, idx, rows, full, start, proposal, free, axis, keep
             )
             if len(rows) == 0:
                 break
-        at_goal, stuck = _arrivals(self.positions, self.target, moved, self.detour, idx)
+        at_goal, stuck = empty(n, np.bool_), empty(n, np.bool_)
+        _arrivals(self.positions, self.target, moved, self.detour, idx, at_goal, stuck)
         arrived = idx[at_goal]
         if len(arrived):
             self.pause_s[arrived] = np.maximum(self.pauses(arrived), 1e-9)
@@ -186,12 +191,32 @@ class Walker:
 
 
 @compiled
-def _steps(positions, idx, way, way_rows, speed, dt_s):  # pragma: no cover - compiled
-    """The whole steps ``(full (n, 2), proposal (n, 3))`` of players ``idx`` towards their
-    waypoints ``way[way_rows]``: ``speed * dt_s`` units, at most the distance to the waypoint."""
+def _pauses(pause_s, dt_s, left, resume, walking):  # pragma: no cover - compiled
+    """One tick of the pauses ``pause_s`` (s): what is left of each after ``dt_s`` (never
+    below 0), to ``left``; the players whose pause ends in this tick, to the start of
+    ``resume``; those not paused at its start (they walk), to the start of ``walking``; both
+    in index order.  Returns how many resume and how many walk."""
+    resumed, walkers = 0, 0
+    for i in range(len(pause_s)):
+        p = pause_s[i]
+        q = _maximum(p - dt_s, 0.0)
+        left[i] = q
+        if p > 0.0:
+            if q == 0.0:
+                resume[resumed] = i
+                resumed += 1
+        else:
+            walking[walkers] = i
+            walkers += 1
+    return resumed, walkers
+
+
+@compiled
+def _steps(positions, idx, way, way_rows, speed, dt_s, full, proposal):  # pragma: no cover
+    """The whole steps of players ``idx`` towards their waypoints ``way[way_rows]`` (``speed *
+    dt_s`` units, at most the distance to the waypoint), to ``full`` (n, 2), and where they
+    lead, to ``proposal`` (n, 3)."""
     n = len(idx)
-    full = empty((n, 2))
-    proposal = empty((n, 3))
     for r in range(n):
         i = idx[r]
         dx = way[way_rows[r], 0] - positions[i, 0]
@@ -204,12 +229,11 @@ def _steps(positions, idx, way, way_rows, speed, dt_s):  # pragma: no cover - co
         proposal[r, 0] = positions[i, 0] + full[r, 0]
         proposal[r, 1] = positions[i, 1] + full[r, 1]
         proposal[r, 2] = positions[i, 2]
-    return full, proposal
 
 
 @compiled
 def _try(
-    positions, moved, detour, idx, rows, full, start, proposal, free, axis
+    positions, moved, detour, idx, rows, full, start, proposal, free, axis, keep
 ):  # pragma: no cover - compiled
     """Apply one attempt (``axis`` -1: the whole step ``full``, 0 or 1: its x or y part only)
     to the players ``idx[rows]``: those whose ``proposal`` is ``free`` move there (``moved``
@@ -217,8 +241,7 @@ def _try(
     ``start``: where the slides start; the whole step starts at ``positions`` (and its tested
     ``proposal`` rows are overwritten with those starts, to keep them).  Returns the rows not
     moved, their starts and their next proposals (the x slide after the whole step, the y
-    slide after the x slide)."""
-    keep = empty(len(rows), np.int64)
+    slide after the x slide).  ``keep``: room for ``len(rows)`` row positions."""
     kept = 0
     for q in range(len(rows)):
         r = rows[q]
@@ -258,12 +281,11 @@ def _try(
 
 
 @compiled
-def _arrivals(positions, target, moved, detour, idx):  # pragma: no cover - compiled
-    """Per player of ``idx``: at its destination (within 1 unit), and stuck (not moved, or
-    ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination); (n,) bool each."""
+def _arrivals(positions, target, moved, detour, idx, at_goal, stuck):  # pragma: no cover
+    """Per player of ``idx``: at its destination (within 1 unit), to ``at_goal``, and stuck
+    (not moved, or ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination), to
+    ``stuck``; (n,) bool each."""
     n = len(idx)
-    at_goal = empty(n, np.bool_)
-    stuck = empty(n, np.bool_)
     for r in range(n):
         i = idx[r]
         dx = target[i, 0] - positions[i, 0]
@@ -271,4 +293,3 @@ def _arrivals(positions, target, moved, detour, idx):  # pragma: no cover - comp
         # hypot >= max(|dx|, |dy|) (faithfully rounded): far players skip it
         at_goal[r] = abs(dx) < 1.0 and abs(dy) < 1.0 and np.hypot(dx, dy) < 1.0
         stuck[r] = (not moved[i] or detour[i] >= MAX_DETOUR_TICKS) and not at_goal[r]
-    return at_goal, stuck
