@@ -15,6 +15,7 @@ import pytest
 from simsrv.cli.main import main
 from simsrv.sweep import CompareResults
 from simsrv.sweep import progress as progress_module
+from tests.child_signals import default_sigint
 
 TINY = ["--set", "run.duration_s=0.15", "--set", "run.warmup_s=0.05", "--set", "players.count=32"]
 
@@ -167,6 +168,7 @@ def test_a_comparison_killed_mid_run_leaves_no_worker_behind(tmp_path, signum):
         [*command, "--out", str(tmp_path / "out")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=default_sigint,
     )
     workers: set[tuple[int, str]] = set()
     try:

@@ -14,6 +14,7 @@ from simsrv import load_scenario, run
 from simsrv.cli.main import main
 from simsrv.core.errors import interrupted
 from simsrv.pipeline import result
+from tests.child_signals import default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +65,13 @@ def test_ctrl_c_during_the_compiled_neighbour_search_is_one_line():
         sys.executable, "-m", "simsrv", "run", "scenarios/scale/abdelkhalek-clients1000-cpus8.toml",
         "--set", "players.count=24000", "--set", "run.duration_s=60",
     ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    )
     time.sleep(6.0)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
