@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import compiled, inlined
 from simsrv.core.uninitialised import empty
 
 FINISHED_BYTES = 1e-9
@@ -86,6 +86,18 @@ def next_finish(flows_i, flows_f, pair_rate, sizes, now_us):
     return finish
 
 
+@inlined
+def _keep_loaded(component, size, ports_i):  # pragma: no cover - compiled
+    """Keep, in order, the first ``size`` attachments of ``component`` that still carry
+    unfixed flows (load > 0) at its front; returns how many."""
+    kept = 0
+    for k in range(size):
+        if ports_i[component[k], LOAD] > 0:
+            component[kept] = component[k]
+            kept += 1
+    return kept
+
+
 @compiled
 def share(pairs_i, pair_rate, ports_i, ports_f, seeds, capacity):
     """Max-min fair rates of the pairs of the components (through pairs with flows) of the
@@ -129,11 +141,7 @@ def share(pairs_i, pair_rate, ports_i, ports_f, seeds, capacity):
                 pairs_i[pair, FIXED] = 0
             pair = pairs_i[pair, NEXT_A] if a == port else pairs_i[pair, NEXT_B]
     # the attachments with unfixed flows, in any order (ties are broken by id below)
-    active = 0
-    for k in range(size):
-        if ports_i[component[k], LOAD] > 0:
-            component[active] = component[k]
-            active += 1
+    active = _keep_loaded(component, size, ports_i)
     while active > 0:
         best = -1
         best_share = 0.0
@@ -156,12 +164,7 @@ def share(pairs_i, pair_rate, ports_i, ports_f, seeds, capacity):
                         ports_f[end, LEFT] -= level
                     ports_i[end, LOAD] -= count
             pair = pairs_i[pair, NEXT_A] if a == best else pairs_i[pair, NEXT_B]
-        kept = 0
-        for k in range(active):
-            if ports_i[component[k], LOAD] > 0:
-                component[kept] = component[k]
-                kept += 1
-        active = kept
+        active = _keep_loaded(component, active, ports_i)
 
 
 @compiled

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import compiled, inlined
 from simsrv.core.uninitialised import empty
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.box_index import BoxIndex, cell_range
@@ -320,6 +320,19 @@ def _ground_z(
     return out
 
 
+@inlined
+def _in_room(x, y, z, room_min, room_max, r):  # pragma: no cover - compiled
+    """Whether ``(x, y, z)`` is in room ``r``'s closed box."""
+    return (
+        x >= room_min[r, 0]
+        and x <= room_max[r, 0]
+        and y >= room_min[r, 1]
+        and y <= room_max[r, 1]
+        and z >= room_min[r, 2]
+        and z <= room_max[r, 2]
+    )
+
+
 @compiled
 def _room_of(
     points, room_min, room_max, ox, oy, cell, nx, ny, indptr, boxes, out
@@ -333,15 +346,7 @@ def _room_of(
         best = len(room_min)
         for j in range(indptr[c], indptr[c + 1]):
             r = boxes[j]
-            if (
-                r < best
-                and x >= room_min[r, 0]
-                and x <= room_max[r, 0]
-                and y >= room_min[r, 1]
-                and y <= room_max[r, 1]
-                and z >= room_min[r, 2]
-                and z <= room_max[r, 2]
-            ):
+            if r < best and _in_room(x, y, z, room_min, room_max, r):
                 best = r
         out[i] = best if best < len(room_min) else -1
 
@@ -354,14 +359,7 @@ def _room_of_few(points, room_min, room_max, out):  # pragma: no cover - compile
         x, y, z = points[i, 0], points[i, 1], points[i, 2]
         best = -1
         for r in range(len(room_min)):
-            if (
-                x >= room_min[r, 0]
-                and x <= room_max[r, 0]
-                and y >= room_min[r, 1]
-                and y <= room_max[r, 1]
-                and z >= room_min[r, 2]
-                and z <= room_max[r, 2]
-            ):
+            if _in_room(x, y, z, room_min, room_max, r):
                 best = r
                 break
         out[i] = best
