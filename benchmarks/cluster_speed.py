@@ -30,9 +30,9 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
-import sys
 from pathlib import Path
+
+from scale_speed import child  # a fresh process per run (benchmarks/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 ZONINGS = ("grid", "load-aware")
@@ -103,18 +103,6 @@ wall = time.perf_counter() - start
 own["other"] = wall - sum(own.values())
 print(json.dumps({"wall_s": wall, "stages_s": own}))
 """
-
-
-def child(code: str, scenario: Path, overrides: list[str]) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(scenario), *overrides],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"benchmark run failed: {scenario} {overrides}\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
 
 
 def run_case(name: str, zoning: str, runs: int, profile: bool) -> dict:
