@@ -265,3 +265,51 @@ def test_an_interrupted_capacity_sweep_keeps_the_searches_that_finished(
     )
     assert pd.read_csv(out / "capacity.csv")["machine.cpus"].tolist() == [1, 2]
     assert len(pd.read_csv(out / "points.csv")) == 2
+
+
+def test_an_interrupted_study_keeps_the_searches_that_finished(tmp_path, capsys, monkeypatch):
+    """Each finished search is on disk at once; Ctrl-C leaves them there and exits 130."""
+    calls = []
+
+    def third_interrupted(job):
+        calls.append(job)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        nodes, zoning, profile, seed, _ = job
+        head = {"nodes": nodes, "zoning": zoning, "profile": profile, "seed": seed}
+        row = {**head, "capacity_clients": 100 * nodes, "capacity_per_node": 100.0}
+        return row, [{**head, "clients": 100 * nodes, "met": True}]
+
+    monkeypatch.setattr(cluster_capacity, "search", third_interrupted)
+    out = tmp_path / "study"
+    argv = ["--nodes", "1", "2", "4", "--seeds", "1", "--zonings", "grid"]
+    argv += ["--profiles", "libvip", "--out", str(out), "--workers", "1"]
+    assert cluster_capacity.main(argv) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"interrupted: 2 searches had finished; their rows are in {out}-capacity.csv and "
+        f"{out}-points.csv"
+    )
+    rows = pd.read_csv(f"{out}-capacity.csv")
+    assert rows.nodes.tolist() == [4, 2]  # the longest first, in the jobs' order
+    assert pd.read_csv(f"{out}-points.csv").clients.tolist() == [400, 200]
+    assert not Path(f"{out}-summary.csv").exists()
+
+
+def test_a_failed_study_search_is_reported_and_the_others_go_on(tmp_path, capsys, monkeypatch):
+    def second_fails(job):
+        nodes, zoning, profile, seed, _ = job
+        if nodes == 2:
+            raise ValueError("no luck")
+        head = {"nodes": nodes, "zoning": zoning, "profile": profile, "seed": seed}
+        row = {**head, "capacity_clients": 100 * nodes, "capacity_per_node": 100.0}
+        return row, [{**head, "clients": 100 * nodes}]
+
+    monkeypatch.setattr(cluster_capacity, "search", second_fails)
+    monkeypatch.setattr(cluster_capacity, "draw", lambda rows, points, out: None)
+    out = tmp_path / "study"
+    argv = ["--nodes", "1", "2", "4", "--seeds", "1", "--zonings", "grid"]
+    argv += ["--profiles", "libvip", "--out", str(out), "--workers", "1"]
+    assert cluster_capacity.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "search nodes=2 zoning=grid profile=libvip seed=1 failed: ValueError: no luck" in err
+    assert pd.read_csv(f"{out}-capacity.csv").nodes.tolist() == [4, 1]

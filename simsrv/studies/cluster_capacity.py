@@ -30,6 +30,11 @@ Writes (``<out>`` the prefix):
 
 ``--quick``: nodes 1, 2 and 4, one seed, grid and libVIP, 0.5 s measured (a test of the
 pipeline, not a result).
+
+Nothing finished is lost: the two CSV tables are written again as each search finishes (the
+searches finished so far, one node not yet copied to the other zonings and profiles), and
+Ctrl-C or SIGTERM stops the workers, leaves those tables and exits with 130.  A search that
+raises is reported on stderr and left out; the others go on.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -50,7 +55,7 @@ from simsrv.pipeline.cluster.zoning import ZONINGS  # noqa: E402
 from simsrv.pipeline.load import load_scenario  # noqa: E402
 from simsrv.sweep.capacity import search_capacity  # noqa: E402
 from simsrv.sweep.capacity_sweep import capacity_summary, cluster_details  # noqa: E402
-from simsrv.sweep.orphan import exit_with_parent  # noqa: E402
+from simsrv.sweep.local import run_parallel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "cluster" / "nodes4-cpus2-640.toml"
@@ -109,6 +114,10 @@ def default_zonings() -> list[str]:
     return [z for z in WANTED_ZONINGS if z in ZONINGS.names()]
 
 
+Job = tuple[int, str, str, int, float]
+"""One search: (nodes, zoning, profile, seed, measured s)."""
+
+
 def measure(
     nodes: list[int],
     zonings: list[str],
@@ -116,19 +125,37 @@ def measure(
     seeds: int,
     duration: float,
     workers: int,
+    on_progress: Callable[[pd.DataFrame, pd.DataFrame], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every search (one node once per seed, copied to each zoning and profile)."""
-    jobs = [
+    """Every search (one node once per seed, copied to each zoning and profile).
+    ``on_progress(rows, points)``: called with the searches finished so far (in the jobs'
+    order) each time one finishes.  A search that raised is left out (reported on stderr)."""
+    jobs: list[Job] = [
         (n, z, p, s, duration)
         for n in sorted(nodes, reverse=True)  # the longest searches first
         for z in (zonings if n > 1 else zonings[:1])
         for p in (profiles if n > 1 else profiles[:1])
         for s in range(1, seeds + 1)
     ]
-    with ProcessPoolExecutor(workers, initializer=exit_with_parent) as pool:
-        results = list(pool.map(search, jobs))
-    rows = pd.DataFrame([r for r, _ in results])
-    points = pd.DataFrame([p for _, ps in results for p in ps])
+    results: dict[int, tuple[dict, list[dict]]] = {}
+
+    def done(index: int, result: tuple[dict, list[dict]] | None) -> None:
+        if result is None:
+            return
+        results[index] = result
+        if on_progress is not None:
+            on_progress(*_tables(results))
+
+    def failed(index: int, error: BaseException) -> None:
+        n, z, p, s, _ = jobs[index]
+        print(
+            f"search nodes={n} zoning={z} profile={p} seed={s} failed: "
+            f"{type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+
+    run_parallel(jobs, search, workers, done, failed)
+    rows, points = _tables(results)
     single = rows[rows.nodes == 1]
     copies = [
         single.assign(zoning=z, profile=p)
@@ -138,6 +165,23 @@ def measure(
     ]
     rows = pd.concat([rows, *copies], ignore_index=True)
     return rows, points
+
+
+def _tables(results: dict[int, tuple[dict, list[dict]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows and points of the searches in ``results`` (by job index), in the jobs' order."""
+    ordered = [results[i] for i in sorted(results)]
+    rows = pd.DataFrame([r for r, _ in ordered])
+    points = pd.DataFrame([p for _, ps in ordered for p in ps])
+    return rows, points
+
+
+def write_tables(rows: pd.DataFrame, points: pd.DataFrame, out: Path) -> None:
+    """``<out>-capacity.csv`` and ``<out>-points.csv`` (each replaced whole, atomically)."""
+    for name, frame in (("capacity", rows), ("points", points)):
+        path = Path(f"{out}-{name}.csv")
+        partial = path.with_name(path.name + ".partial")
+        frame.to_csv(partial, index=False, float_format="%.6g")
+        partial.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,11 +212,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zonings not registered (left out): {', '.join(missing)}", file=sys.stderr)
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows, points = measure(
-        args.nodes, zonings, args.profiles, args.seeds, args.duration, args.workers
-    )
-    rows.to_csv(f"{out}-capacity.csv", index=False, float_format="%.6g")
-    points.to_csv(f"{out}-points.csv", index=False, float_format="%.6g")
+    kept = [0]
+
+    def progress(rows: pd.DataFrame, points: pd.DataFrame) -> None:
+        write_tables(rows, points, out)
+        kept[0] = len(rows)
+
+    try:
+        rows, points = measure(
+            args.nodes, zonings, args.profiles, args.seeds, args.duration, args.workers, progress
+        )
+    except KeyboardInterrupt:
+        where = f"; their rows are in {out}-capacity.csv and {out}-points.csv"
+        print(f"interrupted: {kept[0]} searches had finished{where if kept[0] else ''}",
+              file=sys.stderr)  # fmt: skip
+        return 130
+    if rows.empty:
+        print("no search finished", file=sys.stderr)
+        return 1
+    write_tables(rows, points, out)
     summary = capacity_summary(rows, ["zoning", "profile", "nodes"])
     summary.to_csv(f"{out}-summary.csv", index=False, float_format="%.6g")
     print(summary.to_string(index=False))
