@@ -124,6 +124,22 @@ NO_HANDOFFS = np.zeros((0, 4), dtype=np.int64)
 
 
 @compiled
+def first_packets(owner, nodes):  # pragma: no cover - compiled
+    """The index of each node's first packet in ``owner`` (the packets' nodes), -1 if none:
+    (nodes,) int64."""
+    first = np.full(nodes, -1, np.int64)
+    left = nodes
+    for i in range(len(owner)):
+        node = owner[i]
+        if first[node] < 0:
+            first[node] = i
+            left -= 1
+            if left == 0:
+                break
+    return first
+
+
+@compiled
 def _owners(clients, ticks, ring, first_tick, last_tick, serving):  # pragma: no cover
     """Each packet's node: of a kept tick (``first_tick .. last_tick``, row ``tick %
     len(ring)``), its player's owner then; of another tick, the player's node (``serving``),

@@ -32,7 +32,7 @@ from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conserva
 from simsrv.pipeline.cluster.actions import RemoteActions
 from simsrv.pipeline.cluster.exchange import Exchange, with_ops
 from simsrv.pipeline.cluster.node import Node, build_node
-from simsrv.pipeline.cluster.router import Handoff, Router
+from simsrv.pipeline.cluster.router import Handoff, Router, first_packets
 from simsrv.pipeline.cluster.socket import SocketBank
 from simsrv.pipeline.cluster.zones import Rebalance, ZonedWorld
 from simsrv.pipeline.cluster.zoning import ZONINGS
@@ -114,7 +114,11 @@ def simulate_cluster(
     )
     window = (scenario.run.warmup_s, scenario.run.warmup_s + scenario.run.duration_s)
     stream = ClientStream(scenario.clients, zoned, rng["clients"], window)  # type: ignore[arg-type]
-    bank = SocketBank(cluster.nodes, world.players, scenario.clients.socket_buffer_messages, window)
+    stop_s = scenario.run.warmup_s + scenario.run.duration_s
+    sent = world.players * (rate * (stop_s + scenario.clients.latency_s) + 2)  # by the stop
+    bank = SocketBank(
+        cluster.nodes, world.players, scenario.clients.socket_buffer_messages, window, int(sent)
+    )
     nodes = [
         build_node(scenario, i, platform, world, rng["strategy"], bank.socket(i))
         for i in range(cluster.nodes)
@@ -135,7 +139,6 @@ def simulate_cluster(
     actions = (
         RemoteActions(zoned, exchange, cluster.action_bytes) if cluster.remote_actions else None
     )
-    stop_s = scenario.run.warmup_s + scenario.run.duration_s
     per_node = cluster.nodes > 1
     fixed_limit = scenario.max_messages_per_frame
 
@@ -266,15 +269,11 @@ def route_arrivals(
     idle, at the next frame start.  Returns the woken nodes' ``(frame start, node)``."""
     limit = min(t_busy, stop_s)
     packets, times = stream.pending_until(limit)  # the next arrival at least
-    keep = times < stop_s  # events at the stop are not run
-    packets, times = packets[keep], times[keep]
+    kept = int(np.searchsorted(times, stop_s, side="left"))  # events at the stop are not run
+    packets, times = packets[:kept], times[:kept]
     owner = router.owners(packets)
-    nodes, first = np.unique(owner, return_index=True)  # each node's first packet
-    wakes = sorted(
-        (float(times[at]), node)
-        for node, at in zip(nodes.tolist(), first.tolist(), strict=True)
-        if node in idle
-    )
+    first = first_packets(owner, router.nodes)  # each node's first packet
+    wakes = sorted((float(times[first[node]]), node) for node in idle if first[node] >= 0)
     cut = t_busy  # the next frame start
     woken: list[tuple[float, int]] = []
     last_wake = -math.inf

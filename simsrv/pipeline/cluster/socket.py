@@ -4,7 +4,9 @@ A cluster's sockets hold every queued packet of a player at one node (the router
 :mod:`.router`), and handing a player over moves its queued packets from one socket to the end
 of another.  The bank stores every queued packet of every node in one buffer of slots, each
 node's queue as a list of slots in arrival order and each player's queued packets as a list
-too, so that each operation costs the packets it touches, never a whole queue:
+linked backwards from its last (a node reads its queue in order, so a player's queued packets
+are always the last ``count`` of its list, and a read need not touch the list), so that each
+operation costs the packets it touches, never a whole queue:
 
 * :meth:`SocketBank.deliver` appends a routed batch (packets in arrival order, each with its
   node) and performs the batch's handoffs at their places in it (before the packet that
@@ -19,9 +21,12 @@ measured ``window``).  So each socket reads, in order, exactly what a FIFO queue
 and appends them to the new node's queue; ``tests/test_cluster_router.py`` checks it against
 that reference).
 
-Memory: 45 bytes per slot (the packet) plus 17 (two links, a live flag); when the buffer is
-full its dead slots are dropped in place, and it doubles when the live ones fill more than half
-of it; 24 bytes per player for its list.
+Memory: 45 bytes per slot (the packet) plus 17 (two links, a live flag); when the slots in use
+reach the buffer's size it doubles, and its dead slots (read, or moved) are dropped in place
+first when they are half of them or more; 16 bytes per player for its list.  The buffer's
+arrays can be allocated larger than that size up front (``reserve`` slots): the pages not
+written yet cost no memory (the kernel maps a page when it is first written), and the buffer
+then doubles within them without copying what it holds.
 """
 
 from __future__ import annotations
@@ -34,11 +39,15 @@ from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE
 
 INITIAL_SLOTS = 4096
 """Slots of the buffer before its first growth."""
+MOST_RESERVED_SLOTS = 2**26
+"""The most slots allocated up front (~4 GB of address space, not of memory)."""
 
 
 class SocketBank:
     """The socket receive buffers of ``nodes`` nodes serving ``players`` players, each of
-    ``capacity`` packets (0: unbounded), counting what arrives in ``window`` ``[t0, t1)`` s."""
+    ``capacity`` packets (0: unbounded), counting what arrives in ``window`` ``[t0, t1)`` s;
+    ``reserve``: the slots allocated up front (at most :data:`MOST_RESERVED_SLOTS`; e.g. the
+    packets the run can deliver), within which the buffer grows without copying."""
 
     def __init__(
         self,
@@ -46,13 +55,17 @@ class SocketBank:
         players: int,
         capacity: int = 0,
         window: tuple[float, float] = (0.0, np.inf),
+        reserve: int = INITIAL_SLOTS,
     ) -> None:
         self.capacity = capacity
         self.window = (float(window[0]), float(window[1]))
-        self.buffer = np.zeros(INITIAL_SLOTS, dtype=MESSAGE_DTYPE)
-        self.node_next = np.full(INITIAL_SLOTS, -1, dtype=np.int64)
-        self.client_next = np.full(INITIAL_SLOTS, -1, dtype=np.int64)
-        self.live = np.zeros(INITIAL_SLOTS, dtype=np.bool_)
+        slots = min(max(reserve, INITIAL_SLOTS), MOST_RESERVED_SLOTS)
+        self.buffer = empty(slots, MESSAGE_DTYPE)
+        self.node_next = empty(slots, np.int64)
+        self.client_previous = empty(slots, np.int64)
+        self.live = empty(slots, np.bool_)
+        self.size = INITIAL_SLOTS
+        """The buffer's size: the slots in use reaching it, the buffer is compacted or grows."""
         self.used = 0
         """Slots written so far (the next packet goes to slot ``used``)."""
         self.head = np.full(nodes, -1, dtype=np.int64)
@@ -60,10 +73,11 @@ class SocketBank:
         self.tail = np.full(nodes, -1, dtype=np.int64)
         self.length = np.zeros(nodes, dtype=np.int64)
         """Packets queued at each node."""
-        self.first = np.full(players, -1, dtype=np.int64)
         self.last = np.full(players, -1, dtype=np.int64)
+        """Each player's last queued slot (-1: none since its list last started)."""
         self.count = np.zeros(players, dtype=np.int64)
-        """Each player's queued packets (at the node that holds them)."""
+        """Each player's queued packets (at the node that holds them): the last ``count`` of
+        its list."""
         self.dropped = np.zeros(nodes, dtype=np.int64)
         """Packets each node dropped because its buffer was full."""
         self.dropped_in_window = np.zeros(nodes, dtype=np.int64)
@@ -96,7 +110,7 @@ class SocketBank:
         self.used = _deliver(
             self.buffer,
             self.node_next,
-            self.client_next,
+            self.client_previous,
             self.live,
             start,
             n,
@@ -105,7 +119,6 @@ class SocketBank:
             self.head,
             self.tail,
             self.length,
-            self.first,
             self.last,
             self.count,
             self.capacity,
@@ -128,51 +141,56 @@ class SocketBank:
             min(limit, int(self.length[node])),
             self.buffer["client"],
             self.node_next,
-            self.client_next,
             self.live,
             self.head,
             self.tail,
             self.length,
-            self.first,
             self.last,
             self.count,
         )
         return self.buffer[slots]
 
     def _make_room(self, extra: int) -> None:
-        """Room for ``extra`` more slots: drop the dead slots in place, then, if the live ones
-        fill more than half the buffer, grow it by doubling (only the live prefix is
-        copied; the fresh slots are written before they are read)."""
-        size = len(self.buffer)
+        """Room for ``extra`` more slots.  When the buffer is full: if half its slots in use or
+        more are dead, drop them in place; then, if the slots in use fill more than half of
+        it, double its size (within the arrays allocated, or into new ones: the slots in use
+        are copied, the fresh ones are written before they are read).  Each slot is so moved
+        a bounded number of times on average."""
+        size = self.size
         if self.used + extra <= size:
             return
-        self.used = _compact(
-            self.buffer,
-            self.node_next,
-            self.client_next,
-            self.live,
-            self.used,
-            self.head,
-            self.tail,
-            self.first,
-            self.last,
-        )
-        if self.used + extra <= size // 2:
-            return
+        if 2 * (self.used - int(self.length.sum())) >= self.used:
+            self.used = _compact(
+                self.buffer,
+                self.node_next,
+                self.client_previous,
+                self.live,
+                self.used,
+                self.head,
+                self.tail,
+                self.last,
+                self.count,
+            )
+            if self.used + extra <= size // 2:
+                return
         grown = max(2 * size, 2 * (self.used + extra))
+        if self.used + extra <= len(self.buffer):  # within the arrays allocated
+            self.size = min(grown, len(self.buffer))
+            return
+        self.size = grown
         kept = self.used
         buffer = empty(grown, MESSAGE_DTYPE)
         buffer[:kept] = self.buffer[:kept]
         node_next = empty(grown, np.int64)
         node_next[:kept] = self.node_next[:kept]
-        client_next = empty(grown, np.int64)
-        client_next[:kept] = self.client_next[:kept]
+        client_previous = empty(grown, np.int64)
+        client_previous[:kept] = self.client_previous[:kept]
         live = empty(grown, np.bool_)
         live[:kept] = self.live[:kept]
-        self.buffer, self.node_next, self.client_next, self.live = (
+        self.buffer, self.node_next, self.client_previous, self.live = (
             buffer,
             node_next,
-            client_next,
+            client_previous,
             live,
         )
 
@@ -208,21 +226,17 @@ class NodeSocket:
 
 
 @inlined
-def _append(node, slot, c, node_next, client_next, head, tail, length, first, last, count):
+def _append(node, slot, c, node_next, client_previous, head, tail, length, last, count):
     """Link ``slot`` (player ``c``'s packet) at the end of node ``node``'s queue and of the
     player's list."""  # pragma: no cover - compiled
     node_next[slot] = -1
-    client_next[slot] = -1
     if tail[node] >= 0:
         node_next[tail[node]] = slot
     else:
         head[node] = slot
     tail[node] = slot
     length[node] += 1
-    if count[c] == 0:
-        first[c] = slot
-    else:
-        client_next[last[c]] = slot
+    client_previous[slot] = last[c]
     last[c] = slot
     count[c] += 1
 
@@ -231,7 +245,7 @@ def _append(node, slot, c, node_next, client_next, head, tail, length, first, la
 def _deliver(  # pragma: no cover - compiled
     buffer,
     node_next,
-    client_next,
+    client_previous,
     live,
     start,
     n,
@@ -240,7 +254,6 @@ def _deliver(  # pragma: no cover - compiled
     head,
     tail,
     length,
-    first,
     last,
     count,
     capacity,
@@ -259,16 +272,18 @@ def _deliver(  # pragma: no cover - compiled
     for i in range(n):
         while k < len(handoffs) and handoffs[k, 0] == i:  # the handoffs before packet i
             c, src, dst = handoffs[k, 1], handoffs[k, 2], handoffs[k, 3]
-            slot = first[c]
-            first[c] = -1  # the player's list starts again at ``dst``
-            last[c] = -1
+            moved = count[c]
+            queued = empty(moved, np.int64)  # its packets, all at ``src``, in order
+            slot = last[c]
+            for j in range(moved - 1, -1, -1):
+                queued[j] = slot
+                slot = client_previous[slot]
+            last[c] = -1  # the player's list starts again at ``dst``
             count[c] = 0
-            moved = 0
-            while slot >= 0:  # its packets, in order, all at ``src``
-                following = client_next[slot]
+            length[src] -= moved
+            for j in range(moved):
+                slot = queued[j]
                 live[slot] = False
-                length[src] -= 1
-                moved += 1
                 if capacity > 0 and length[dst] >= capacity:
                     dropped[dst] += 1
                     if t0 <= buffer[slot].arrival_s < t1:
@@ -276,10 +291,9 @@ def _deliver(  # pragma: no cover - compiled
                 else:
                     buffer[used] = buffer[slot]
                     live[used] = True
-                    _append(dst, used, c, node_next, client_next, head, tail, length, first,
-                            last, count)  # fmt: skip
+                    _append(dst, used, c, node_next, client_previous, head, tail, length, last,
+                            count)  # fmt: skip
                     used += 1
-                slot = following
             forwarded[k] = moved
             if moved:
                 touched[dst] = True
@@ -297,17 +311,18 @@ def _deliver(  # pragma: no cover - compiled
                 dropped_in_window[o] += 1
             continue
         live[slot] = True
-        _append(o, slot, buffer[slot].client, node_next, client_next, head, tail, length, first,
+        _append(o, slot, buffer[slot].client, node_next, client_previous, head, tail, length,
                 last, count)  # fmt: skip
     return used
 
 
 @compiled
 def _read(  # pragma: no cover - compiled
-    node, want, clients, node_next, client_next, live, head, tail, length, first, last, count
+    node, want, clients, node_next, live, head, tail, length, last, count
 ):
     """The slots of node ``node``'s next ``want`` live packets (``want`` at most its length),
-    taken off its queue and their players' lists (each its player's first)."""
+    taken off its queue and their players' lists (each the first of its player's queued
+    packets, so the list's links are left as they are)."""
     slots = empty(want, np.int64)
     taken = 0
     slot = head[node]
@@ -317,10 +332,7 @@ def _read(  # pragma: no cover - compiled
             c = clients[slot]
             count[c] -= 1
             if count[c] == 0:
-                first[c] = -1
                 last[c] = -1
-            else:
-                first[c] = client_next[slot]
             slots[taken] = slot
             taken += 1
         slot = node_next[slot]
@@ -335,10 +347,11 @@ def _read(  # pragma: no cover - compiled
 
 @compiled
 def _compact(  # pragma: no cover - compiled
-    buffer, node_next, client_next, live, used, head, tail, first, last
+    buffer, node_next, client_previous, live, used, head, tail, last, count
 ):
     """Move the live slots of ``0 .. used`` to the front, in order, in place, and renumber
-    the lists (the dead slots leave the nodes' queues); returns the live slots' count."""
+    the lists (the dead slots leave the nodes' queues, and a player's list starts at its
+    first live slot); returns the live slots' count."""
     renumber = empty(used, np.int64)
     kept = 0
     for slot in range(used):
@@ -346,7 +359,6 @@ def _compact(  # pragma: no cover - compiled
             renumber[slot] = kept
             kept += 1
     new_node_next = np.full(kept, -1, np.int64)
-    new_client_next = np.full(kept, -1, np.int64)
     for node in range(len(head)):
         slot = head[node]
         previous = -1
@@ -362,17 +374,15 @@ def _compact(  # pragma: no cover - compiled
             slot = node_next[slot]
         head[node] = new_head
         tail[node] = previous
-    for slot in range(used):
-        if live[slot] and client_next[slot] >= 0:
-            new_client_next[renumber[slot]] = renumber[client_next[slot]]
-    for c in range(len(first)):
-        if first[c] >= 0:
-            first[c] = renumber[first[c]]
-            last[c] = renumber[last[c]]
+    for c in range(len(last)):
+        last[c] = renumber[last[c]] if count[c] > 0 else -1
     for slot in range(used):  # forward: a slot moves to a place already read
-        if live[slot] and renumber[slot] != slot:
-            buffer[renumber[slot]] = buffer[slot]
+        if live[slot]:
+            new = renumber[slot]
+            before = client_previous[slot]
+            client_previous[new] = renumber[before] if before >= 0 and live[before] else -1
+            if new != slot:
+                buffer[new] = buffer[slot]
     node_next[:kept] = new_node_next
-    client_next[:kept] = new_client_next
     live[:kept] = True
     return kept

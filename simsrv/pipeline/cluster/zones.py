@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsrv.core.uninitialised import empty
 from simsrv.pipeline.cluster.zoning import Zoning
 from simsrv.world.combat import aim
 from simsrv.world.world import TickState, World
@@ -61,8 +62,9 @@ class ZonedWorld:
         self.keep_ticks = keep_ticks
         self.shots = shots
         self._map_part()
-        self.owner_ring = np.full((keep_ticks, world.players), -1, dtype=np.int32)
-        """Owner node of each player at each kept tick: row ``tick % keep_ticks``."""
+        self.owner_ring = empty((keep_ticks, world.players), np.int32)
+        """Owner node of each player at each kept tick: row ``tick % keep_ticks`` (a row is
+        written at its tick, before it is read; the rows never written take no memory)."""
         self.first_tick = 0
         """The kept ticks are ``first_tick .. last_tick`` (none while ``last_tick < 0``)."""
         self.last_tick = -1
