@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from simsrv.scenario.schema import ClientsSection
 from simsrv.workload.clients import CHUNK_MESSAGES, CHUNK_TICKS, ClientStream
-from simsrv.workload.messages import sort_by_arrival
+from simsrv.workload.messages import EMPTY, sort_by_arrival
 
 WINDOW = (0.5, 2.0)
 
@@ -38,10 +38,13 @@ def closed_stream(players, rate, jitter, latency, loss, seed, same_phase):
     steps=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=12),
     seed=st.integers(0, 2**16),
     chunk=st.sampled_from([1, 2, 3, None]),
+    in_pieces=st.booleans(),
 )
 def test_released_packets_come_in_the_fully_sorted_order(
-    players, rate, jitter_share, latency, loss, same_phase, steps, seed, chunk
+    players, rate, jitter_share, latency, loss, same_phase, steps, seed, chunk, in_pieces
 ):
+    """Released at once (``release_until``) or in pieces (``release_in_pieces``, each at
+    most the packets of two chunks' ticks): the order of sorting every packet."""
     jitter = jitter_share / rate
     stream = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
     assert stream.chunk_ticks == min(CHUNK_TICKS, CHUNK_MESSAGES // players)
@@ -50,8 +53,13 @@ def test_released_packets_come_in_the_fully_sorted_order(
     released, now = [], 0.0
     for step in steps:
         now += step
-        released.append(stream.release_until(now))
-    got = np.concatenate(released)
+        if in_pieces:
+            pieces = list(stream.release_in_pieces(now))
+            assert all(len(p) <= 2 * stream.chunk_ticks * players for p in pieces)
+            released += pieces
+        else:
+            released.append(stream.release_until(now))
+    got = np.concatenate(released) if released else EMPTY
     reference = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
     ticks = stream.next_tick
     assert ticks % stream.chunk_ticks == 0

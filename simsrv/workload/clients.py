@@ -28,7 +28,7 @@ advanced: those packets are never processed, so they carry no world state (zero 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -125,6 +125,19 @@ class ClientStream:
         while self.horizon_s <= t_s:
             self._generate_chunk()
         return self._take(t_s)
+
+    def release_in_pieces(self, t_s: float) -> Iterator[np.ndarray]:
+        """What :meth:`release_until` releases, as the consecutive pieces whose
+        concatenation it is: the packets arriving before the horizon, then the next chunk's
+        (each piece at most about a chunk, not the whole release at once)."""
+        while self.horizon_s <= t_s:
+            piece = self._take(float(np.nextafter(self.horizon_s, -np.inf)))
+            if len(piece):
+                yield piece
+            self._generate_chunk()
+        piece = self._take(t_s)
+        if len(piece):
+            yield piece
 
     def pending_until(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
         """The packets not released yet whose readable time is at most ``t_s`` and before

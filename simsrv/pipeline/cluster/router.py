@@ -75,8 +75,10 @@ class Router:
         """Nodes whose socket got packets (the caller clears it)."""
         self._seen = np.zeros(zoned.players, dtype=np.int64)  # scratch of :func:`_handoffs`
 
-    def owners(self, arrived: np.ndarray) -> np.ndarray:
-        """The node each of ``arrived`` goes to (module docstring), without routing them."""
+    def owners(self, arrived: np.ndarray, serving: np.ndarray | None = None) -> np.ndarray:
+        """The node each of ``arrived`` goes to (module docstring), without routing them;
+        ``serving``: the players' nodes to use (a copy of :attr:`serving` taken earlier, so
+        that packets routed in pieces get the nodes one batch would)."""
         if self.nodes == 1:
             return np.zeros(len(arrived), dtype=np.int64)
         zoned = self.zoned
@@ -86,27 +88,39 @@ class Router:
             zoned.owner_ring,
             zoned.first_tick,
             zoned.last_tick,
-            self.serving,
+            self.serving if serving is None else serving,
         )
 
     def route(
-        self, arrived: np.ndarray, t_s: float | np.ndarray, owner: np.ndarray | None = None
+        self,
+        arrived: np.ndarray,
+        t_s: float | np.ndarray,
+        owner: np.ndarray | None = None,
+        store: bool = True,
     ) -> None:
         """Deliver ``arrived`` (in arrival order) at time ``t_s`` s, or each packet at its
         own time (``t_s`` an array: when its handoff, if any, is posted); ``owner``: their
-        nodes if already known (:meth:`owners`)."""
+        nodes if already known (:meth:`owners`); ``store`` False: the packets will never be
+        read (every node has stopped, the sockets are unbounded): they are only counted in
+        (:meth:`SocketBank.count_in`), handoffs and their messages as when stored."""
         if len(arrived) == 0:
             return
         if owner is None:
             owner = self.owners(arrived)
         if self.nodes == 1:
-            self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
+            if store:
+                self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
+            else:
+                self.bank.count_in(arrived, owner, NO_HANDOFFS)
             self.touched.add(0)
             return
         handoffs, bound = _handoffs(
             arrived["client"], owner, self.serving, self.served, self.bank.count, self._seen
         )
-        forwarded, touched = self.bank.deliver(arrived, owner, handoffs, bound)
+        if store:
+            forwarded, touched = self.bank.deliver(arrived, owner, handoffs, bound)
+        else:
+            forwarded, touched = self.bank.count_in(arrived, owner, handoffs)
         self.touched.update(np.flatnonzero(touched).tolist())
         times = np.broadcast_to(np.asarray(t_s, dtype=float), len(arrived))
         digest = self.exchange.digest

@@ -163,11 +163,15 @@ def simulate_cluster(
     # the packets arrived by then go to their nodes' sockets (a bounded one drops them as
     # a single server's does); what is left is counted, never generated.  With unbounded
     # sockets only the packets of the measured window (each node counts its arrivals) are
-    # routed: the later ones add to the queued total alone, which the count gives
+    # routed, and only counted in (no node reads them: their handoffs and counts are those
+    # of storing them); the later ones add to the queued total alone, which the count gives
     routed_until = counted_s
-    if not scenario.clients.socket_buffer_messages:
+    unbounded = not scenario.clients.socket_buffer_messages
+    if unbounded:
         routed_until = min(counted_s, math.nextafter(stop_s, -math.inf))
-    router.route(stream.release_until(routed_until), counted_s)
+    serving = router.serving.copy()  # the nodes of one batch, routed in pieces
+    for piece in stream.release_in_pieces(routed_until):
+        router.route(piece, counted_s, router.owners(piece, serving), store=not unbounded)
     counts = stream.settle(counted_s)
     accounting = {
         "sent": counts.sent,
