@@ -63,6 +63,7 @@ class Walker:
         self.target = np.zeros((count, 2))
         self.pause_s = np.zeros(count)
         self.detour = np.zeros(count, dtype=np.int64)  # ticks spent sliding along a wall
+        self._kept: dict[str, np.ndarray] = {}  # working arrays (:meth:`_working`)
         everyone = np.arange(count)
         self.target[everyone] = self.destinations(everyone)
 
@@ -112,16 +113,33 @@ class Walker:
         """Advance one client tick of ``dt_s`` seconds; return the tick's actions."""
         n = len(self.speed)
         self.time_s += dt_s
-        left, resume, walking = empty(n), empty(n, np.int64), empty(n, np.int64)
-        resumed, walkers = _pauses(self.pause_s, dt_s, left, resume, walking)
-        self.pause_s = left
-        resume = resume[:resumed]
+        resume, walking = (
+            self._working("resume", n, np.int64),
+            self._working("walking", n, np.int64),
+        )
+        resumed, walkers = _pauses(self.pause_s, dt_s, self.pause_s, resume, walking)
+        resume = resume[:resumed].copy()
         if len(resume):
             self.target[resume] = self.destinations(resume)
         moved = self._walk(walking[:walkers], dt_s)
         self.vz, self.positions[:, 2] = fall(self.map, self.positions, self.vz, dt_s)
         shot = self.rng.random(n) < self.params.shot_rate_hz * dt_s
         return TickActions(moving=moved, shot=shot, jumped=np.zeros(n, dtype=bool))
+
+    def _working(self, name: str, shape: int | tuple[int, ...], dtype: type = np.float64):
+        """A working array of ``shape`` for one step, written before it is read: the first
+        rows of one kept between steps (numpy's, so on huge pages), grown when too small.
+        A step's working arrays are a million players' tens of MB: allocated afresh each
+        step, their pages were mapped again each time (the cost of a settling walk)."""
+        rows = shape if isinstance(shape, int) else shape[0]
+        kept = self._kept.get(name)
+        if kept is None or len(kept) < rows:
+            full_shape = (
+                max(rows, len(self.speed)),
+                *(() if isinstance(shape, int) else shape[1:]),
+            )
+            kept = self._kept[name] = empty(full_shape, dtype)
+        return kept[:rows]
 
     def _waypoints(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where players ``idx`` head now: the next doorway, or the destination itself, as
@@ -165,8 +183,8 @@ class Walker:
         if len(idx) == 0:
             return moved
         way, way_rows = self._waypoints(idx)
-        n = len(idx)  # the compiled calls' arrays are numpy's (huge pages: fewer page faults)
-        full, proposal = empty((n, 2)), empty((n, 3))
+        n = len(idx)
+        full, proposal = self._working("full", (n, 2)), self._working("proposal", (n, 3))
         _steps(self.positions, idx, way, way_rows, self.speed, dt_s, full, proposal)
         rows = np.arange(n)
         positions, detour = self.positions, self.detour
