@@ -287,3 +287,15 @@ def test_packets_counted_in_give_the_counts_and_handoffs_of_packets_stored(run, 
     if counted.bank.counted_only:
         with pytest.raises(AssertionError, match="counted into"):
             counted.bank.read(0, 1)
+
+
+def test_the_reserve_is_bounded_by_the_machine_memory(monkeypatch):
+    """Address space for at most a quarter of the memory (a larger mapping may be refused)."""
+    from simsrv.pipeline.cluster import socket
+
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 64 * 1024}  # 256 MiB
+    monkeypatch.setattr(socket.os, "sysconf", lambda name: pages[name])
+    assert socket.most_reserved_slots() == 2**26 // socket.SLOT_BYTES
+    bank = SocketBank(2, 3, 0, WINDOW, reserve=10**9)
+    assert len(bank.buffer) == 2**26 // socket.SLOT_BYTES
+    assert bank.size == socket.INITIAL_SLOTS

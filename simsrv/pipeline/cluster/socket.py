@@ -25,15 +25,17 @@ measured ``window``).  So each socket reads, in order, exactly what a FIFO queue
 and appends them to the new node's queue; ``tests/test_cluster_router.py`` checks it against
 that reference).
 
-Memory: 45 bytes per slot (the packet) plus 17 (two links, a live flag); when the slots in use
-reach the buffer's size it doubles, and its dead slots (read, or moved) are dropped in place
-first when they are half of them or more; 16 bytes per player for its list.  The buffer's
-arrays can be allocated larger than that size up front (``reserve`` slots): the pages not
-written yet cost no memory (the kernel maps a page when it is first written), and the buffer
-then doubles within them without copying what it holds.
+Memory: 45 bytes per slot (the packet) plus 17 (two links, a live flag: :data:`SLOT_BYTES`);
+when the slots in use reach the buffer's size it doubles, and its dead slots (read, or moved)
+are dropped in place first when they are half of them or more; 16 bytes per player for its
+list.  The buffer's arrays can be allocated larger than that size up front (``reserve``
+slots): the pages not written yet cost no memory (the kernel maps a page when it is first
+written), and the buffer then doubles within them without copying what it holds.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -43,14 +45,27 @@ from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE
 
 INITIAL_SLOTS = 4096
 """Slots of the buffer before its first growth."""
+SLOT_BYTES = MESSAGE_DTYPE.itemsize + 17
+"""A slot's bytes: the packet, two links and a live flag."""
 MOST_RESERVED_SLOTS = 2**26
 """The most slots allocated up front (~4 GB of address space, not of memory)."""
+
+
+def most_reserved_slots() -> int:
+    """The slots allocated up front at most: :data:`MOST_RESERVED_SLOTS`, or address space
+    for a quarter of this machine's memory if less (a mapping much larger than the memory
+    may be refused by the kernel's overcommit rule)."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # not a POSIX system
+        memory = 2**32
+    return max(INITIAL_SLOTS, min(MOST_RESERVED_SLOTS, memory // 4 // SLOT_BYTES))
 
 
 class SocketBank:
     """The socket receive buffers of ``nodes`` nodes serving ``players`` players, each of
     ``capacity`` packets (0: unbounded), counting what arrives in ``window`` ``[t0, t1)`` s;
-    ``reserve``: the slots allocated up front (at most :data:`MOST_RESERVED_SLOTS`; e.g. the
+    ``reserve``: the slots allocated up front (at most :func:`most_reserved_slots`; e.g. the
     packets the run can deliver), within which the buffer grows without copying."""
 
     def __init__(
@@ -63,7 +78,7 @@ class SocketBank:
     ) -> None:
         self.capacity = capacity
         self.window = (float(window[0]), float(window[1]))
-        slots = min(max(reserve, INITIAL_SLOTS), MOST_RESERVED_SLOTS)
+        slots = min(max(reserve, INITIAL_SLOTS), most_reserved_slots())
         self.buffer = empty(slots, MESSAGE_DTYPE)
         self.node_next = empty(slots, np.int64)
         self.client_previous = empty(slots, np.int64)
