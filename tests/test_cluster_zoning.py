@@ -445,3 +445,59 @@ def test_packets_of_ticks_no_longer_kept_go_to_the_players_nodes():
     assert sockets[1].read(10)["client"].tolist() == [0, 2, 2]  # player 2: node 1 at tick 7
     assert sockets[0].read(10)["client"].tolist() == [1]  # player 1: node 0 at the last tick
     assert router.serving.tolist() == [1, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        [],  # gapless: the last ticks written, never read
+        ["clients.packet_loss=0.05", "clients.socket_buffer_messages=48"],  # ticks read
+        ["clients.bandwidth_control=true", "clients.rate_bytes_per_s=2500"],  # replies held
+    ],
+)
+def test_nodes_sharing_their_per_client_arrays_run_as_with_their_own(sets, monkeypatch):
+    """A cluster's nodes share the per-client arrays of their frame builders and loops; a run
+    is the same, frame by frame, as with each node's own arrays (handoffs copying the last
+    executed tick from node to node)."""
+    from simsrv.pipeline.cluster import node, simulation
+
+    base = ["players.count=400", "run.duration_s=1", "run.warmup_s=0.3", *HOT_CORNER[3:], *sets]
+    scenario = load_scenario(FOUR, [*base, 'cluster.zoning="load-aware"'])
+    shared = run(scenario, keep_frames=KEEP_ALL)
+    built = []
+
+    def own_arrays(*args, shared=None):
+        built.append(args[1])
+        return node.build_node(*args)
+
+    monkeypatch.setattr(simulation, "build_node", own_arrays)
+    own = run(scenario, keep_frames=KEEP_ALL)
+    assert built == [0, 1, 2, 3]
+    a, b = shared.to_json_dict(), own.to_json_dict()
+    a.pop("wall_time_s"), b.pop("wall_time_s")
+    assert a == b and shared.frames.equals(own.frames)
+    assert a["interconnect"]["handoffs_per_s"] > 0
+
+
+def test_the_nodes_stamp_the_shared_scratch_from_disjoint_ranges():
+    """Nodes sharing ``seen`` stamp it each from its own range: a stamp one node wrote is never
+    another's (a client met by one node never looks met to the next in its frame)."""
+    from simsrv.frame_steps import state
+    from simsrv.pipeline.cluster.node import STAMP_RANGE, SharedClients, build_node
+    from simsrv.pipeline.seeding import run_streams
+    from simsrv.pipeline.simulation import build_world
+    from simsrv.platforms.profile import resolve_platform
+
+    scenario = load_scenario(FOUR, ["players.count=40"])
+    streams = run_streams(scenario.run)
+    world = build_world(scenario, streams)
+    platform = resolve_platform(scenario.machine.platform, scenario.machine.costs)
+    shared = SharedClients.of(scenario)
+    bank = SocketBank(4, 40)
+    nodes = [
+        build_node(scenario, i, platform, world, streams["strategy"], bank.socket(i), shared)
+        for i in range(4)
+    ]
+    assert [int(n.loop.ints[state.STAMP]) for n in nodes] == [i * STAMP_RANGE for i in range(4)]
+    assert all(n.builder.seen is shared.seen and n.loop.held is shared.held for n in nodes)
+    assert STAMP_RANGE > 10**12  # two passes a frame: ~17 simulated years at 1,000 frames/s

@@ -87,7 +87,13 @@ class FrameLoop:
         wakeup_quantiles_s: tuple[float, ...] = (),
         wakeup_seed: int = 0,
         cold_start: ColdStart | None = None,
+        held: np.ndarray | None = None,
+        first_stamp: int = 0,
     ) -> None:
+        """``held``: the per-client array of the frames whose reply the rate limit held, when
+        loops share it (never written without bandwidth control); ``first_stamp``: the stamp
+        register's start, so that loops sharing their builders' ``seen`` never reuse each
+        other's stamps."""
         self.builder, self.machine, self.strategy, self.table = builder, machine, strategy, table
         players = scenario.players.count
         self.ints = np.zeros(s.INT_REGISTERS, np.int64)
@@ -96,6 +102,7 @@ class FrameLoop:
         ints[s.LIMIT] = scenario.max_messages_per_frame
         ints[s.CPP] = scenario.clients.commands_per_packet
         ints[s.GAPLESS] = builder.gapless
+        ints[s.STAMP] = first_stamp
         server = scenario.server
         ints[s.HEADER_BYTES], ints[s.ENTITY_BYTES] = (
             server.reply_header_bytes,
@@ -115,7 +122,7 @@ class FrameLoop:
         self._set_read_clock(server.read_until_empty, cold_start, scenario.machine.background)
         self.replies = tuple(np.zeros(max(players, 1), np.int32) for _ in range(3))
         self.reply_clear = np.zeros(max(players, 1))
-        self.held = np.full(max(players, 1), -1, np.int64)
+        self.held = np.full(max(players, 1), -1, np.int64) if held is None else held
         self.response = ResponseTimes()
         """The measured packets' response times (:mod:`simsrv.workload.response_time`)."""
         self.charged_us = np.zeros(FRAMES_PER_CALL)

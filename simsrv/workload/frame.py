@@ -75,7 +75,12 @@ class FrameWorkload(NamedTuple):
 class FrameBuilder:
     """The state the frame rules keep across frames (the frame loop applies them)."""
 
-    def __init__(self, scenario: Scenario, entities: int) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        entities: int,
+        per_client: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         # Without network loss or socket drops no packet can go missing, so every packet
         # carries exactly one new command (as generated) and the commands need no counting.
         self.gapless = (
@@ -84,12 +89,17 @@ class FrameBuilder:
         self.entities = entities
         """Entities world physics simulates (a cluster node sets its own before each frame)."""
         n = scenario.players.count
-        self.last_tick = np.full(n, -1, dtype=np.int64)
-        """Per client: the tick of its last processed packet (-1: none yet)."""
-        self.seen = np.zeros(n, dtype=np.int64)
-        self.latest = np.zeros(n, dtype=np.int64)
-        """Scratch of :mod:`~simsrv.workload.frame_kernels` (duplicate senders): per client a
-        stamp and the index of its newest packet."""
+        if per_client is None:
+            per_client = (
+                np.full(n, -1, dtype=np.int64),
+                np.zeros(n, dtype=np.int64),
+                np.zeros(n, dtype=np.int64),
+            )
+        self.last_tick, self.seen, self.latest = per_client
+        """Per client: the tick of its last processed packet (-1: none yet); and the scratch
+        of :mod:`~simsrv.workload.frame_kernels` (duplicate senders): per client a stamp and
+        the index of its newest packet.  ``per_client``: these three arrays, when builders
+        share them (a cluster's nodes: :mod:`simsrv.pipeline.cluster.node`)."""
         self.bandwidth = (
             BandwidthControl(n, scenario.clients.rate_bytes_per_s)
             if scenario.clients.bandwidth_control

@@ -56,6 +56,32 @@ class Node:
         return type(self.strategy).frame_record is not Strategy.frame_record
 
 
+STAMP_RANGE = 2**40
+"""Node ``k``'s duplicate-sender stamps start at ``k * STAMP_RANGE`` (one a frame pass)."""
+
+
+@dataclass(frozen=True)
+class SharedClients:
+    """Per-client arrays a cluster's nodes share instead of one each over every player (64
+    nodes of a million players wrote ~2 GB otherwise).  Sharing them changes nothing: a
+    player's last executed tick (``last_tick``) is written only by the node serving it, and a
+    handoff gives the new node the old node's value; the duplicate-sender scratch (``seen``,
+    ``latest``) is stamped, each node from its own range (:data:`STAMP_RANGE`); and without
+    bandwidth control no reply is ever held (``held`` stays -1; None: each node its own)."""
+
+    last_tick: np.ndarray
+    seen: np.ndarray
+    latest: np.ndarray
+    held: np.ndarray | None
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> SharedClients:
+        """The shared arrays of ``scenario``'s clients."""
+        n = scenario.players.count
+        held = None if scenario.clients.bandwidth_control else np.full(max(n, 1), -1, np.int64)
+        return cls(np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), held)
+
+
 def strategy_rng(scenario: Scenario, node: int, first: np.random.Generator):
     """Node 0 uses the run's ``strategy`` stream (a one-node cluster draws as one server);
     node ``k`` a stream spawned from the run's seed after every named stream."""
@@ -72,9 +98,11 @@ def build_node(
     world: World,
     rng: np.random.Generator,
     socket: NodeSocket,
+    shared: SharedClients | None = None,
 ) -> Node:
     """Node ``index`` with its own machine (the ``[machine]`` section), strategy and
-    ``socket`` (its socket in the cluster's bank)."""
+    ``socket`` (its socket in the cluster's bank); ``shared``: the per-client arrays it
+    shares with the other nodes (None: its own)."""
     m = scenario.machine
     kind = STRATEGIES.get(scenario.server.strategy, "server.strategy")
     context = StrategyContext(scenario, platform, m.cpus, world, strategy_rng(scenario, index, rng))
@@ -91,7 +119,14 @@ def build_node(
         cold_start=ColdStart.of(platform),
         lock_barging=platform.lock_release == "barging",
     )
-    builder = FrameBuilder(scenario, world.physics_entities(platform.world_counts_map_entities))
+    entities = world.physics_entities(platform.world_counts_map_entities)
     table = FrameTable()
-    loop = FrameLoop(scenario, builder, machine, strategy, table)
+    if shared is None:
+        builder = FrameBuilder(scenario, entities)
+        loop = FrameLoop(scenario, builder, machine, strategy, table)
+    else:
+        builder = FrameBuilder(scenario, entities, (shared.last_tick, shared.seen, shared.latest))
+        stamp = index * STAMP_RANGE
+        loop = FrameLoop(scenario, builder, machine, strategy, table, held=shared.held,
+                         first_stamp=stamp)  # fmt: skip
     return Node(index, machine, strategy, builder, socket, loop, table=table)

@@ -31,7 +31,7 @@ from simsrv.interconnect import load_profile
 from simsrv.machine.invariants import CHECKS, InvariantViolation, check_conservation
 from simsrv.pipeline.cluster.actions import RemoteActions
 from simsrv.pipeline.cluster.exchange import Exchange, with_ops
-from simsrv.pipeline.cluster.node import Node, build_node
+from simsrv.pipeline.cluster.node import Node, SharedClients, build_node
 from simsrv.pipeline.cluster.router import Handoff, Router, first_packets
 from simsrv.pipeline.cluster.socket import SocketBank
 from simsrv.pipeline.cluster.zones import Rebalance, ZonedWorld
@@ -119,8 +119,9 @@ def simulate_cluster(
     bank = SocketBank(
         cluster.nodes, world.players, scenario.clients.socket_buffer_messages, window, int(sent)
     )
+    shared = SharedClients.of(scenario) if cluster.nodes > 1 else None
     nodes = [
-        build_node(scenario, i, platform, world, rng["strategy"], bank.socket(i))
+        build_node(scenario, i, platform, world, rng["strategy"], bank.socket(i), shared)
         for i in range(cluster.nodes)
     ]
     for node in nodes:
