@@ -78,3 +78,17 @@ def test_poison_mode_fills_every_array_in_python_and_compiled_code(tmp_path):
     out = json.loads(done.stdout)
     assert out["python"] == "a5" * (16 + 4)
     assert out["compiled"] == ["a5" * 24, "a5" * 48, "a5" * 12, "a5" * 3]
+
+
+def test_working_arrays_used_again_are_poisoned_again(monkeypatch):
+    """A kept working array about to be used as a new one: poisoned in poison mode (a read of
+    what its last use left then shows), left alone otherwise."""
+    from simsrv.core import uninitialised
+
+    kept = [np.arange(6, dtype=np.int64).reshape(2, 3), np.linspace(0.0, 1.0, 5)]
+    monkeypatch.setattr(uninitialised, "POISON", -1)
+    uninitialised.poisoned_again(*kept)
+    assert kept[0].ravel().tolist() == list(range(6)) and kept[1][-1] == 1.0
+    monkeypatch.setattr(uninitialised, "POISON", 0xFF)
+    uninitialised.poisoned_again(*kept)
+    assert (kept[0] == -1).all() and np.isnan(kept[1]).all()

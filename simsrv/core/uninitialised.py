@@ -45,6 +45,15 @@ POISON = poison_byte(os.environ.get(POISON_VARIABLE))
 """The poison byte of this process, -1 when poison mode is off (read once, at import)."""
 
 
+def poisoned_again(*arrays: np.ndarray) -> None:
+    """In poison mode, fill ``arrays`` (working arrays kept from one use to the next, about
+    to be used again as if new: written before they are read) with the poison byte, so that
+    reading what the last use left shows as a read of a new array would.  Off: nothing."""
+    if POISON >= 0:
+        for array in arrays:
+            array.view(np.uint8).reshape(-1)[:] = POISON
+
+
 @register_jitable(inline="always")
 def empty(shape, dtype=np.float64):  # noqa: ANN001, ANN201 (numba's argument types)
     """``np.empty(shape, dtype)``; in poison mode filled with :data:`POISON`."""

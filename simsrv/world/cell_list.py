@@ -46,7 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simsrv.core.compiled import compiled
-from simsrv.core.uninitialised import POISON, empty
+from simsrv.core.uninitialised import empty, poisoned_again
 
 MARGIN = 1e-6
 """Relative widening of the cells beyond ``radius`` (a guard against rounding)."""
@@ -102,11 +102,12 @@ def _scratch(n: int, keep: bool = True) -> _Scratch:
 
     With ``keep``, the thread's arrays of the previous search are reused when they fit (room
     for ``n`` to ``2 n + 4096`` points): allocated anew, they cost ~10 ms of page faults a
-    search at a million points.  Not in poison mode, where every array is new (and
-    poisoned)."""
-    keep = keep and POISON < 0
+    search at a million points.  In poison mode the reused arrays are poisoned again, as new
+    ones are."""
     work = getattr(_KEPT, "work", None) if keep else None
-    if work is None or not n <= len(work.cell) <= 2 * n + 4096:
+    if work is not None and n <= len(work.cell) <= 2 * n + 4096:
+        poisoned_again(*work)
+    else:
         room = max(n, 4096) if keep else n
         work = _Scratch(
             empty(room, np.int64),

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from simsrv.core.compiled import compiled
 from simsrv.core.strict_model import StrictModel
-from simsrv.core.uninitialised import empty
+from simsrv.core.uninitialised import empty, poisoned_again
 from simsrv.world.maps.base import GameMap
 from simsrv.world.mobility.physics import _maximum, fall
 from simsrv.world.mobility.registry import TickActions
@@ -130,10 +130,13 @@ class Walker:
         """A working array of ``shape`` for one step, written before it is read: the first
         rows of one kept between steps (numpy's, so on huge pages), grown when too small.
         A step's working arrays are a million players' tens of MB: allocated afresh each
-        step, their pages were mapped again each time (the cost of a settling walk)."""
+        step, their pages would be mapped again each time (a seventh of a settling walk's time).
+        In poison mode a reused array is poisoned again, as a new one is."""
         rows = shape if isinstance(shape, int) else shape[0]
         kept = self._kept.get(name)
-        if kept is None or len(kept) < rows:
+        if kept is not None and len(kept) >= rows:
+            poisoned_again(kept)
+        else:
             full_shape = (
                 max(rows, len(self.speed)),
                 *(() if isinstance(shape, int) else shape[1:]),
