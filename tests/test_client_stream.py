@@ -38,13 +38,14 @@ def closed_stream(players, rate, jitter, latency, loss, seed, same_phase):
     steps=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=12),
     seed=st.integers(0, 2**16),
     chunk=st.sampled_from([1, 2, 3, None]),
-    in_pieces=st.booleans(),
+    mode=st.sampled_from(["at once", "in pieces", "unordered"]),
 )
 def test_released_packets_come_in_the_fully_sorted_order(
-    players, rate, jitter_share, latency, loss, same_phase, steps, seed, chunk, in_pieces
+    players, rate, jitter_share, latency, loss, same_phase, steps, seed, chunk, mode
 ):
     """Released at once (``release_until``) or in pieces (``release_in_pieces``, each at
-    most the packets of two chunks' ticks): the order of sorting every packet."""
+    most the packets of two chunks' ticks): the order of sorting every packet.  Unordered
+    (``release_unordered``): the same packets, and the same backlog, draws and counts."""
     jitter = jitter_share / rate
     stream = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
     assert stream.chunk_ticks == min(CHUNK_TICKS, CHUNK_MESSAGES // players)
@@ -53,13 +54,20 @@ def test_released_packets_come_in_the_fully_sorted_order(
     released, now = [], 0.0
     for step in steps:
         now += step
-        if in_pieces:
+        if mode == "in pieces":
             pieces = list(stream.release_in_pieces(now))
             assert all(len(p) <= 2 * stream.chunk_ticks * players for p in pieces)
             released += pieces
+        elif mode == "unordered":
+            for client, tick, arrival in stream.release_unordered(now):
+                columns = np.zeros(len(client), dtype=EMPTY.dtype)
+                columns["client"], columns["tick"], columns["arrival_s"] = client, tick, arrival
+                released.append(columns)
         else:
             released.append(stream.release_until(now))
     got = np.concatenate(released) if released else EMPTY
+    if mode == "unordered":  # compared on the columns it gives, in the sorted order
+        got = sort_by_arrival(got)
     reference = closed_stream(players, rate, jitter, latency, loss, seed, same_phase)
     ticks = stream.next_tick
     assert ticks % stream.chunk_ticks == 0
@@ -67,8 +75,17 @@ def test_released_packets_come_in_the_fully_sorted_order(
         np.concatenate([reference._tick_messages(tick, None) for tick in range(ticks)])
     )
     expected = everything[everything["arrival_s"] <= now]
-    assert got.tobytes() == expected.tobytes()
+    if mode == "unordered":
+        keys = ("client", "tick", "arrival_s")
+        assert len(got) == len(expected)
+        assert all((got[k] == expected[k]).all() for k in keys)
+    else:
+        assert got.tobytes() == expected.tobytes()
     assert stream.pending.tobytes() == everything[everything["arrival_s"] > now].tobytes()
+    assert stream.sent == ticks * players
+    assert [lost.tolist() for lost in stream.lost_sent_s] == [
+        lost.tolist() for lost in reference.lost_sent_s
+    ]
     arrival = expected["arrival_s"]
     inside = np.count_nonzero((arrival >= WINDOW[0]) & (arrival < WINDOW[1]))
     assert stream.arrived_in_window() == inside

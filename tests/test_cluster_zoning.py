@@ -501,3 +501,17 @@ def test_the_nodes_stamp_the_shared_scratch_from_disjoint_ranges():
     assert [int(n.loop.ints[state.STAMP]) for n in nodes] == [i * STAMP_RANGE for i in range(4)]
     assert all(n.builder.seen is shared.seen and n.loop.held is shared.held for n in nodes)
     assert STAMP_RANGE > 10**12  # two passes a frame: ~17 simulated years at 1,000 frames/s
+
+
+def test_the_end_of_a_run_counted_in_any_order_is_the_end_routed_in_order():
+    """The packets routed once every node has passed the run's end: counted per node in any
+    order (messages not kept) or routed in arrival order with their handoffs (kept): the same
+    arrivals per node and the same accounting."""
+    sets = ["players.count=1200", "run.duration_s=0.6", "run.warmup_s=0.2", *HOT_CORNER[3:]]
+    scenario = load_scenario(FOUR, [*sets, 'cluster.zoning="load-aware"'])
+    counted = simulate_cluster(scenario)
+    routed = simulate_cluster(scenario, keep_messages=True)
+    assert counted.accounting == routed.accounting
+    assert [n.arrived for n in counted.nodes] == [n.arrived for n in routed.nodes]
+    late = [h for h in routed.handoffs if h.t_s >= 0.8]  # routed after the nodes stopped
+    assert late and counted.accounting["queued"] > 0

@@ -139,6 +139,47 @@ class ClientStream:
         if len(piece):
             yield piece
 
+    def release_unordered(self, t_s: float) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """What :meth:`release_until` releases, as columns ``(client, tick, arrival_s)`` in no
+        particular order, for a closed stream without a card (a packet is readable at its
+        arrival): the ticks generated on the way are drawn as :meth:`release_until` draws
+        them, but only their packets arriving after ``t_s`` are made into records (and join
+        the backlog as it would leave them); the others are never sorted or stored.  For
+        counting, where the order does not matter."""
+        assert self._closed and self.on_arrivals is None, "an open stream, or one with a card"
+        released = self._take(t_s)  # every packet generated so far arriving by ``t_s``
+        if len(released):
+            yield released["client"], released["tick"], released["arrival_s"]
+        t0, t1 = self.window
+        late = []
+        while self.horizon_s <= t_s:
+            for _ in range(self.chunk_ticks):
+                tick = self.next_tick
+                self.next_tick = tick + 1
+                sent, kept = self._draw(tick)  # as :meth:`_tick_messages` draws it
+                clients = np.arange(self.world.players)
+                self.sent += len(clients)
+                if kept is not None:
+                    self.lost_sent_s.append(sent[~kept])
+                    sent, clients = sent[kept], clients[kept]
+                arrival = sent + self.cfg.latency_s
+                here = arrival <= t_s
+                inside = here & (arrival >= t0) & (arrival < t1)
+                self._arrived_in_window += int(np.count_nonzero(inside))
+                yield clients[here], np.full(int(np.count_nonzero(here)), tick), arrival[here]
+                if not here.all():
+                    records = np.zeros(len(clients) - int(np.count_nonzero(here)), MESSAGE_DTYPE)
+                    records["sent_s"], records["arrival_s"] = sent[~here], arrival[~here]
+                    records["client"], records["tick"], records["commands"] = (
+                        clients[~here],
+                        tick,
+                        1,
+                    )
+                    late.append(records)
+            self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
+        if late:
+            self._merge(sort_by_arrival(np.concatenate(late)))
+
     def pending_until(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
         """The packets not released yet whose readable time is at most ``t_s`` and before
         :attr:`horizon_s` (so final), in release order, with their readable times (s): what

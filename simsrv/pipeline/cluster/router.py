@@ -79,17 +79,30 @@ class Router:
         """The node each of ``arrived`` goes to (module docstring), without routing them;
         ``serving``: the players' nodes to use (a copy of :attr:`serving` taken earlier, so
         that packets routed in pieces get the nodes one batch would)."""
+        return self.owners_of(arrived["client"], arrived["tick"], serving)
+
+    def owners_of(
+        self, clients: np.ndarray, ticks: np.ndarray, serving: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:meth:`owners` of the packets of ``clients`` at ``ticks``."""
         if self.nodes == 1:
-            return np.zeros(len(arrived), dtype=np.int64)
+            return np.zeros(len(clients), dtype=np.int64)
         zoned = self.zoned
         return _owners(
-            arrived["client"],
-            arrived["tick"],
+            clients,
+            ticks,
             zoned.owner_ring,
             zoned.first_tick,
             zoned.last_tick,
             self.serving if serving is None else serving,
         )
+
+    def count_unqueued(self, clients: np.ndarray, ticks: np.ndarray, arrival_s: np.ndarray) -> None:
+        """Count, in their nodes' arrivals and in the bank's :attr:`~SocketBank.unqueued`,
+        packets no node will read and whose handoffs no longer matter (the run's end, its
+        messages not kept: they would be posted after the measured window), in any order:
+        each goes to the node one batch of them would send it to (:meth:`owners`)."""
+        self.bank.count_unqueued(self.owners_of(clients, ticks), arrival_s)
 
     def route(
         self,

@@ -165,14 +165,20 @@ def simulate_cluster(
     # a single server's does); what is left is counted, never generated.  With unbounded
     # sockets only the packets of the measured window (each node counts its arrivals) are
     # routed, and only counted in (no node reads them: their handoffs and counts are those
-    # of storing them); the later ones add to the queued total alone, which the count gives
+    # of storing them; without kept messages their handoffs, posted after the window, change
+    # nothing, and they are counted per node in any order); the later ones add to the queued
+    # total alone, which the count gives
     routed_until = counted_s
     unbounded = not scenario.clients.socket_buffer_messages
     if unbounded:
         routed_until = min(counted_s, math.nextafter(stop_s, -math.inf))
-    serving = router.serving.copy()  # the nodes of one batch, routed in pieces
-    for piece in stream.release_in_pieces(routed_until):
-        router.route(piece, counted_s, router.owners(piece, serving), store=not unbounded)
+    if unbounded and not keep_messages:  # handoffs at ``counted_s``: after the window
+        for clients, ticks, arrival_s in stream.release_unordered(routed_until):
+            router.count_unqueued(clients, ticks, arrival_s)
+    else:
+        serving = router.serving.copy()  # the nodes of one batch, routed in pieces
+        for piece in stream.release_in_pieces(routed_until):
+            router.route(piece, counted_s, router.owners(piece, serving), store=not unbounded)
     counts = stream.settle(counted_s)
     accounting = {
         "sent": counts.sent,
@@ -180,7 +186,7 @@ def simulate_cluster(
         "in_flight": counts.in_flight,
         "dropped": sum(n.socket.dropped for n in nodes),
         "processed": sum(n.processed for n in nodes),
-        "queued": sum(len(n.socket) for n in nodes) + counts.arrived,
+        "queued": sum(len(n.socket) for n in nodes) + bank.unqueued + counts.arrived,
     }
     outputs = [node_output(n, accounting) for n in nodes]
     with gc_paused():

@@ -16,7 +16,10 @@ operation costs the packets it touches, never a whole queue:
 * :meth:`SocketBank.count_in` delivers a batch as :meth:`~SocketBank.deliver` does but only
   counts it (queue lengths, players' queued packets, arrivals in the window, handoffs' moved
   packets), for the packets no node will read: those routed once every node has stopped.
-  The bank is then only counted: it can no longer be read.
+  The bank is then only counted: it can no longer be read;
+* :meth:`SocketBank.count_unqueued` counts such packets (in any order) in their nodes'
+  arrivals in the window and in :attr:`~SocketBank.unqueued`, in no node's queue (for when
+  the queues' lengths per node and the handoffs no longer matter, only their sum).
 
 A bounded socket (``capacity`` packets) drops, in arrival order, the packets that arrive while
 it is full, forwarded packets included; drops are counted (in all, and those arriving in the
@@ -89,6 +92,8 @@ class SocketBank:
         """Slots written so far (the next packet goes to slot ``used``)."""
         self.counted_only = False
         """Whether packets were counted in without being stored (:meth:`count_in`)."""
+        self.unqueued = 0
+        """Packets counted in no node's queue (:meth:`count_unqueued`)."""
         self.head = np.full(nodes, -1, dtype=np.int64)
         """Each node's first slot not read yet (-1: empty)."""
         self.tail = np.full(nodes, -1, dtype=np.int64)
@@ -177,6 +182,16 @@ class SocketBank:
             touched,
         )
         return forwarded, touched
+
+    def count_unqueued(self, owner: np.ndarray, arrival_s: np.ndarray) -> None:
+        """Count packets no node will read (going to nodes ``owner``, arriving at
+        ``arrival_s`` s; any order) in each node's arrivals in the window and in
+        :attr:`unqueued`.  Nothing can be read from the bank afterwards."""
+        self.counted_only = True
+        t0, t1 = self.window
+        inside = (arrival_s >= t0) & (arrival_s < t1)
+        self.arrived_in_window += np.bincount(owner[inside], minlength=len(self.head))
+        self.unqueued += len(owner)
 
     def read(self, node: int, limit: int) -> np.ndarray:
         """Dequeue up to ``limit`` of node ``node``'s packets, in its queue's order (a copy)."""
