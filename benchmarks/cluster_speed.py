@@ -17,11 +17,13 @@ Speed is simulated seconds (warm-up included) per wall second of
 median of ``--runs`` fresh processes (numba's compiled functions loaded from its cache: warm it
 first, e.g. with one ``--runs 1`` invocation).  Peak resident memory is the largest of those
 runs'.  One more fresh process per case runs with every stage timed (the profile table: each
-stage's own wall time, its callees' excluded, as a share of the run): the world (players'
-moves and neighbour lists), the zones (owners, mirror counts, border moves), the clients'
-packets (generation and ordering), the router (sockets, handoffs), the interconnect (messages
-and link sharing), the nodes' frames (workload, plan, machine) and their records (trace and
-frame streams).  Results print as a table and go to ``--json``.
+stage's own wall time, its callees' excluded, as a share of the run): the world's setup (the
+map, the players' spawn and settling walk), the world (players' moves and neighbour lists),
+the zones (owners, mirror counts, border moves), the clients' packets (generation, ordering,
+the end of the run's draws), the router (sockets, handoffs, the end of the run's counts), the
+interconnect (messages and link sharing), the nodes' frames (workload, plan, machine) and their
+records (trace and frame streams); ``other`` is the rest (the event loop, the nodes' set-up
+and reads, the run's summary).  Results print as a table and go to ``--json``.
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ from simsrv.world import world
 own = {}
 stack = []
 
+def finished(stage, start):  # the stage's own time: its timed callees' excluded
+    elapsed = time.perf_counter() - start
+    inner = stack.pop()
+    own[stage] = own.get(stage, 0.0) + elapsed - inner
+    if stack:
+        stack[-1] += elapsed
+
 def timed(owner, name, stage):
     function = getattr(owner, name)
     def wrapper(*args, **kwargs):
@@ -80,17 +89,35 @@ def timed(owner, name, stage):
         try:
             return function(*args, **kwargs)
         finally:
-            elapsed = time.perf_counter() - start
-            inner = stack.pop()
-            own[stage] = own.get(stage, 0.0) + elapsed - inner
-            if stack:
-                stack[-1] += elapsed
+            finished(stage, start)
     setattr(owner, name, wrapper)
 
+done = object()
+
+def timed_steps(owner, name, stage):  # a generator: each of its steps
+    function = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        steps = function(*args, **kwargs)
+        while True:
+            start = time.perf_counter()
+            stack.append(0.0)
+            try:
+                item = next(steps, done)
+            finally:
+                finished(stage, start)
+            if item is done:
+                return
+            yield item
+    setattr(owner, name, wrapper)
+
+timed(simulation, "build_world", "world setup")
 timed(world.World, "advance", "world")
 timed(zones.ZonedWorld, "advance", "zones")
 timed(clients.ClientStream, "release_until", "client packets")
 timed(router.Router, "route", "router")
+timed(router.Router, "count_unqueued", "router")
+timed_steps(clients.ClientStream, "release_in_pieces", "client packets")
+timed_steps(clients.ClientStream, "release_unordered", "client packets")
 for name in ("advance", "post", "take_ops"):
     timed(exchange.Exchange, name, "interconnect")
 timed(frame_loop.FrameLoop, "socket_frame", "node frames")
@@ -137,7 +164,8 @@ def run_case(name: str, zoning: str, runs: int, profile: bool) -> dict:
 
 def profile_table(results: list[dict]) -> str:
     """Markdown: one row per case, each stage's share of the profiled run's wall time."""
-    stages = ["world", "zones", "client packets", "router", "interconnect", "node frames"]
+    stages = ["world setup", "world", "zones", "client packets", "router", "interconnect"]
+    stages += ["node frames"]
     stages += ["records", "other"]
     lines = [
         "| case | wall (s) | " + " | ".join(stages) + " |",
