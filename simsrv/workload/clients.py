@@ -157,7 +157,7 @@ class ClientStream:
                 tick = self.next_tick
                 self.next_tick = tick + 1
                 sent, kept = self._draw(tick)  # as :meth:`_tick_messages` draws it
-                clients = np.arange(self.world.players)
+                clients = np.arange(self.world.players, dtype=MESSAGE_DTYPE["client"])
                 self.sent += len(clients)
                 if kept is not None:
                     self.lost_sent_s.append(sent[~kept])
@@ -166,7 +166,8 @@ class ClientStream:
                 here = arrival <= t_s
                 inside = here & (arrival >= t0) & (arrival < t1)
                 self._arrived_in_window += int(np.count_nonzero(inside))
-                yield clients[here], np.full(int(np.count_nonzero(here)), tick), arrival[here]
+                ticks = np.full(int(np.count_nonzero(here)), tick, MESSAGE_DTYPE["tick"])
+                yield clients[here], ticks, arrival[here]
                 if not here.all():
                     records = np.zeros(len(clients) - int(np.count_nonzero(here)), MESSAGE_DTYPE)
                     records["sent_s"], records["arrival_s"] = sent[~here], arrival[~here]
