@@ -31,9 +31,10 @@ that reference).
 Memory: 45 bytes per slot (the packet) plus 17 (two links, a live flag: :data:`SLOT_BYTES`);
 when the slots in use reach the buffer's size it doubles, and its dead slots (read, or moved)
 are dropped in place first when they are half of them or more; 16 bytes per player for its
-list.  The buffer's arrays can be allocated larger than that size up front (``reserve``
-slots): the pages not written yet cost no memory (the kernel maps a page when it is first
-written), and the buffer then doubles within them without copying what it holds.
+list.  A buffer that grows past :data:`RESERVE_FROM_SLOTS` moves once into arrays of
+``reserve`` slots (e.g. every packet the run can deliver): the pages not written yet cost no
+memory (the kernel maps a page when it is first written), and it then doubles within them
+without copying what it holds.  A smaller buffer is copied when it doubles (a few MB).
 """
 
 from __future__ import annotations
@@ -51,11 +52,13 @@ INITIAL_SLOTS = 4096
 SLOT_BYTES = MESSAGE_DTYPE.itemsize + 17
 """A slot's bytes: the packet, two links and a live flag."""
 MOST_RESERVED_SLOTS = 2**26
-"""The most slots allocated up front (~4 GB of address space, not of memory)."""
+"""The most slots reserved (~4 GB of address space, not of memory)."""
+RESERVE_FROM_SLOTS = 2**20
+"""A buffer growing to this many slots (~62 MB) or more moves into its reserved arrays."""
 
 
 def most_reserved_slots() -> int:
-    """The slots allocated up front at most: :data:`MOST_RESERVED_SLOTS`, or address space
+    """The slots reserved at most: :data:`MOST_RESERVED_SLOTS`, or address space
     for a quarter of this machine's memory if less (a mapping much larger than the memory
     may be refused by the kernel's overcommit rule)."""
     try:
@@ -68,8 +71,9 @@ def most_reserved_slots() -> int:
 class SocketBank:
     """The socket receive buffers of ``nodes`` nodes serving ``players`` players, each of
     ``capacity`` packets (0: unbounded), counting what arrives in ``window`` ``[t0, t1)`` s;
-    ``reserve``: the slots allocated up front (at most :func:`most_reserved_slots`; e.g. the
-    packets the run can deliver), within which the buffer grows without copying."""
+    ``reserve``: the slots of the arrays a large buffer moves into (at most
+    :func:`most_reserved_slots`; e.g. the packets the run can deliver), within which it grows
+    without copying."""
 
     def __init__(
         self,
@@ -81,11 +85,11 @@ class SocketBank:
     ) -> None:
         self.capacity = capacity
         self.window = (float(window[0]), float(window[1]))
-        slots = min(max(reserve, INITIAL_SLOTS), most_reserved_slots())
-        self.buffer = empty(slots, MESSAGE_DTYPE)
-        self.node_next = empty(slots, np.int64)
-        self.client_previous = empty(slots, np.int64)
-        self.live = empty(slots, np.bool_)
+        self.reserve = min(max(reserve, INITIAL_SLOTS), most_reserved_slots())
+        self.buffer = empty(INITIAL_SLOTS, MESSAGE_DTYPE)
+        self.node_next = empty(INITIAL_SLOTS, np.int64)
+        self.client_previous = empty(INITIAL_SLOTS, np.int64)
+        self.live = empty(INITIAL_SLOTS, np.bool_)
         self.size = INITIAL_SLOTS
         """The buffer's size: the slots in use reaching it, the buffer is compacted or grows."""
         self.used = 0
@@ -239,15 +243,16 @@ class SocketBank:
         if self.used + extra <= len(self.buffer):  # within the arrays allocated
             self.size = min(grown, len(self.buffer))
             return
+        slots = grown if grown < RESERVE_FROM_SLOTS else max(grown, self.reserve)
         self.size = grown
         kept = self.used
-        buffer = empty(grown, MESSAGE_DTYPE)
+        buffer = empty(slots, MESSAGE_DTYPE)
         buffer[:kept] = self.buffer[:kept]
-        node_next = empty(grown, np.int64)
+        node_next = empty(slots, np.int64)
         node_next[:kept] = self.node_next[:kept]
-        client_previous = empty(grown, np.int64)
+        client_previous = empty(slots, np.int64)
         client_previous[:kept] = self.client_previous[:kept]
-        live = empty(grown, np.bool_)
+        live = empty(slots, np.bool_)
         live[:kept] = self.live[:kept]
         self.buffer, self.node_next, self.client_previous, self.live = (
             buffer,
