@@ -155,12 +155,9 @@ class ClientStream:
         while self.horizon_s <= t_s:
             for _ in range(self.chunk_ticks):
                 tick = self.next_tick
-                self.next_tick = tick + 1
-                sent, kept = self._draw(tick)  # as :meth:`_tick_messages` draws it
+                sent, kept = self._tick_sends(tick)
                 clients = np.arange(self.world.players, dtype=MESSAGE_DTYPE["client"])
-                self.sent += len(clients)
                 if kept is not None:
-                    self.lost_sent_s.append(sent[~kept])
                     sent, clients = sent[kept], clients[kept]
                 arrival = sent + self.cfg.latency_s
                 here = arrival <= t_s
@@ -169,14 +166,7 @@ class ClientStream:
                 ticks = np.full(int(np.count_nonzero(here)), tick, MESSAGE_DTYPE["tick"])
                 yield clients[here], ticks, arrival[here]
                 if not here.all():
-                    records = np.zeros(len(clients) - int(np.count_nonzero(here)), MESSAGE_DTYPE)
-                    records["sent_s"], records["arrival_s"] = sent[~here], arrival[~here]
-                    records["client"], records["tick"], records["commands"] = (
-                        clients[~here],
-                        tick,
-                        1,
-                    )
-                    late.append(records)
+                    late.append(self._records(tick, clients[~here], sent[~here]))
             self.horizon_s = self.next_tick * self.dt_s + self.cfg.latency_s
         if late:
             self._merge(sort_by_arrival(np.concatenate(late)))
@@ -441,24 +431,35 @@ class ClientStream:
 
     def _tick_messages(self, tick: int, state: TickState | None) -> np.ndarray:
         """The packets of client tick ``tick``; ``state`` None: no world state (closed)."""
-        cfg, n = self.cfg, self.world.players
-        self.next_tick = tick + 1
-        sent, kept = self._draw(tick)
-        msgs = np.zeros(n, dtype=MESSAGE_DTYPE)
-        msgs["sent_s"] = sent
-        msgs["arrival_s"] = sent + cfg.latency_s
-        msgs["client"] = np.arange(n)
-        msgs["tick"] = tick
-        msgs["commands"] = 1
+        sent, kept = self._tick_sends(tick)
+        msgs = self._records(tick, np.arange(self.world.players), sent)
         if state is not None:
             msgs["range_count"] = state.range_count
             msgs["visible_count"] = state.visible_count
             msgs["pvs_rooms"] = state.pvs_rooms
             msgs["shot"] = state.actions.shot
-        self.sent += n
+        return msgs if kept is None else msgs[kept]
+
+    def _tick_sends(self, tick: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Draw the sends of client tick ``tick`` (:meth:`_draw`) and account them: the next
+        tick, the packets sent, the send times of those lost.  Returns every client's send
+        time (s) and which packets are not lost (None: none lost)."""
+        self.next_tick = tick + 1
+        sent, kept = self._draw(tick)
+        self.sent += len(sent)
         if kept is not None:
             self.lost_sent_s.append(sent[~kept])
-            msgs = msgs[kept]
+        return sent, kept
+
+    def _records(self, tick: int, clients: np.ndarray, sent: np.ndarray) -> np.ndarray:
+        """The packets ``clients`` sent at ``sent`` (s) for tick ``tick``, without world state
+        (zero counts)."""
+        msgs = np.zeros(len(clients), dtype=MESSAGE_DTYPE)
+        msgs["sent_s"] = sent
+        msgs["arrival_s"] = sent + self.cfg.latency_s
+        msgs["client"] = clients
+        msgs["tick"] = tick
+        msgs["commands"] = 1
         return msgs
 
     def _draw(self, tick: int) -> tuple[np.ndarray, np.ndarray | None]:
