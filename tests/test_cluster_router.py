@@ -257,51 +257,6 @@ def test_the_buffer_drops_its_dead_slots_and_grows_keeping_every_order(reserve, 
         assert bank.read(node, 10**7).tobytes() == sockets[node].read(10**7).tobytes()
 
 
-@settings(max_examples=200, deadline=None)
-@given(runs(), st.integers(0, 40), st.booleans())
-def test_packets_counted_in_give_the_counts_and_handoffs_of_packets_stored(run, cut, one_node):
-    """From step ``cut`` on one bank only counts the packets in (as at the end of a run: no
-    read after); queue lengths, players' counts, arrivals in the window, handoffs, their
-    messages and the nodes touched stay those of the bank that stores them."""
-    players, nodes, first, steps, _, keep = run
-    if one_node:
-        nodes, first = 1, [0] * players
-    zoned = Zoned(players, keep)
-    zoned.advance(first)
-    routers = [
-        Router(zoned, SocketBank(nodes, players, 0, WINDOW), _builders(nodes, players), Posts(), 8)
-        for _ in range(2)
-    ]
-    stored, counted = routers
-    t_s = 0.0
-    for index, step in enumerate(steps):
-        if step[0] == "tick":
-            zoned.advance([o % nodes for o in step[1]])
-        elif step[0] == "route":
-            t_s += 0.01
-            batch = np.zeros(len(step[1]), dtype=MESSAGE_DTYPE)
-            batch["client"] = [c for c, _ in step[1]]
-            batch["tick"] = [zoned.last_tick + offset for _, offset in step[1]]
-            batch["arrival_s"] = t_s
-            for router in routers:
-                router.touched.clear()
-            stored.route(batch, t_s)
-            counted.route(batch, t_s, store=index < cut)
-            assert stored.touched == counted.touched
-        elif index < cut:
-            _, node, limit = step
-            for router in routers:
-                router.bank.read(node % nodes, limit)
-        for name in ("length", "count", "arrived_in_window"):
-            assert getattr(stored.bank, name).tolist() == getattr(counted.bank, name).tolist()
-        assert stored.serving.tolist() == counted.serving.tolist()
-        assert stored.served.tolist() == counted.served.tolist()
-        assert stored.exchange.posted == counted.exchange.posted
-    if counted.bank.counted_only:
-        with pytest.raises(AssertionError, match="counted into"):
-            counted.bank.read(0, 1)
-
-
 def test_the_reserve_is_bounded_by_the_machine_memory(monkeypatch):
     """Address space for at most a quarter of the memory (a larger mapping may be refused)."""
     from simsrv.pipeline.cluster import socket

@@ -105,35 +105,23 @@ class Router:
         self.bank.count_unqueued(self.owners_of(clients, ticks), arrival_s)
 
     def route(
-        self,
-        arrived: np.ndarray,
-        t_s: float | np.ndarray,
-        owner: np.ndarray | None = None,
-        store: bool = True,
+        self, arrived: np.ndarray, t_s: float | np.ndarray, owner: np.ndarray | None = None
     ) -> None:
         """Deliver ``arrived`` (in arrival order) at time ``t_s`` s, or each packet at its
         own time (``t_s`` an array: when its handoff, if any, is posted); ``owner``: their
-        nodes if already known (:meth:`owners`); ``store`` False: the packets will never be
-        read (every node has stopped, the sockets are unbounded): they are only counted in
-        (:meth:`SocketBank.count_in`), handoffs and their messages as when stored."""
+        nodes if already known (:meth:`owners`)."""
         if len(arrived) == 0:
             return
         if owner is None:
             owner = self.owners(arrived)
         if self.nodes == 1:
-            if store:
-                self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
-            else:
-                self.bank.count_in(arrived, owner, NO_HANDOFFS)
+            self.bank.deliver(arrived, owner, NO_HANDOFFS, 0)
             self.touched.add(0)
             return
         handoffs, bound = _handoffs(
             arrived["client"], owner, self.serving, self.served, self.bank.count, self._seen
         )
-        if store:
-            forwarded, touched = self.bank.deliver(arrived, owner, handoffs, bound)
-        else:
-            forwarded, touched = self.bank.count_in(arrived, owner, handoffs)
+        forwarded, touched = self.bank.deliver(arrived, owner, handoffs, bound)
         self.touched.update(np.flatnonzero(touched).tolist())
         times = np.broadcast_to(np.asarray(t_s, dtype=float), len(arrived))
         digest = self.exchange.digest

@@ -164,10 +164,9 @@ def simulate_cluster(
     # the packets arrived by then go to their nodes' sockets (a bounded one drops them as
     # a single server's does); what is left is counted, never generated.  With unbounded
     # sockets only the packets of the measured window (each node counts its arrivals) are
-    # routed, and only counted in (no node reads them: their handoffs and counts are those
-    # of storing them; without kept messages their handoffs, posted after the window, change
-    # nothing, and they are counted per node in any order); the later ones add to the queued
-    # total alone, which the count gives
+    # routed, and without kept messages only counted per node in any order (no node reads
+    # them, and their handoffs, posted after the window, change nothing); the later ones add
+    # to the queued total alone, which the count gives
     routed_until = counted_s
     unbounded = not scenario.clients.socket_buffer_messages
     if unbounded:
@@ -178,7 +177,7 @@ def simulate_cluster(
     else:
         serving = router.serving.copy()  # the nodes of one batch, routed in pieces
         for piece in stream.release_in_pieces(routed_until):
-            router.route(piece, counted_s, router.owners(piece, serving), store=not unbounded)
+            router.route(piece, counted_s, router.owners(piece, serving))
     counts = stream.settle(counted_s)
     accounting = {
         "sent": counts.sent,

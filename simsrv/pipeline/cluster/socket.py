@@ -13,13 +13,10 @@ operation costs the packets it touches, never a whole queue:
   triggered each): a handed-over player's packets are marked dead in the old node's list and
   copied to the end of the new node's;
 * :meth:`SocketBank.read` takes a node's first packets, skipping the dead slots;
-* :meth:`SocketBank.count_in` delivers a batch as :meth:`~SocketBank.deliver` does but only
-  counts it (queue lengths, players' queued packets, arrivals in the window, handoffs' moved
-  packets), for the packets no node will read: those routed once every node has stopped.
-  The bank is then only counted: it can no longer be read;
-* :meth:`SocketBank.count_unqueued` counts such packets (in any order) in their nodes'
-  arrivals in the window and in :attr:`~SocketBank.unqueued`, in no node's queue (for when
-  the queues' lengths per node and the handoffs no longer matter, only their sum).
+* :meth:`SocketBank.count_unqueued` counts packets no node will read (those routed once every
+  node has stopped), in any order, in their nodes' arrivals in the window and in
+  :attr:`~SocketBank.unqueued`, in no node's queue (for when the queues' lengths per node and
+  the handoffs no longer matter, only their sum).  The bank can no longer be read then.
 
 A bounded socket (``capacity`` packets) drops, in arrival order, the packets that arrive while
 it is full, forwarded packets included; drops are counted (in all, and those arriving in the
@@ -95,7 +92,7 @@ class SocketBank:
         self.used = 0
         """Slots written so far (the next packet goes to slot ``used``)."""
         self.counted_only = False
-        """Whether packets were counted in without being stored (:meth:`count_in`)."""
+        """Whether packets were counted in without being stored (:meth:`count_unqueued`)."""
         self.unqueued = 0
         """Packets counted in no node's queue (:meth:`count_unqueued`)."""
         self.head = np.full(nodes, -1, dtype=np.int64)
@@ -156,31 +153,6 @@ class SocketBank:
             self.window[1],
             self.dropped,
             self.dropped_in_window,
-            self.arrived_in_window,
-            forwarded,
-            touched,
-        )
-        return forwarded, touched
-
-    def count_in(
-        self, arrived: np.ndarray, owner: np.ndarray, handoffs: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`deliver` ``arrived`` without storing it (unbounded sockets only): the same
-        lengths, players' counts, arrivals in the window, moved packets and nodes touched.
-        Nothing can be read from the bank afterwards."""
-        assert self.capacity == 0, "a bounded socket's drops need the packets"
-        self.counted_only = True
-        forwarded = np.zeros(len(handoffs), dtype=np.int64)
-        touched = np.zeros(len(self.head), dtype=np.bool_)
-        _count_in(
-            arrived["client"],
-            arrived["arrival_s"],
-            owner,
-            handoffs,
-            self.length,
-            self.count,
-            self.window[0],
-            self.window[1],
             self.arrived_in_window,
             forwarded,
             touched,
@@ -381,40 +353,6 @@ def _deliver(  # pragma: no cover - compiled
         _append(o, slot, buffer[slot].client, node_next, client_previous, head, tail, length,
                 last, count)  # fmt: skip
     return used
-
-
-@compiled
-def _count_in(  # pragma: no cover - compiled
-    clients,
-    arrival_s,
-    owner,
-    handoffs,
-    length,
-    count,
-    t0,
-    t1,
-    arrived_in_window,
-    forwarded,
-    touched,
-):
-    """:meth:`SocketBank.count_in`: :func:`_deliver`'s counts with unbounded sockets."""
-    k = 0
-    for i in range(len(clients)):
-        while k < len(handoffs) and handoffs[k, 0] == i:  # the handoffs before packet i
-            c, src, dst = handoffs[k, 1], handoffs[k, 2], handoffs[k, 3]
-            moved = count[c]  # stay the player's count, now at ``dst``
-            length[src] -= moved
-            length[dst] += moved
-            forwarded[k] = moved
-            if moved:
-                touched[dst] = True
-            k += 1
-        o = owner[i]
-        touched[o] = True
-        if t0 <= arrival_s[i] < t1:
-            arrived_in_window[o] += 1
-        length[o] += 1
-        count[clients[i]] += 1
 
 
 @compiled
