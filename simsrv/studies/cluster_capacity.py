@@ -54,7 +54,11 @@ import pandas as pd  # noqa: E402
 from simsrv.pipeline.cluster.zoning import ZONINGS  # noqa: E402
 from simsrv.pipeline.load import load_scenario  # noqa: E402
 from simsrv.sweep.capacity import search_capacity  # noqa: E402
-from simsrv.sweep.capacity_sweep import capacity_summary, cluster_details  # noqa: E402
+from simsrv.sweep.capacity_sweep import (  # noqa: E402
+    capacity_summary,
+    cluster_details,
+    search_tables,
+)
 from simsrv.sweep.local import run_parallel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +148,7 @@ def measure(
             return
         results[index] = result
         if on_progress is not None:
-            on_progress(*_tables(results))
+            on_progress(*search_tables(results))
 
     def failed(index: int, error: BaseException) -> None:
         n, z, p, s, _ = jobs[index]
@@ -155,7 +159,7 @@ def measure(
         )
 
     run_parallel(jobs, search, workers, done, failed)
-    rows, points = _tables(results)
+    rows, points = search_tables(results)
     single = rows[rows.nodes == 1]
     copies = [
         single.assign(zoning=z, profile=p)
@@ -164,14 +168,6 @@ def measure(
         if (z, p) != (zonings[0], profiles[0])
     ]
     rows = pd.concat([rows, *copies], ignore_index=True)
-    return rows, points
-
-
-def _tables(results: dict[int, tuple[dict, list[dict]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The rows and points of the searches in ``results`` (by job index), in the jobs' order."""
-    ordered = [results[i] for i in sorted(results)]
-    rows = pd.DataFrame([r for r, _ in ordered])
-    points = pd.DataFrame([p for _, ps in ordered for p in ps])
     return rows, points
 
 

@@ -129,8 +129,8 @@ def run_capacity_sweep(
     try:
         run_parallel(jobs, search_run, workers, done, failure)
     except KeyboardInterrupt:
-        raise CapacitySweepInterrupted(*_tables(results), len(jobs)) from None
-    return _tables(results)
+        raise CapacitySweepInterrupted(*search_tables(results), len(jobs)) from None
+    return search_tables(results)
 
 
 class CapacitySweepInterrupted(KeyboardInterrupt):
@@ -142,9 +142,11 @@ class CapacitySweepInterrupted(KeyboardInterrupt):
         self.rows, self.points, self.total = rows, points, total
 
 
-def _tables(
+def search_tables(
     results: dict[int, tuple[dict[str, Any], list[dict]]],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows and the points of finished searches (``{job index: (row, points)}``), in the
+    jobs' order; a row with an ``error`` (a search that raised) is left out."""
     ordered = [results[i] for i in sorted(results) if "error" not in results[i][0]]
     rows = pd.DataFrame([r for r, _ in ordered])
     points = pd.DataFrame([p for _, ps in ordered for p in ps])
