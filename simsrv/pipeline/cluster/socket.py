@@ -40,7 +40,7 @@ import os
 
 import numpy as np
 
-from simsrv.core.compiled import compiled, inlined
+from simsrv.core.compiled import borrowing, compiled
 from simsrv.core.uninitialised import empty
 from simsrv.workload.messages import EMPTY, MESSAGE_DTYPE
 
@@ -264,7 +264,7 @@ class NodeSocket:
         return int(self.bank.arrived_in_window[self.node])
 
 
-@inlined
+@borrowing
 def _append(node, slot, c, node_next, client_previous, head, tail, length, last, count):
     """Link ``slot`` (player ``c``'s packet) at the end of node ``node``'s queue and of the
     player's list."""  # pragma: no cover - compiled

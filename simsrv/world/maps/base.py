@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from simsrv.core.compiled import compiled, inlined
+from simsrv.core.compiled import borrowing, compiled
 from simsrv.core.uninitialised import empty
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.box_index import BoxIndex, cell_range
@@ -320,7 +320,7 @@ def _ground_z(
     return out
 
 
-@inlined
+@borrowing
 def _in_room(x, y, z, room_min, room_max, r):  # pragma: no cover - compiled
     """Whether ``(x, y, z)`` is in room ``r``'s closed box."""
     return (
