@@ -49,6 +49,18 @@ def compiled(function: Callable[..., Any]) -> Callable[..., Any]:
         return numba.njit(cache=False)(function)
 
 
+def row_kernel(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` compiled as :func:`compiled`, releasing the GIL while it runs (numba's
+    ``nogil``): for the per-row kernels :func:`simsrv.core.row_split.split_rows` runs on
+    several threads at once."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return install(numba.njit(cache=True, nogil=True)(function))
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(cache=False, nogil=True)(function)
+
+
 def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` compiled as :func:`compiled`, without reference counting: for the small
     helpers of a compiled loop that only read and write arrays their caller holds (they
@@ -71,11 +83,11 @@ def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
 def inlined(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` inlined into every compiled caller (numba's ``inline="always"``, at the
     level of numba's IR), compiled without reference counting of its own: for the small
-    helpers of the machine's engine, each called from a few places.  A helper compiled on its own costs its caller
-    nothing at run time but ~0.3-1 s to compile (types, lowering, LLVM and the cache, per
-    argument types), and the engine has ~30 of them; inlined, they compile as part of their
-    callers (the engine's first compile fell from ~39 s to ~26 s on a loaded 2-core machine).
-    Not callable from Python.
+    helpers of the machine's engine, each called from a few places.  A :func:`borrowing`
+    helper compiled on its own costs ~0.3-1 s to compile (types, lowering, LLVM and the
+    cache, per argument types), and the engine has ~30 of them; inlined, they compile as part
+    of their callers (the engine's first compile fell from ~39 s to ~26 s on a loaded 2-core
+    machine).  Not callable from Python.
 
     Inlined code is counted by its caller: numba drops the increments and decrements of an
     array's reference count only within a basic block, so a helper with branches that reads

@@ -13,7 +13,8 @@ from functools import cached_property
 
 import numpy as np
 
-from simsrv.core.compiled import borrowing, compiled
+from simsrv.core.compiled import borrowing, compiled, row_kernel
+from simsrv.core.row_split import split_rows
 from simsrv.core.uninitialised import empty
 from simsrv.world.maps.attractors import Attractors
 from simsrv.world.maps.box_index import BoxIndex, cell_range
@@ -98,7 +99,9 @@ class GameMap:
         (N,) bool.  Cost O(N x solids per grid cell) (:class:`BoxIndex`), compiled.
         """
         out = empty(len(origins), np.bool_)  # numpy's: huge pages, fewer page faults
-        _in_solid(
+        split_rows(
+            _in_solid,
+            len(origins),
             np.ascontiguousarray(origins, dtype=np.float64),
             PLAYER_MINS,
             PLAYER_MAXS,
@@ -231,8 +234,10 @@ class GameMap:
         return BoxIndex.build(self.room_min, self.room_max, self.extent_min, self.extent_max)
 
 
-@compiled
+@row_kernel
 def _in_solid(
+    lo,
+    hi,
     origins,
     mins,
     maxs,
@@ -249,10 +254,10 @@ def _in_solid(
     boxes,
     out,
 ):  # pragma: no cover - compiled
-    """:meth:`GameMap.in_solid`: the box ``origin + mins .. origin + maxs`` sticks out of the
-    extent or strictly overlaps a solid of a grid cell its (x, y) footprint covers, to ``out``
-    (N,) bool."""
-    for i in range(len(origins)):
+    """:meth:`GameMap.in_solid` of origins ``lo .. hi``: the box ``origin + mins .. origin +
+    maxs`` sticks out of the extent or strictly overlaps a solid of a grid cell its (x, y)
+    footprint covers, to ``out`` (N,) bool."""
+    for i in range(lo, hi):
         lo_x, hi_x = origins[i, 0] + mins[0], origins[i, 0] + maxs[0]
         lo_y, hi_y = origins[i, 1] + mins[1], origins[i, 1] + maxs[1]
         lo_z, hi_z = origins[i, 2] + mins[2], origins[i, 2] + maxs[2]

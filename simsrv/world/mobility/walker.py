@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import compiled, row_kernel
+from simsrv.core.row_split import split_rows
 from simsrv.core.strict_model import StrictModel
 from simsrv.core.uninitialised import empty, poisoned_again
 from simsrv.world.maps.base import GameMap
@@ -188,7 +189,7 @@ class Walker:
         way, way_rows = self._waypoints(idx)
         n = len(idx)
         full, proposal = self._working("full", (n, 2)), self._working("proposal", (n, 3))
-        _steps(self.positions, idx, way, way_rows, self.speed, dt_s, full, proposal)
+        split_rows(_steps, n, self.positions, idx, way, way_rows, self.speed, dt_s, full, proposal)
         rows = np.arange(n)
         positions, detour = self.positions, self.detour
         start = np.zeros((0, 3))  # the whole step starts where the players are
@@ -201,7 +202,9 @@ class Walker:
             if len(rows) == 0:
                 break
         at_goal, stuck = empty(n, np.bool_), empty(n, np.bool_)
-        _arrivals(self.positions, self.target, moved, self.detour, idx, at_goal, stuck)
+        split_rows(
+            _arrivals, n, self.positions, self.target, moved, self.detour, idx, at_goal, stuck
+        )
         arrived = idx[at_goal]
         if len(arrived):
             self.pause_s[arrived] = np.maximum(self.pauses(arrived), 1e-9)
@@ -232,13 +235,12 @@ def _pauses(pause_s, dt_s, left, resume, walking):  # pragma: no cover - compile
     return resumed, walkers
 
 
-@compiled
-def _steps(positions, idx, way, way_rows, speed, dt_s, full, proposal):  # pragma: no cover
-    """The whole steps of players ``idx`` towards their waypoints ``way[way_rows]`` (``speed *
-    dt_s`` units, at most the distance to the waypoint), to ``full`` (n, 2), and where they
-    lead, to ``proposal`` (n, 3)."""
-    n = len(idx)
-    for r in range(n):
+@row_kernel
+def _steps(lo, hi, positions, idx, way, way_rows, speed, dt_s, full, proposal):  # pragma: no cover
+    """The whole steps of players ``idx[lo:hi]`` towards their waypoints ``way[way_rows]``
+    (``speed * dt_s`` units, at most the distance to the waypoint), to rows ``lo .. hi`` of
+    ``full`` (n, 2), and where they lead, to those of ``proposal`` (n, 3)."""
+    for r in range(lo, hi):
         i = idx[r]
         dx = way[way_rows[r], 0] - positions[i, 0]
         dy = way[way_rows[r], 1] - positions[i, 1]
@@ -301,13 +303,12 @@ def _try(
     return nxt, starts, proposals
 
 
-@compiled
-def _arrivals(positions, target, moved, detour, idx, at_goal, stuck):  # pragma: no cover
-    """Per player of ``idx``: at its destination (within 1 unit), to ``at_goal``, and stuck
-    (not moved, or ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination), to
-    ``stuck``; (n,) bool each."""
-    n = len(idx)
-    for r in range(n):
+@row_kernel
+def _arrivals(lo, hi, positions, target, moved, detour, idx, at_goal, stuck):  # pragma: no cover
+    """Per player of ``idx[lo:hi]``: at its destination (within 1 unit), to ``at_goal``, and
+    stuck (not moved, or ``MAX_DETOUR_TICKS`` ticks sliding, away from its destination), to
+    ``stuck``; rows ``lo .. hi`` of (n,) bool each."""
+    for r in range(lo, hi):
         i = idx[r]
         dx = target[i, 0] - positions[i, 0]
         dy = target[i, 1] - positions[i, 1]
