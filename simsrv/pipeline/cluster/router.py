@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsrv.core.compiled import compiled, inlined_allocating
+from simsrv.core.compiled import compiled, inlined_allocating, row_kernel
+from simsrv.core.row_split import split_rows
 from simsrv.core.uninitialised import empty
 from simsrv.pipeline.cluster.exchange import Exchange
 from simsrv.pipeline.cluster.socket import SocketBank
@@ -88,14 +89,19 @@ class Router:
         if self.nodes == 1:
             return np.zeros(len(clients), dtype=np.int64)
         zoned = self.zoned
-        return _owners(
+        owner = empty(len(clients), np.int64)
+        split_rows(
+            _owners,
+            len(clients),
             clients,
             ticks,
             zoned.owner_ring,
             zoned.first_tick,
             zoned.last_tick,
             self.serving if serving is None else serving,
+            owner,
         )
+        return owner
 
     def count_unqueued(self, clients: np.ndarray, ticks: np.ndarray, arrival_s: np.ndarray) -> None:
         """Count, in their nodes' arrivals and in the bank's :attr:`~SocketBank.unqueued`,
@@ -154,14 +160,16 @@ def first_packets(owner, nodes):  # pragma: no cover - compiled
     return first
 
 
-@compiled
-def _owners(clients, ticks, ring, first_tick, last_tick, serving):  # pragma: no cover
-    """Each packet's node: of a kept tick (``first_tick .. last_tick``, row ``tick %
-    len(ring)``), its player's owner then; of another tick, the player's node (``serving``),
-    or, for a player never routed, its owner at the last kept tick."""
+@row_kernel
+def _owners(
+    lo, hi, clients, ticks, ring, first_tick, last_tick, serving, owner
+):  # pragma: no cover
+    """The node of packets ``lo .. hi``, to ``owner``: of a kept tick (``first_tick ..
+    last_tick``, row ``tick % len(ring)``), its player's owner then; of another tick, the
+    player's node (``serving``), or, for a player never routed, its owner at the last kept
+    tick."""
     keep = len(ring)
-    owner = empty(len(clients), np.int64)
-    for i in range(len(clients)):
+    for i in range(lo, hi):
         c = clients[i]
         tick = ticks[i]
         if first_tick <= tick <= last_tick:
@@ -170,7 +178,6 @@ def _owners(clients, ticks, ring, first_tick, last_tick, serving):  # pragma: no
             owner[i] = serving[c]
         else:
             owner[i] = ring[last_tick % keep, c]
-    return owner
 
 
 @compiled

@@ -180,7 +180,8 @@ class Walker:
         """Move players ``idx`` (ascending) one step towards their waypoints; slide along walls.
 
         A step is tried whole, then along x only, then along y only (the slides only for
-        those not moved yet); the arithmetic is compiled (:func:`_steps`, :func:`_try`), the
+        those not moved yet); the arithmetic is compiled (:func:`_steps`, :func:`_try`,
+        :func:`_next_attempt`), the
         map answers which proposals are blocked.  Returns who moved, (N,) bool.
         """
         moved = np.zeros(len(self.speed), dtype=bool)
@@ -195,10 +196,12 @@ class Walker:
         start = np.zeros((0, 3))  # the whole step starts where the players are
         for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
             free = ~self.map.blocked(proposal)
-            keep = empty(len(rows), np.int64)
-            rows, start, proposal = _try(
-                positions, moved, detour, idx, rows, full, start, proposal, free, axis, keep
-            )
+            stay = empty(len(rows), np.bool_)
+            split_rows(
+                _try, len(rows), positions, moved, detour, idx, rows, full, proposal, free,
+                axis, stay,
+            )  # fmt: skip
+            rows, start, proposal = _next_attempt(rows, full, start, proposal, axis, stay)
             if len(rows) == 0:
                 break
         at_goal, stuck = empty(n, np.bool_), empty(n, np.bool_)
@@ -254,19 +257,17 @@ def _steps(lo, hi, positions, idx, way, way_rows, speed, dt_s, full, proposal): 
         proposal[r, 2] = positions[i, 2]
 
 
-@compiled
+@row_kernel
 def _try(
-    positions, moved, detour, idx, rows, full, start, proposal, free, axis, keep
+    lo, hi, positions, moved, detour, idx, rows, full, proposal, free, axis, stay
 ):  # pragma: no cover - compiled
     """Apply one attempt (``axis`` -1: the whole step ``full``, 0 or 1: its x or y part only)
-    to the players ``idx[rows]``: those whose ``proposal`` is ``free`` move there (``moved``
-    if the move is not zero); the whole step also counts the ``detour`` ticks (0 when free).
-    ``start``: where the slides start; the whole step starts at ``positions`` (and its tested
-    ``proposal`` rows are overwritten with those starts, to keep them).  Returns the rows not
-    moved, their starts and their next proposals (the x slide after the whole step, the y
-    slide after the x slide).  ``keep``: room for ``len(rows)`` row positions."""
-    kept = 0
-    for q in range(len(rows)):
+    to the players ``idx[rows[lo:hi]]``: those whose ``proposal`` is ``free`` move there
+    (``moved`` if the move is not zero); the whole step also counts the ``detour`` ticks (0
+    when free).  The whole step starts at ``positions``: its tested ``proposal`` rows are
+    overwritten with those starts, to keep them.  ``stay``: whether each row's player has not
+    moved (it tries the next attempt)."""
+    for q in range(lo, hi):
         r = rows[q]
         i = idx[r]
         if axis == -1:  # keep the start of the slides (the position before the whole step)
@@ -281,14 +282,24 @@ def _try(
             positions[i, 0] = proposal[q, 0]
             positions[i, 1] = proposal[q, 1]
             moved[i] = full[r, axis] != 0.0
-        if not moved[i]:
-            keep[kept] = q
-            kept += 1
+        stay[q] = not moved[i]
+
+
+@compiled
+def _next_attempt(rows, full, start, proposal, axis, stay):  # pragma: no cover - compiled
+    """After the attempt ``axis`` (:func:`_try`): the rows whose player stays, their starts
+    (``start``; after the whole step, its kept starts in ``proposal``) and their next
+    proposals (the x slide after the whole step, the y slide after the x slide)."""
+    kept = 0
+    for q in range(len(rows)):
+        kept += stay[q]
     nxt = empty(kept, np.int64)
     starts = empty((kept, 3))
     proposals = empty((kept, 3))
-    for p in range(kept):
-        q = keep[p]
+    p = 0
+    for q in range(len(rows)):
+        if not stay[q]:
+            continue
         r = rows[q]
         nxt[p] = r
         for k in range(3):
@@ -300,6 +311,7 @@ def _try(
         else:  # the y slide: (0, full y)
             proposals[p, 0] = starts[p, 0] + 0.0
             proposals[p, 1] = starts[p, 1] + full[r, 1]
+        p += 1
     return nxt, starts, proposals
 
 
