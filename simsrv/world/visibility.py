@@ -39,7 +39,7 @@ def visibility(game_map: GameMap, players: np.ndarray, visibility_range: float =
         row_size = np.where(rooms >= 0, game_map.pvs_row_rooms[rooms], 0)
         return Visibility(_seen_within(game_map, players, rooms, visibility_range), row_size)
     entity_rooms = game_map.entity_rooms if len(game_map.entities) else rooms[:0]
-    seen, row = empty(len(rooms), np.int64), empty(len(rooms), np.int64)  # numpy's: huge pages
+    seen, row = empty(len(rooms), np.int64), empty(len(rooms), np.int64)
     _seen_in_rooms(rooms, entity_rooms, game_map.room_visible, game_map.pvs_row_rooms, seen, row)
     return Visibility(seen, row)
 

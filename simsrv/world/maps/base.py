@@ -98,7 +98,7 @@ class GameMap:
         -------
         (N,) bool.  Cost O(N x solids per grid cell) (:class:`BoxIndex`), compiled.
         """
-        out = empty(len(origins), np.bool_)  # numpy's: huge pages, fewer page faults
+        out = empty(len(origins), np.bool_)
         split_rows(
             _in_solid,
             len(origins),
@@ -203,7 +203,7 @@ class GameMap:
         Up to :data:`FEW_ROOMS` rooms every room is tested (cheaper than finding the point's
         cell in the grid index, and the same answer: the grid lists every room containing a
         point in the point's cell)."""
-        out = empty(len(points), np.int64)  # numpy's: huge pages, fewer page faults
+        out = empty(len(points), np.int64)
         points = np.ascontiguousarray(points, dtype=np.float64)
         room_min = np.ascontiguousarray(self.room_min)
         room_max = np.ascontiguousarray(self.room_max)

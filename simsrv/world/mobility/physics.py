@@ -27,7 +27,7 @@ def fall(
     ground = game_map.ground_z(positions)
     if not _any_airborne(z, vz, ground):  # everyone on the ground: the heights only
         return vz, np.maximum(z, ground)
-    n = len(z)  # the compiled calls' arrays are numpy's (huge pages: fewer page faults)
+    n = len(z)
     airborne, new_z, new_vz, rising = empty(n, np.bool_), empty(n), empty(n), empty(n, np.int64)
     risen = _airborne(z, vz, ground, dt_s, GRAVITY, airborne, new_z, new_vz, rising)
     rising = rising[:risen]

@@ -129,7 +129,7 @@ class Walker:
 
     def _working(self, name: str, shape: int | tuple[int, ...], dtype: type = np.float64):
         """A working array of ``shape`` for one step, written before it is read: the first
-        rows of one kept between steps (numpy's, so on huge pages), grown when too small.
+        rows of one kept between steps, grown when too small.
         A step's working arrays are a million players' tens of MB: allocated afresh each
         step, their pages would be mapped again each time (a seventh of a settling walk's time).
         In poison mode a reused array is poisoned again, as a new one is."""
