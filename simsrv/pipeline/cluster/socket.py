@@ -186,7 +186,7 @@ class SocketBank:
             self.last,
             self.count,
         )
-        return self.buffer[slots]
+        return np.take(self.buffer, slots)  # several times faster than indexing records
 
     def _make_room(self, extra: int) -> None:
         """Room for ``extra`` more slots.  When the buffer is full: if half its slots in use or
