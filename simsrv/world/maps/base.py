@@ -140,8 +140,11 @@ class GameMap:
 
         A point over a wall stands on its top and so pokes out of the map (``blocked``).
         """
-        above = np.column_stack([xy, np.full(len(xy), np.inf)])
-        return np.column_stack([xy, self.ground_z(above)])
+        origins = empty((len(xy), 3))  # dropped from infinitely high, then where they land
+        origins[:, :2] = xy
+        origins[:, 2] = np.inf
+        origins[:, 2] = self.ground_z(origins)
+        return origins
 
     def floor_xy(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """``count`` candidate floor points (x, y), uniform over the extent (a player's half width

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import compiled, row_kernel
+from simsrv.core.row_split import split_rows
 from simsrv.core.uninitialised import empty
 from simsrv.world.maps.base import GameMap
 
@@ -25,9 +26,11 @@ def fall(
     """
     z = positions[:, 2]
     ground = game_map.ground_z(positions)
-    if not _any_airborne(z, vz, ground):  # everyone on the ground: the heights only
-        return vz, np.maximum(z, ground)
     n = len(z)
+    heights, up = empty(n), empty(n, np.bool_)
+    split_rows(_grounded, n, z, vz, ground, heights, up)
+    if not up.any():  # everyone on the ground: the heights only
+        return vz, heights
     airborne, new_z, new_vz, rising = empty(n, np.bool_), empty(n), empty(n), empty(n, np.int64)
     risen = _airborne(z, vz, ground, dt_s, GRAVITY, airborne, new_z, new_vz, rising)
     rising = rising[:risen]
@@ -42,13 +45,14 @@ def fall(
     return new_vz, out
 
 
-@compiled
-def _any_airborne(z, vz, ground):  # pragma: no cover - compiled
-    """Whether a player is airborne: moving up or down, or above its ground."""
-    anyone = False
-    for i in range(len(z)):  # no early exit: the usual answer is no
-        anyone |= (vz[i] != 0.0) | (z[i] > ground[i])
-    return anyone
+@row_kernel
+def _grounded(lo, hi, z, vz, ground, heights, up):  # pragma: no cover - compiled
+    """For players ``lo .. hi``: the height each would have if none were airborne (never
+    below its ground), to ``heights``, and whether it is airborne (moving up or down, or
+    above its ground), to ``up``."""
+    for i in range(lo, hi):
+        heights[i] = _maximum(z[i], ground[i])
+        up[i] = (vz[i] != 0.0) | (z[i] > ground[i])
 
 
 @compiled

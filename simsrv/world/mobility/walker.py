@@ -65,6 +65,7 @@ class Walker:
         self.pause_s = np.zeros(count)
         self.detour = np.zeros(count, dtype=np.int64)  # ticks spent sliding along a wall
         self._kept: dict[str, np.ndarray] = {}  # working arrays (:meth:`_working`)
+        self._every_row = np.arange(count)  # 0 .. count - 1, never written
         everyone = np.arange(count)
         self.target[everyone] = self.destinations(everyone)
 
@@ -191,7 +192,7 @@ class Walker:
         n = len(idx)
         full, proposal = self._working("full", (n, 2)), self._working("proposal", (n, 3))
         split_rows(_steps, n, self.positions, idx, way, way_rows, self.speed, dt_s, full, proposal)
-        rows = np.arange(n)
+        rows = self._every_row[:n]  # read only
         positions, detour = self.positions, self.detour
         start = np.zeros((0, 3))  # the whole step starts where the players are
         for axis in (-1, 0, 1):  # whole step, then the slides along x and along y
