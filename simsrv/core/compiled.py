@@ -39,26 +39,27 @@ symbol_ids.install()
 gc.freeze()
 
 
-def compiled(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` compiled in nopython mode on first call, cached on disk if possible."""
+def _cached(function: Callable[..., Any], **options: Any) -> Callable[..., Any]:
+    """``numba.njit(**options)(function)`` with numba's on-disk cache, loaded through
+    :func:`install`; without the cache when no cache location is writable."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NumbaWarning)
-            return install(numba.njit(cache=True)(function))
+            return install(numba.njit(cache=True, **options)(function))
     except RuntimeError:  # "cannot cache function ...: no locator available"
-        return numba.njit(cache=False)(function)
+        return numba.njit(cache=False, **options)(function)
+
+
+def compiled(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` compiled in nopython mode on first call, cached on disk if possible."""
+    return _cached(function)
 
 
 def row_kernel(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` compiled as :func:`compiled`, releasing the GIL while it runs (numba's
     ``nogil``): for the per-row kernels :func:`simsrv.core.row_split.split_rows` runs on
     several threads at once."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NumbaWarning)
-            return install(numba.njit(cache=True, nogil=True)(function))
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return numba.njit(cache=False, nogil=True)(function)
+    return _cached(function, nogil=True)
 
 
 def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -72,12 +73,7 @@ def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
     """
     if not hasattr(CPUTargetOptions, "_nrt"):
         return compiled(function)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NumbaWarning)
-            return install(numba.njit(cache=True, _nrt=False)(function))
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return numba.njit(cache=False, _nrt=False)(function)
+    return _cached(function, _nrt=False)
 
 
 def inlined(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,12 +98,7 @@ def inlinable(function: Callable[..., Any]) -> Callable[..., Any]:
     cached) as :func:`compiled` when Python calls it: for the small rules both compiled and
     Python code call (the cost rules).  Inlined, a rule costs its compiled callers no
     separate compile per argument types (~0.3-0.6 s each on a 2-core machine)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NumbaWarning)
-            return install(numba.njit(cache=True, inline="always")(function))
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return numba.njit(cache=False, inline="always")(function)
+    return _cached(function, inline="always")
 
 
 def inlined_allocating(function: Callable[..., Any]) -> Callable[..., Any]:
