@@ -182,8 +182,9 @@ class Walker:
 
         A step is tried whole, then along x only, then along y only (the slides only for
         those not moved yet); the arithmetic is compiled (:func:`_steps`, :func:`_try`,
-        :func:`_next_attempt`), the
-        map answers which proposals are blocked.  Returns who moved, (N,) bool.
+        :func:`_next_attempt`, :func:`_arrivals`; the per-player ones on every core,
+        :func:`~simsrv.core.row_split.split_rows`), the map answers which proposals are
+        blocked.  Returns who moved, (N,) bool.
         """
         moved = np.zeros(len(self.speed), dtype=bool)
         if len(idx) == 0:
