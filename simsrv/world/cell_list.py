@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsrv.core.compiled import compiled
+from simsrv.core.compiled import borrowing, compiled
 from simsrv.core.uninitialised import empty, poisoned_again
 
 MARGIN = 1e-6
@@ -321,14 +321,8 @@ def _scan(
                     for xx in range(x0, x1 + 1):
                         for yy in range(y0, y1 + 1):
                             d = (xx * ny + yy) * nz
-                            for t in range(np.uint64(start[d + z0]), np.uint64(start[d + z1 + 1])):
-                                written[q] = order[t]
-                                q += np.uint64(
-                                    (abs(x - near[t, 0]) <= radius)
-                                    & (abs(y - near[t, 1]) <= radius)
-                                    & (abs(z - near[t, 2]) <= radius)
-                                    & (t != me)
-                                )
+                            q = _run(near, order, written, q, x, y, z, me, radius,
+                                     start[d + z0], start[d + z1 + 1])  # fmt: skip
                     q = np.int64(q)
                     found += q - end
                     if found > stop >= 0:
@@ -372,14 +366,7 @@ def _scan_columns(
                     x, y, z = near[s, 0], near[s, 1], near[s, 2]
                     me, q = np.uint64(s), np.uint64(end)  # unsigned: no negative indices
                     for lo, hi in ((lo0, hi0), (lo1, hi1), (lo2, hi2)):
-                        for t in range(np.uint64(lo), np.uint64(hi)):
-                            written[q] = order[t]
-                            q += np.uint64(
-                                (abs(x - near[t, 0]) <= radius)
-                                & (abs(y - near[t, 1]) <= radius)
-                                & (abs(z - near[t, 2]) <= radius)
-                                & (t != me)
-                            )
+                        q = _run(near, order, written, q, x, y, z, me, radius, lo, hi)
                     q = np.int64(q)
                     found += q - end
                     if found > stop >= 0:
@@ -390,6 +377,22 @@ def _scan_columns(
     begin[len(near)] = end
     written[end : end + 8] = LAST  # read (and left out) by the sorting network
     return nx * ny * nz, 0, found, end
+
+
+@borrowing
+def _run(near, order, written, q, x, y, z, me, radius, lo, hi):  # pragma: no cover - compiled
+    """The candidates ``lo .. hi`` (positions in cell order) of the point ``me`` at ``(x, y,
+    z)``: each written at ``written[q]``, ``q`` moved past it only if it is within
+    ``radius`` and not ``me`` (no branch); returns ``q``.  Indices unsigned."""
+    for t in range(np.uint64(lo), np.uint64(hi)):
+        written[q] = order[t]
+        q += np.uint64(
+            (abs(x - near[t, 0]) <= radius)
+            & (abs(y - near[t, 1]) <= radius)
+            & (abs(z - near[t, 2]) <= radius)
+            & (t != me)
+        )
+    return q
 
 
 @compiled
