@@ -65,11 +65,12 @@ def row_kernel(function: Callable[..., Any]) -> Callable[..., Any]:
 def borrowing(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` compiled as :func:`compiled`, without reference counting: for the small
     helpers of a compiled loop that only read and write arrays their caller holds (they
-    allocate no array, return none and keep none).  Numba otherwise increments and
-    decrements the count of every array argument (and of every array taken out of a tuple
-    argument) on each call, atomically: ~20 ns per call of a helper that gets a tuple of
-    state arrays, which made most of the compiled engine's time.  Uses numba's ``_nrt``
-    option; a numba without it compiles the function as :func:`compiled` (correct, slower).
+    allocate no array and return or keep none; a scalar may be returned).  Numba otherwise
+    increments and decrements the count of every array argument (and of every array taken
+    out of a tuple argument) on each call, atomically: ~20 ns per call of a helper that gets
+    a tuple of state arrays, which made most of the compiled engine's time.  Uses numba's
+    ``_nrt`` option; a numba without it compiles the function as :func:`compiled` (correct,
+    slower).
     """
     if not hasattr(CPUTargetOptions, "_nrt"):
         return compiled(function)

@@ -31,8 +31,8 @@ def fall(
     split_rows(_grounded, n, z, vz, ground, heights, up)
     if not up.any():  # everyone on the ground: the heights only
         return vz, heights
-    airborne, new_z, new_vz, rising = empty(n, np.bool_), empty(n), empty(n), empty(n, np.int64)
-    risen = _airborne(z, vz, ground, dt_s, GRAVITY, airborne, new_z, new_vz, rising)
+    new_z, new_vz, rising = empty(n), empty(n), empty(n, np.int64)
+    risen = _airborne(z, vz, up, dt_s, GRAVITY, new_z, new_vz, rising)
     rising = rising[:risen]
     if len(rising):
         moved = positions[rising].copy()
@@ -40,52 +40,47 @@ def fall(
         bumped = rising[game_map.in_solid(moved)]
         new_z[bumped] = z[bumped]
         new_vz[bumped] = 0.0
-    out = empty(n)
-    _land(z, ground, airborne, new_z, new_vz, out)
-    return new_vz, out
+    _land(ground, up, new_z, new_vz, heights)
+    return new_vz, heights
 
 
 @row_kernel
 def _grounded(lo, hi, z, vz, ground, heights, up):  # pragma: no cover - compiled
-    """For players ``lo .. hi``: the height each would have if none were airborne (never
-    below its ground), to ``heights``, and whether it is airborne (moving up or down, or
-    above its ground), to ``up``."""
+    """For players ``lo .. hi``: the height each has after the tick if it is on the ground
+    (never below its ground), to ``heights`` (:func:`_land` writes the airborne players'),
+    and whether it is airborne (moving up or down, or above its ground), to ``up``."""
     for i in range(lo, hi):
         heights[i] = _maximum(z[i], ground[i])
         up[i] = (vz[i] != 0.0) | (z[i] > ground[i])
 
 
 @compiled
-def _airborne(z, vz, ground, dt_s, gravity, airborne, new_z, new_vz, rising):  # pragma: no cover
-    """Who is airborne (moving up or above its ground), to ``airborne``; where each would be
-    after ``dt_s`` and its speed then (airborne: less gravity; else 0), to ``new_z`` and
-    ``new_vz``; the rising players (airborne, moving up), in index order, to the start of
-    ``rising``.  Returns how many rise."""
+def _airborne(z, vz, up, dt_s, gravity, new_z, new_vz, rising):  # pragma: no cover - compiled
+    """Where each player would be after ``dt_s`` and its speed then (airborne, ``up``: less
+    gravity; else 0), to ``new_z`` and ``new_vz``; the rising players (airborne, moving up),
+    in index order, to the start of ``rising``.  Returns how many rise."""
     n = len(z)
     pull = gravity * dt_s
     count = 0
     for i in range(n):
-        up = vz[i] != 0.0 or z[i] > ground[i]
-        airborne[i] = up
         new_z[i] = z[i] + vz[i] * dt_s
-        new_vz[i] = vz[i] - pull if up else 0.0
-        if up and vz[i] > 0.0:
+        new_vz[i] = vz[i] - pull if up[i] else 0.0
+        if up[i] and vz[i] > 0.0:
             rising[count] = i
             count += 1
     return count
 
 
 @compiled
-def _land(z, ground, airborne, new_z, new_vz, out):  # pragma: no cover - compiled
-    """The heights after the tick (never below the ground), to ``out``; an airborne player
+def _land(ground, up, new_z, new_vz, heights):  # pragma: no cover - compiled
+    """The heights after the tick of the airborne players (``up``; never below the ground),
+    to ``heights`` (the others' are already there: :func:`_grounded`); an airborne player
     that reaches its ground lands (its speed becomes 0, in ``new_vz``)."""
-    for i in range(len(z)):
-        if airborne[i]:
+    for i in range(len(ground)):
+        if up[i]:
             if new_z[i] <= ground[i]:
                 new_vz[i] = 0.0
-            out[i] = _maximum(new_z[i], ground[i])
-        else:
-            out[i] = _maximum(z[i], ground[i])
+            heights[i] = _maximum(new_z[i], ground[i])
 
 
 @compiled
